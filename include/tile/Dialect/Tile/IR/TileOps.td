@@ -1,0 +1,200 @@
+//===- TileOps.td - tile dialect operations -----------------*- tablegen -*-===//
+//
+// Operations of the tile dialect. Every op is pure and works on whole ranked
+// tensors; the compiler, not the user, decides how they are tiled.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_DIALECT_TILE_IR_TILEOPS_TD
+#define TILE_DIALECT_TILE_IR_TILEOPS_TD
+
+include "tile/Dialect/Tile/IR/TileDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinTypes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/OpBase.td"
+
+/// The storage element types a kernel may read and write.
+def Tile_StorageFloat : AnyTypeOf<[BF16, F16, F32]>;
+def Tile_FloatTensor : RankedTensorOf<[BF16, F16, F32]>;
+/// Scalars a kernel may take as parameters.
+def Tile_Scalar : AnyTypeOf<[BF16, F16, F32, Index, I32, I64]>;
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+def Tile_CastOp : Tile_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "converts between floating-point storage types";
+  let description = [{
+    Converts every element of `input` to the element type of the result,
+    rounding to nearest even when narrowing (exactly as the GPU's `cvt.rn`).
+    Kernels load `bf16`/`f16` data, cast it to `f32`, compute, and cast back.
+
+    ```mlir
+    %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_FloatTensor:$input);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SplatOp
+//===----------------------------------------------------------------------===//
+
+def Tile_SplatOp : Tile_Op<"splat", [Pure]> {
+  let summary = "fills a tensor shaped like another with one scalar";
+  let description = [{
+    Produces a tensor with the shape of `shape` (whose element values are not
+    read) in which every element is `value`. This is how scalar parameters
+    and constants meet tensors of dynamic shape.
+
+    ```mlir
+    %epsv = tile.splat %eps like %ms : f32, tensor<?xf32> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_StorageFloat:$value, AnyRankedTensor:$shape);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = [{
+    $value `like` $shape attr-dict `:` type($value) `,` type($shape) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
+  let summary = "replicates a tensor along new dimensions";
+  let description = [{
+    Inserts the result dimensions listed in `dims` (strictly increasing) and
+    replicates `input` along them. The result has the shape of `shape`, whose
+    element values are not read; the remaining result dimensions correspond,
+    in order, to the dimensions of `input`.
+
+    ```mlir
+    // rstd[i] for every column j: [M] -> [M, N]
+    %rb = tile.broadcast %rstd [1] like %xf
+        : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+    // w[j] for every row i: [N] -> [M, N]
+    %wb = tile.broadcast %w [0] like %xf
+        : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_FloatTensor:$input, DenseI64ArrayAttr:$dims,
+                       AnyRankedTensor:$shape);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input $dims `like` $shape attr-dict `:` type($input) `,` type($shape)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
+  let summary = "reduces a tensor over chosen dimensions";
+  let description = [{
+    Combines the elements of `input` along the dimensions `dims` (strictly
+    increasing) with `sum`, `mean`, `max` or `min`; those dimensions are
+    removed from the result. Reducing every dimension gives a rank-0 tensor.
+    A reduction over a leading (row) dimension crosses rows: the scheduler
+    realizes it as per-CTA partials and a deterministic finalize.
+
+    ```mlir
+    %ms = tile.reduce mean %sq [1] : tensor<?x?xf32> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_ReductionKind:$kind, Tile_FloatTensor:$input,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = [{
+    $kind $input $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+def Tile_SliceOp : Tile_Op<"slice", [Pure]> {
+  let summary = "takes a contiguous range of the last dimension";
+  let description = [{
+    Returns the elements `[offset, offset + size)` of the last dimension of
+    `input`; the leading dimensions are kept. `offset` and `size` are `index`
+    values, so a kernel can split a row it only knows at run time, such as the
+    two halves of a `[M, 2H]` tensor. A range that leaves the row is an error
+    (reported statically when the values are constants).
+
+    ```mlir
+    %a = tile.slice %x [%c0, %h] : tensor<?x?xbf16> -> tensor<?x?xbf16>
+    %b = tile.slice %x [%h, %h] : tensor<?x?xbf16> -> tensor<?x?xbf16>
+    ```
+  }];
+  let arguments = (ins Tile_FloatTensor:$input, Index:$offset, Index:$size);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `[` $offset `,` $size `]` attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ConcatOp
+//===----------------------------------------------------------------------===//
+
+def Tile_ConcatOp : Tile_Op<"concat", [Pure]> {
+  let summary = "joins tensors along the last dimension";
+  let description = [{
+    Concatenates `inputs` along their last dimension; all other dimensions
+    and the element type must agree.
+
+    ```mlir
+    %g = tile.concat %da, %db : tensor<?x?xbf16>, tensor<?x?xbf16>
+        -> tensor<?x?xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Tile_FloatTensor>:$inputs);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SigmoidOp
+//===----------------------------------------------------------------------===//
+
+def Tile_SigmoidOp : Tile_Op<"sigmoid",
+    [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "logistic sigmoid 1 / (1 + exp(-x)), elementwise";
+  let description = [{
+    The logistic function, which upstream `math` lacks. A dedicated op keeps
+    SiLU and its derivative, σ(x)·(1 + x·(1 − σ(x))), short and stable.
+
+    ```mlir
+    %s = tile.sigmoid %af : tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_FloatTensor:$input);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+#endif // TILE_DIALECT_TILE_IR_TILEOPS_TD

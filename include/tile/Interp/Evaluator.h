@@ -1,0 +1,59 @@
+//===- Evaluator.h - float64 reference evaluator of tile IR ------*- C++ -*-===//
+//
+// `tile::interp` runs a tile function on host buffers in float64. It is the
+// numerical ground truth for everything else: GPU results, derived gradients
+// and finite differences are all compared against it. Rounding happens only
+// where the GPU rounds (at `tile.cast` and at storage-typed inputs), so a
+// bf16 kernel's reference sees the same bf16 inputs the GPU does.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_INTERP_EVALUATOR_H
+#define TILE_INTERP_EVALUATOR_H
+
+#include "tile/Interp/FloatFormats.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tile::interp {
+
+/// A host value: a tensor (row-major, any rank) or a scalar. Elements are
+/// held as double whatever the IR type; `storage` records the float type the
+/// values were rounded to (integers and booleans are held exactly).
+struct Buffer {
+  std::vector<int64_t> shape;
+  std::vector<double> values;
+  bool isTensor = true;
+  StorageType storage = StorageType::F64;
+
+  static Buffer tensor(std::vector<int64_t> shape, StorageType storage,
+                       std::vector<double> values = {});
+  static Buffer scalar(double value, StorageType storage = StorageType::F64);
+  /// Number of elements the shape describes (1 for scalars and rank 0).
+  int64_t numElements() const;
+};
+
+struct EvalOptions {
+  /// Round at casts and storage-typed inputs as the GPU does. With false the
+  /// whole function is evaluated in exact float64 (casts are identities),
+  /// which is what closed-form comparisons and finite differences want.
+  bool roundStorage = true;
+};
+
+/// Evaluates `func` on `args` (one per function argument, in order) and
+/// returns its results. Errors name the op and location that failed:
+/// argument count/shape/type mismatches, out-of-range slices, unsupported ops.
+llvm::Expected<std::vector<Buffer>> evaluate(mlir::func::FuncOp func,
+                                             const std::vector<Buffer> &args,
+                                             const EvalOptions &options = {});
+
+/// The storage type of a float element type (bf16, f16, f32, f64), if any.
+std::optional<StorageType> getStorageType(mlir::Type elementType);
+
+} // namespace tile::interp
+
+#endif // TILE_INTERP_EVALUATOR_H

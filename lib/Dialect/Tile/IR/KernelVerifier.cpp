@@ -1,0 +1,87 @@
+//===- KernelVerifier.cpp - what a tile.kernel function may contain ------===//
+//
+// A kernel is lowered to a GPU kernel and differentiated, so it is held to a
+// narrower language than a plain func.func: tensors of storage types at the
+// boundary, one block of tile/arith/math ops, and all arithmetic in f32 (the
+// GPU computes in f32 whatever the storage type; making the casts explicit
+// keeps rounding visible to the evaluator and the differentiator).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
+#include "tile/Dialect/Tile/IR/TileOps.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+bool isScalarParameter(Type type) {
+  return type.isF32() || type.isIndex() || type.isInteger(32) ||
+         type.isInteger(64);
+}
+
+bool isStorageTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isStorageFloat(tensor.getElementType());
+}
+
+/// Ops that only move or convert data; they may carry storage types.
+bool isDataMovement(Operation *op) {
+  return isa<CastOp, SplatOp, BroadcastOp, SliceOp, ConcatOp>(op);
+}
+
+bool isSupportedOp(Operation *op) {
+  StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
+  return ns == "tile" || ns == "arith" || ns == "math" ||
+         isa<tensor::DimOp, func::ReturnOp>(op);
+}
+
+/// Element (or scalar) types an arithmetic op may produce inside a kernel.
+bool isComputeType(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  if (isa<TensorType>(type))
+    return element.isF32() || element.isInteger(1);
+  return element.isF32() || element.isIndex() || element.isInteger(1) ||
+         element.isInteger(32) || element.isInteger(64);
+}
+} // namespace
+
+LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
+  if (func.isExternal())
+    return func.emitOpError("is a tile kernel but has no body");
+  FunctionType type = func.getFunctionType();
+  for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
+    if (!isStorageTensor(argType) && !isScalarParameter(argType))
+      return func.emitOpError("kernel argument #")
+             << index << " has unsupported type " << argType
+             << "; kernels take ranked tensors of bf16, f16 or f32 and "
+                "scalar f32, index, i32 or i64 parameters";
+  }
+  if (type.getNumResults() == 0)
+    return func.emitOpError("kernel must return at least one tensor");
+  for (auto [index, resultType] : llvm::enumerate(type.getResults())) {
+    if (!isStorageTensor(resultType))
+      return func.emitOpError("kernel result #")
+             << index << " has unsupported type " << resultType
+             << "; kernels return ranked tensors of bf16, f16 or f32";
+  }
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("kernel body must be a single block");
+
+  for (Operation &op : func.getBody().front()) {
+    if (!isSupportedOp(&op))
+      return op.emitOpError("is not supported in a tile kernel (allowed: "
+                            "tile, arith and math ops, tensor.dim)");
+    if (op.getNumRegions() != 0)
+      return op.emitOpError("has regions; tile kernels are straight-line code");
+    if (isDataMovement(&op))
+      continue;
+    for (Type resultType : op.getResultTypes()) {
+      if (!isComputeType(resultType))
+        return op.emitOpError("computes in ")
+               << resultType
+               << "; tile kernels compute in f32 (convert with tile.cast)";
+    }
+  }
+  return success();
+}

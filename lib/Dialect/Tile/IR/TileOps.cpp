@@ -1,0 +1,294 @@
+//===- TileOps.cpp - tile op verifiers and folders ------------------------===//
+//
+// Verifier messages name the offending value and say what was expected, so a
+// user can fix the kernel from the message alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+bool mlir::tile::isStorageFloat(Type type) {
+  return type.isBF16() || type.isF16() || type.isF32();
+}
+
+namespace {
+/// Formats a shape the way users write it: [?, 4096].
+std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(
+      shape, os,
+      [&](int64_t size) {
+        if (ShapedType::isDynamic(size))
+          os << "?";
+        else
+          os << size;
+      },
+      ", ");
+  os << "]";
+  return text;
+}
+
+/// Checks that `dims` is strictly increasing and within [0, rank).
+LogicalResult verifyDimList(Operation *op, ArrayRef<int64_t> dims,
+                            int64_t rank, StringRef what) {
+  for (auto [index, dim] : llvm::enumerate(dims)) {
+    if (dim < 0 || dim >= rank)
+      return op->emitOpError() << what << " dimension " << dim
+                               << " is out of bounds for rank " << rank;
+    if (index > 0 && dims[index - 1] >= dim)
+      return op->emitOpError()
+             << what << " dimensions must be strictly increasing, got "
+             << formatShape(dims);
+  }
+  return success();
+}
+
+std::optional<int64_t> constantIndex(Value value) {
+  APInt constant;
+  if (matchPattern(value, m_ConstantInt(&constant)))
+    return constant.getSExtValue();
+  return std::nullopt;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // bf16/f16 -> f32 -> the same type is exact: f32 represents every value.
+  if (auto inner = getInput().getDefiningOp<CastOp>()) {
+    Type middle = getElementTypeOrSelf(inner.getType());
+    if (inner.getInput().getType() == getType() && middle.isF32())
+      return inner.getInput();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// SplatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SplatOp::verify() {
+  auto shapeType = cast<RankedTensorType>(getShape().getType());
+  RankedTensorType resultType = getType();
+  if (shapeType.getShape() != resultType.getShape())
+    return emitOpError("result shape ")
+           << formatShape(resultType.getShape())
+           << " differs from the shape of the 'like' operand "
+           << formatShape(shapeType.getShape());
+  if (getValue().getType() != resultType.getElementType())
+    return emitOpError("value of type ")
+           << getValue().getType() << " does not match the result element type "
+           << resultType.getElementType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType resultType = getType();
+  auto shapeType = cast<RankedTensorType>(getShape().getType());
+  int64_t resultRank = resultType.getRank();
+  if (failed(verifyDimList(*this, getDims(), resultRank, "broadcast")))
+    return failure();
+  if (inputType.getRank() + static_cast<int64_t>(getDims().size()) !=
+      resultRank)
+    return emitOpError("input of rank ")
+           << inputType.getRank() << " plus " << getDims().size()
+           << " broadcast dimension(s) does not give the result rank "
+           << resultRank;
+  if (shapeType.getShape() != resultType.getShape())
+    return emitOpError("result shape ")
+           << formatShape(resultType.getShape())
+           << " differs from the shape of the 'like' operand "
+           << formatShape(shapeType.getShape());
+  if (inputType.getElementType() != resultType.getElementType())
+    return emitOpError("input element type ")
+           << inputType.getElementType()
+           << " differs from the result element type "
+           << resultType.getElementType();
+  // The result dimensions that are not broadcast map, in order, to the input.
+  int64_t inputDim = 0;
+  for (int64_t dim = 0; dim < resultRank; ++dim) {
+    if (llvm::is_contained(getDims(), dim))
+      continue;
+    int64_t in = inputType.getDimSize(inputDim);
+    int64_t out = resultType.getDimSize(dim);
+    if (!ShapedType::isDynamic(in) && !ShapedType::isDynamic(out) && in != out)
+      return emitOpError("input dimension ")
+             << inputDim << " has size " << in << " but result dimension "
+             << dim << " has size " << out;
+    ++inputDim;
+  }
+  return success();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor) {
+  if (getDims().empty() && getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType resultType = getType();
+  if (failed(verifyDimList(*this, getDims(), inputType.getRank(), "reduction")))
+    return failure();
+  SmallVector<int64_t> expected;
+  for (int64_t dim = 0; dim < inputType.getRank(); ++dim)
+    if (!llvm::is_contained(getDims(), dim))
+      expected.push_back(inputType.getDimSize(dim));
+  if (resultType.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result shape ")
+           << formatShape(resultType.getShape())
+           << " does not match the input shape without the reduced "
+              "dimensions, "
+           << formatShape(expected);
+  if (inputType.getElementType() != resultType.getElementType())
+    return emitOpError("result element type ")
+           << resultType.getElementType() << " differs from the input's "
+           << inputType.getElementType();
+  return success();
+}
+
+OpFoldResult ReduceOp::fold(FoldAdaptor) {
+  // Reducing over no dimension is the identity for every kind.
+  if (getDims().empty() && getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType resultType = getType();
+  int64_t rank = inputType.getRank();
+  if (rank == 0)
+    return emitOpError("cannot slice a rank-0 tensor");
+  if (resultType.getRank() != rank)
+    return emitOpError("result rank ")
+           << resultType.getRank() << " differs from the input rank " << rank;
+  if (inputType.getShape().drop_back() != resultType.getShape().drop_back())
+    return emitOpError("leading dimensions of the result ")
+           << formatShape(resultType.getShape())
+           << " must equal those of the input "
+           << formatShape(inputType.getShape());
+  if (inputType.getElementType() != resultType.getElementType())
+    return emitOpError("result element type ")
+           << resultType.getElementType() << " differs from the input's "
+           << inputType.getElementType();
+
+  std::optional<int64_t> offset = constantIndex(getOffset());
+  std::optional<int64_t> size = constantIndex(getSize());
+  int64_t inputWidth = inputType.getShape().back();
+  int64_t resultWidth = resultType.getShape().back();
+  if (offset && *offset < 0)
+    return emitOpError("offset ") << *offset << " is negative";
+  if (size && *size < 0)
+    return emitOpError("size ") << *size << " is negative";
+  if (offset && size && !ShapedType::isDynamic(inputWidth) &&
+      *offset + *size > inputWidth)
+    return emitOpError("range [")
+           << *offset << ", " << *offset + *size
+           << ") is out of bounds for a last dimension of size " << inputWidth;
+  if (!ShapedType::isDynamic(resultWidth) && (!size || *size != resultWidth))
+    return emitOpError("result last dimension ")
+           << resultWidth << " must be dynamic or equal the constant size";
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() != getType())
+    return {};
+  std::optional<int64_t> offset = constantIndex(getOffset());
+  if (!offset || *offset != 0)
+    return {};
+  // The whole row: either a constant equal to a static width, or the width
+  // itself read with tensor.dim.
+  int64_t width = getType().getShape().back();
+  std::optional<int64_t> size = constantIndex(getSize());
+  if (size && !ShapedType::isDynamic(width) && *size == width)
+    return getInput();
+  if (auto dim = getSize().getDefiningOp<tensor::DimOp>()) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    if (dim.getSource() == getInput() && index &&
+        *index == getType().getRank() - 1)
+      return getInput();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// ConcatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  RankedTensorType resultType = getType();
+  int64_t rank = resultType.getRank();
+  if (rank == 0)
+    return emitOpError("cannot concatenate rank-0 tensors");
+  bool allStatic = true;
+  int64_t width = 0;
+  for (auto [index, input] : llvm::enumerate(getInputs())) {
+    auto inputType = cast<RankedTensorType>(input.getType());
+    if (inputType.getRank() != rank)
+      return emitOpError("input #")
+             << index << " has rank " << inputType.getRank()
+             << " but the result has rank " << rank;
+    if (inputType.getElementType() != resultType.getElementType())
+      return emitOpError("input #")
+             << index << " has element type " << inputType.getElementType()
+             << " but the result has " << resultType.getElementType();
+    if (inputType.getShape().drop_back() != resultType.getShape().drop_back())
+      return emitOpError("leading dimensions of input #")
+             << index << " " << formatShape(inputType.getShape())
+             << " must equal those of the result "
+             << formatShape(resultType.getShape());
+    int64_t inputWidth = inputType.getShape().back();
+    if (ShapedType::isDynamic(inputWidth))
+      allStatic = false;
+    else
+      width += inputWidth;
+  }
+  int64_t resultWidth = resultType.getShape().back();
+  if (allStatic && resultWidth != width)
+    return emitOpError("result last dimension must be ")
+           << width << ", the sum of the inputs' last dimensions";
+  if (!allStatic && !ShapedType::isDynamic(resultWidth))
+    return emitOpError("result last dimension must be dynamic when an "
+                       "input's last dimension is dynamic");
+  return success();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 && getInputs().front().getType() == getType())
+    return getInputs().front();
+  return {};
+}
+
+#define GET_OP_CLASSES
+#include "tile/Dialect/Tile/IR/TileOps.cpp.inc"

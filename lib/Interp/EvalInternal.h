@@ -1,0 +1,46 @@
+//===- EvalInternal.h - shared pieces of the evaluator ----------*- C++ -*-===//
+//
+// Private to lib/Interp: the evaluation environment and the per-family op
+// evaluators (elementwise in ElementwiseEval.cpp, data movement and
+// reductions in StructuralEval.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_LIB_INTERP_EVALINTERNAL_H
+#define TILE_LIB_INTERP_EVALINTERNAL_H
+
+#include "tile/Interp/Evaluator.h"
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace tile::interp::detail {
+
+struct Env {
+  llvm::DenseMap<mlir::Value, Buffer> values;
+  EvalOptions options;
+
+  const Buffer &get(mlir::Value value) const {
+    return values.find(value)->second;
+  }
+};
+
+/// An error that names the op and its source location.
+llvm::Error opError(mlir::Operation *op, const llvm::Twine &message);
+
+/// Evaluates `op` if it is an arith/math elementwise op. Returns
+/// std::nullopt when the op belongs to another family.
+std::optional<llvm::Error> evalElementwise(mlir::Operation *op, Env &env);
+
+/// Evaluates tile data-movement and reduction ops and tensor.dim.
+std::optional<llvm::Error> evalStructural(mlir::Operation *op, Env &env);
+
+/// Row-major strides of `shape`.
+std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+
+/// The storage rounding of an MLIR value's element type (F64 for non-floats).
+StorageType storageOf(mlir::Type type);
+
+} // namespace tile::interp::detail
+
+#endif // TILE_LIB_INTERP_EVALINTERNAL_H

@@ -1,0 +1,168 @@
+//===- Evaluator.cpp - float64 reference evaluator driver ----------------===//
+//
+// Walks the function's single block in order, keeping one host Buffer per SSA
+// value. Op families are evaluated in ElementwiseEval.cpp and
+// StructuralEval.cpp; this file binds arguments and collects results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EvalInternal.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace tile::interp {
+using namespace detail;
+
+Buffer Buffer::tensor(std::vector<int64_t> shape, StorageType storage,
+                      std::vector<double> values) {
+  Buffer buffer;
+  buffer.shape = std::move(shape);
+  buffer.storage = storage;
+  buffer.isTensor = true;
+  buffer.values = std::move(values);
+  if (buffer.values.empty())
+    buffer.values.assign(buffer.numElements(), 0.0);
+  return buffer;
+}
+
+Buffer Buffer::scalar(double value, StorageType storage) {
+  Buffer buffer;
+  buffer.isTensor = false;
+  buffer.storage = storage;
+  buffer.values = {value};
+  return buffer;
+}
+
+int64_t Buffer::numElements() const {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
+
+std::optional<StorageType> getStorageType(Type elementType) {
+  if (elementType.isBF16())
+    return StorageType::BF16;
+  if (elementType.isF16())
+    return StorageType::F16;
+  if (elementType.isF32())
+    return StorageType::F32;
+  if (elementType.isF64())
+    return StorageType::F64;
+  return std::nullopt;
+}
+
+StorageType detail::storageOf(Type type) {
+  return getStorageType(getElementTypeOrSelf(type)).value_or(StorageType::F64);
+}
+
+std::vector<int64_t> detail::stridesOf(ArrayRef<int64_t> shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t dim = static_cast<int64_t>(shape.size()) - 2; dim >= 0; --dim)
+    strides[dim] = strides[dim + 1] * shape[dim + 1];
+  return strides;
+}
+
+llvm::Error detail::opError(Operation *op,
+                                          const llvm::Twine &message) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << op->getLoc() << ": '" << op->getName() << "': " << message;
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), text);
+}
+
+namespace {
+llvm::Error bindArgument(func::FuncOp func, unsigned index, const Buffer &arg,
+                         const EvalOptions &options, Env &env) {
+  BlockArgument value = func.getArgument(index);
+  auto fail = [&](const llvm::Twine &message) {
+    std::string type;
+    llvm::raw_string_ostream os(type);
+    os << value.getType();
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "argument #" + llvm::Twine(index) + " (" +
+                                       type + "): " + message);
+  };
+  Buffer bound = arg;
+  if (auto tensorType = dyn_cast<RankedTensorType>(value.getType())) {
+    if (!arg.isTensor)
+      return fail("expected a tensor, got a scalar");
+    if (static_cast<int64_t>(arg.shape.size()) != tensorType.getRank())
+      return fail("expected rank " + llvm::Twine(tensorType.getRank()) +
+                  ", got rank " + llvm::Twine(arg.shape.size()));
+    for (int64_t dim = 0; dim < tensorType.getRank(); ++dim) {
+      int64_t expected = tensorType.getDimSize(dim);
+      if (arg.shape[dim] < 0)
+        return fail("dimension " + llvm::Twine(dim) + " is negative");
+      if (!ShapedType::isDynamic(expected) && expected != arg.shape[dim])
+        return fail("dimension " + llvm::Twine(dim) + " must be " +
+                    llvm::Twine(expected) + ", got " +
+                    llvm::Twine(arg.shape[dim]));
+    }
+    if (static_cast<int64_t>(arg.values.size()) != arg.numElements())
+      return fail("holds " + llvm::Twine(arg.values.size()) +
+                  " values for a shape of " + llvm::Twine(arg.numElements()) +
+                  " elements");
+  } else if (arg.isTensor || arg.values.size() != 1) {
+    return fail("expected a scalar");
+  }
+  bound.storage = storageOf(value.getType());
+  if (options.roundStorage && isa<FloatType>(getElementTypeOrSelf(value)))
+    for (double &element : bound.values)
+      element = roundTo(bound.storage, element);
+  env.values[value] = std::move(bound);
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Expected<std::vector<Buffer>>
+ evaluate(func::FuncOp func, const std::vector<Buffer> &args,
+                       const EvalOptions &options) {
+  if (func.isExternal())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "function @" + func.getSymName() +
+                                       " has no body");
+  if (args.size() != func.getNumArguments())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "function @" + func.getSymName() + " takes " +
+            llvm::Twine(func.getNumArguments()) + " arguments, got " +
+            llvm::Twine(args.size()));
+  if (!func.getBody().hasOneBlock())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "function @" + func.getSymName() +
+                                       " has more than one block");
+  Env env;
+  env.options = options;
+  for (unsigned index = 0; index < args.size(); ++index)
+    if (llvm::Error error = bindArgument(func, index, args[index], options, env))
+      return std::move(error);
+
+  for (Operation &op : func.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      std::vector<Buffer> results;
+      for (Value value : ret.getOperands())
+        results.push_back(env.get(value));
+      return results;
+    }
+    if (std::optional<llvm::Error> error = evalElementwise(&op, env)) {
+      if (*error)
+        return std::move(*error);
+      continue;
+    }
+    if (std::optional<llvm::Error> error = evalStructural(&op, env)) {
+      if (*error)
+        return std::move(*error);
+      continue;
+    }
+    return opError(&op, "the reference evaluator does not support this op");
+  }
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "function @" + func.getSymName() +
+                                     " does not end in func.return");
+}
+
+} // namespace tile::interp

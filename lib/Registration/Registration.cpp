@@ -1,0 +1,18 @@
+//===- Registration.cpp - dialects and passes the tile tools use ---------===//
+
+#include "tile/InitTile.h"
+#include "tile/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+void mlir::tile::registerTileDialects(DialectRegistry &registry) {
+  registry.insert<TileDialect, arith::ArithDialect, math::MathDialect,
+                  tensor::TensorDialect, func::FuncDialect>();
+}
+
+void mlir::tile::registerTilePasses() {
+  registerCanonicalizerPass();
+  registerCSEPass();
+  registerSymbolDCEPass();
+}

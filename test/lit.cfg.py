@@ -1,0 +1,34 @@
+# -*- Python -*-
+# lit configuration for the tile project.
+
+import os
+import sys
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "TILE"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tile_obj_root, "test")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt"]
+
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%tile_src", config.tile_src_root))
+config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(
+    ("%expect-error",
+     sys.executable + " " + os.path.join(config.test_source_root, "lib",
+                                          "expect_error.py")))
+
+tool_dirs = [config.tile_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(
+    ["tile-opt", "tile-translate", "tile-run"], tool_dirs)
+
+if config.enable_gpu_tests:
+    config.available_features.add("cuda")

@@ -1,0 +1,20 @@
+//===- tile-opt.cpp - the tile optimizer driver --------------------------===//
+//
+// mlir-opt with the tile dialect, the upstream dialects kernels use and the
+// tile pipeline's passes. Malformed input gives a located diagnostic and
+// exit code 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/InitTile.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  mlir::tile::registerTileDialects(registry);
+  mlir::tile::registerTilePasses();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Tile optimizer driver\n", registry));
+}
