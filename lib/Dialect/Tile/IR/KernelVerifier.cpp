@@ -72,8 +72,6 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
     if (!isSupportedOp(&op))
       return op.emitOpError("is not supported in a tile kernel (allowed: "
                             "tile, arith and math ops, tensor.dim)");
-    if (op.getNumRegions() != 0)
-      return op.emitOpError("has regions; tile kernels are straight-line code");
     if (isDataMovement(&op))
       continue;
     for (Type resultType : op.getResultTypes()) {

@@ -42,7 +42,7 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == getNoGradAttrName())
     return op->emitError("'tile.nograd' marks a function argument; put it in "
                          "the argument's attribute dictionary");
-  return op->emitError("unknown tile attribute '") << attr.getName() << "'";
+  return op->emitError("unknown tile attribute '") << attr.getName().getValue() << "'";
 }
 
 LogicalResult TileDialect::verifyRegionArgAttribute(Operation *op,
@@ -51,7 +51,7 @@ LogicalResult TileDialect::verifyRegionArgAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() != getNoGradAttrName())
     return op->emitError("unknown tile argument attribute '")
-           << attr.getName() << "' on argument #" << argIndex;
+           << attr.getName().getValue() << "' on argument #" << argIndex;
   if (!isa<UnitAttr>(attr.getValue()))
     return op->emitError("'tile.nograd' on argument #")
            << argIndex << " must be a unit attribute";

@@ -1,0 +1,402 @@
+// RUN: tile-opt %s -split-input-file -verify-diagnostics
+
+// One case per user-facing verifier error of the tile dialect.
+
+//===----------------------------------------------------------------------===//
+// tile.cast
+//===----------------------------------------------------------------------===//
+
+func.func @cast_shape(%x: tensor<4x?xbf16>) -> tensor<5x?xf32> {
+  // expected-error@+1 {{'tile.cast' op requires the same shape for all operands and results}}
+  %0 = tile.cast %x : tensor<4x?xbf16> to tensor<5x?xf32>
+  return %0 : tensor<5x?xf32>
+}
+
+// -----
+
+func.func @cast_f64(%x: tensor<?xf32>) -> tensor<?xf64> {
+  // expected-error@+1 {{result #0 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values}}
+  %0 = tile.cast %x : tensor<?xf32> to tensor<?xf64>
+  return %0 : tensor<?xf64>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.splat
+//===----------------------------------------------------------------------===//
+
+func.func @splat_shape(%s: f32, %t: tensor<?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{result shape [?, ?] differs from the shape of the 'like' operand [?]}}
+  %0 = tile.splat %s like %t : f32, tensor<?xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @splat_type(%s: f32, %t: tensor<?xf32>) -> tensor<?xf16> {
+  // expected-error@+1 {{value of type 'f32' does not match the result element type 'f16'}}
+  %0 = tile.splat %s like %t : f32, tensor<?xf32> -> tensor<?xf16>
+  return %0 : tensor<?xf16>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.broadcast
+//===----------------------------------------------------------------------===//
+
+func.func @broadcast_dim_oob(%r: tensor<?xf32>, %x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{broadcast dimension 2 is out of bounds for rank 2}}
+  %0 = tile.broadcast %r [2] like %x : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @broadcast_dims_order(%r: tensor<?xf32>, %x: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
+  // expected-error@+1 {{broadcast dimensions must be strictly increasing, got [2, 1]}}
+  %0 = tile.broadcast %r [2, 1] like %x : tensor<?xf32>, tensor<?x?x?xf32> -> tensor<?x?x?xf32>
+  return %0 : tensor<?x?x?xf32>
+}
+
+// -----
+
+func.func @broadcast_rank(%r: tensor<?x?xf32>, %x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{input of rank 2 plus 1 broadcast dimension(s) does not give the result rank 2}}
+  %0 = tile.broadcast %r [1] like %x : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @broadcast_like(%r: tensor<?xf32>, %x: tensor<?x8xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{result shape [?, ?] differs from the shape of the 'like' operand [?, 8]}}
+  %0 = tile.broadcast %r [1] like %x : tensor<?xf32>, tensor<?x8xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @broadcast_element(%r: tensor<?xbf16>, %x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{input element type 'bf16' differs from the result element type 'f32'}}
+  %0 = tile.broadcast %r [1] like %x : tensor<?xbf16>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @broadcast_size(%w: tensor<7xf32>, %x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error@+1 {{input dimension 0 has size 7 but result dimension 1 has size 8}}
+  %0 = tile.broadcast %w [0] like %x : tensor<7xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.reduce
+//===----------------------------------------------------------------------===//
+
+func.func @reduce_dim_oob(%x: tensor<?x?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{reduction dimension 3 is out of bounds for rank 2}}
+  %0 = tile.reduce sum %x [3] : tensor<?x?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @reduce_dim_negative(%x: tensor<?x?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{reduction dimension -1 is out of bounds for rank 2}}
+  %0 = tile.reduce sum %x [-1] : tensor<?x?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @reduce_dims_repeated(%x: tensor<?x?xf32>) -> tensor<f32> {
+  // expected-error@+1 {{reduction dimensions must be strictly increasing, got [1, 1]}}
+  %0 = tile.reduce max %x [1, 1] : tensor<?x?xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @reduce_result_shape(%x: tensor<4x8xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{result shape [8] does not match the input shape without the reduced dimensions, [4]}}
+  %0 = tile.reduce mean %x [1] : tensor<4x8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @reduce_element(%x: tensor<?x?xf32>) -> tensor<?xbf16> {
+  // expected-error@+1 {{result element type 'bf16' differs from the input's 'f32'}}
+  %0 = tile.reduce sum %x [1] : tensor<?x?xf32> -> tensor<?xbf16>
+  return %0 : tensor<?xbf16>
+}
+
+// -----
+
+func.func @reduce_kind(%x: tensor<?x?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [sum, mean, max, min]}}
+  %0 = tile.reduce prod %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.slice
+//===----------------------------------------------------------------------===//
+
+func.func @slice_rank0(%x: tensor<f32>, %i: index) -> tensor<f32> {
+  // expected-error@+1 {{cannot slice a rank-0 tensor}}
+  %0 = tile.slice %x [%i, %i] : tensor<f32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @slice_rank(%x: tensor<?x?xf32>, %i: index) -> tensor<?xf32> {
+  // expected-error@+1 {{result rank 1 differs from the input rank 2}}
+  %0 = tile.slice %x [%i, %i] : tensor<?x?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @slice_leading(%x: tensor<4x?xf32>, %i: index) -> tensor<5x?xf32> {
+  // expected-error@+1 {{leading dimensions of the result [5, ?] must equal those of the input [4, ?]}}
+  %0 = tile.slice %x [%i, %i] : tensor<4x?xf32> -> tensor<5x?xf32>
+  return %0 : tensor<5x?xf32>
+}
+
+// -----
+
+func.func @slice_element(%x: tensor<?x?xbf16>, %i: index) -> tensor<?x?xf32> {
+  // expected-error@+1 {{result element type 'f32' differs from the input's 'bf16'}}
+  %0 = tile.slice %x [%i, %i] : tensor<?x?xbf16> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @slice_negative_offset(%x: tensor<?x?xf32>, %i: index) -> tensor<?x?xf32> {
+  %c = arith.constant -1 : index
+  // expected-error@+1 {{offset -1 is negative}}
+  %0 = tile.slice %x [%c, %i] : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @slice_negative_size(%x: tensor<?x?xf32>, %i: index) -> tensor<?x?xf32> {
+  %c = arith.constant -3 : index
+  // expected-error@+1 {{size -3 is negative}}
+  %0 = tile.slice %x [%i, %c] : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @slice_oob(%x: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  %c4 = arith.constant 4 : index
+  %c6 = arith.constant 6 : index
+  // expected-error@+1 {{range [6, 10) is out of bounds for a last dimension of size 8}}
+  %0 = tile.slice %x [%c6, %c4] : tensor<?x8xf32> -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @slice_static_result(%x: tensor<?x8xf32>, %i: index) -> tensor<?x4xf32> {
+  // expected-error@+1 {{result last dimension 4 must be dynamic or equal the constant size}}
+  %0 = tile.slice %x [%i, %i] : tensor<?x8xf32> -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.concat
+//===----------------------------------------------------------------------===//
+
+func.func @concat_empty() -> tensor<?x?xf32> {
+  // expected-error@+1 {{needs at least one input}}
+  %0 = "tile.concat"() : () -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @concat_rank0(%a: tensor<f32>) -> tensor<f32> {
+  // expected-error@+1 {{cannot concatenate rank-0 tensors}}
+  %0 = tile.concat %a : tensor<f32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @concat_rank(%a: tensor<?x?xf32>, %b: tensor<?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{input #1 has rank 1 but the result has rank 2}}
+  %0 = tile.concat %a, %b : tensor<?x?xf32>, tensor<?xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @concat_element(%a: tensor<?x?xf32>, %b: tensor<?x?xf16>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{input #1 has element type 'f16' but the result has 'f32'}}
+  %0 = tile.concat %a, %b : tensor<?x?xf32>, tensor<?x?xf16> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @concat_leading(%a: tensor<4x?xf32>, %b: tensor<3x?xf32>) -> tensor<4x?xf32> {
+  // expected-error@+1 {{leading dimensions of input #1 [3, ?] must equal those of the result [4, ?]}}
+  %0 = tile.concat %a, %b : tensor<4x?xf32>, tensor<3x?xf32> -> tensor<4x?xf32>
+  return %0 : tensor<4x?xf32>
+}
+
+// -----
+
+func.func @concat_sum(%a: tensor<?x3xf32>, %b: tensor<?x4xf32>) -> tensor<?x8xf32> {
+  // expected-error@+1 {{result last dimension must be 7, the sum of the inputs' last dimensions}}
+  %0 = tile.concat %a, %b : tensor<?x3xf32>, tensor<?x4xf32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @concat_dynamic(%a: tensor<?x?xf32>, %b: tensor<?x4xf32>) -> tensor<?x8xf32> {
+  // expected-error@+1 {{result last dimension must be dynamic when an input's last dimension is dynamic}}
+  %0 = tile.concat %a, %b : tensor<?x?xf32>, tensor<?x4xf32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.sigmoid
+//===----------------------------------------------------------------------===//
+
+func.func @sigmoid_int(%x: tensor<?xi32>) -> tensor<?xi32> {
+  // expected-error@+1 {{operand #0 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values}}
+  %0 = tile.sigmoid %x : tensor<?xi32>
+  return %0 : tensor<?xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.kernel and tile.nograd
+//===----------------------------------------------------------------------===//
+
+// expected-error@+1 {{'tile.kernel' must be a unit attribute}}
+func.func @kernel_not_unit(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel = 1 : i32} {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.kernel' applies to func.func, not 'builtin.module'}}
+module attributes {tile.kernel} {}
+
+// -----
+
+// expected-error@+1 {{is a tile kernel but has no body}}
+func.func private @kernel_external(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel}
+
+// -----
+
+// expected-error@+1 {{kernel argument #1 has unsupported type 'tensor<?xi8>'; kernels take ranked tensors of bf16, f16 or f32 and scalar f32, index, i32 or i64 parameters}}
+func.func @kernel_arg_i8(%x: tensor<?xf32>, %m: tensor<?xi8>) -> tensor<?xf32> attributes {tile.kernel} {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{kernel argument #0 has unsupported type 'tensor<?xf64>'}}
+func.func @kernel_arg_f64(%x: tensor<?xf64>) -> tensor<?xf32> attributes {tile.kernel} {
+  %0 = arith.truncf %x : tensor<?xf64> to tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{kernel argument #0 has unsupported type 'tensor<*xf32>'}}
+func.func @kernel_arg_unranked(%x: tensor<*xf32>) -> tensor<4xf32> attributes {tile.kernel} {
+  %0 = arith.constant dense<1.0> : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{kernel must return at least one tensor}}
+func.func @kernel_no_result(%x: tensor<?xf32>) attributes {tile.kernel} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{kernel result #0 has unsupported type 'f32'; kernels return ranked tensors of bf16, f16 or f32}}
+func.func @kernel_scalar_result(%x: f32) -> f32 attributes {tile.kernel} {
+  return %x : f32
+}
+
+// -----
+
+// expected-error@+1 {{kernel body must be a single block}}
+func.func @kernel_blocks(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel} {
+  return %x : tensor<?xf32>
+^bb1:
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+func.func @kernel_unsupported_op(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf32>
+  // expected-error@+1 {{'tensor.empty' op is not supported in a tile kernel (allowed: tile, arith and math ops, tensor.dim)}}
+  %e = tensor.empty(%n) : tensor<?xf32>
+  return %e : tensor<?xf32>
+}
+
+// -----
+
+func.func @kernel_bf16_math(%x: tensor<?xbf16>) -> tensor<?xbf16> attributes {tile.kernel} {
+  // expected-error@+1 {{'arith.mulf' op computes in 'tensor<?xbf16>'; tile kernels compute in f32 (convert with tile.cast)}}
+  %0 = arith.mulf %x, %x : tensor<?xbf16>
+  return %0 : tensor<?xbf16>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.nograd' marks a function argument; put it in the argument's attribute dictionary}}
+func.func @nograd_on_function(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.nograd} {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.nograd' on argument #0 must be a unit attribute}}
+func.func @nograd_not_unit(%x: f32 {tile.nograd = false}) -> f32 {
+  return %x : f32
+}
+
+// -----
+
+// expected-error@+1 {{unknown tile argument attribute 'tile.no_grad' on argument #0}}
+func.func @nograd_misspelled(%x: f32 {tile.no_grad}) -> f32 {
+  return %x : f32
+}
+
+// -----
+
+// expected-error@+1 {{unknown tile attribute 'tile.kernal'}}
+func.func @kernel_misspelled(%x: f32) -> f32 attributes {tile.kernal} {
+  return %x : f32
+}

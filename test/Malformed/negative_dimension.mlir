@@ -1,0 +1,4 @@
+// RUN: %expect-error tile-opt %s
+func.func @f(%x: tensor<-4xf32>) -> tensor<-4xf32> {
+  return %x : tensor<-4xf32>
+}

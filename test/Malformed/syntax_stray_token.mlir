@@ -1,0 +1,4 @@
+// RUN: %expect-error tile-opt %s
+func.func @f(%x: f32) -> f32 {
+  return %x : f32 @@@
+}

@@ -1,0 +1,2 @@
+// RUN: %expect-error tile-opt %s
+func.func @f(%x: tensor<?x

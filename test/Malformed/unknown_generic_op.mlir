@@ -1,0 +1,5 @@
+// RUN: %expect-error tile-opt %s
+func.func @f(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = "tile.nope"(%x) : (tensor<?xf32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
