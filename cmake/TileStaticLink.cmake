@@ -1,1 +1,40 @@
-# placeholder
+# TileStaticLink.cmake - link the tools without libLLVM.so / libMLIR.so.
+#
+# Debian's LLVMConfig.cmake forces LLVM_LINK_LLVM_DYLIB=ON and every exported
+# MLIR*.a target lists `LLVM` (libLLVM.so) in its link interface, so a plain
+# build of static MLIR archives still needs libLLVM.so at run time. Here every
+# such `LLVM` entry is re-pointed to the static LLVM component archives; the
+# linker then pulls only the objects the tools reference. The result runs on
+# the GPU machine, which has no LLVM, given glibc >= 2.36, libz and libzstd.
+
+set(LLVM_LINK_LLVM_DYLIB OFF)
+
+llvm_map_components_to_libnames(TILE_LLVM_STATIC_LIBS all)
+list(REMOVE_ITEM TILE_LLVM_STATIC_LIBS LLVM)
+add_library(TileLLVMStatic INTERFACE)
+target_link_libraries(TileLLVMStatic INTERFACE ${TILE_LLVM_STATIC_LIBS})
+
+if(NOT TARGET zstd::libzstd_shared)
+  # LLVMSupport's interface names this target; define it from the runtime
+  # library when libzstd-dev's CMake files are absent.
+  find_library(TILE_ZSTD_LIBRARY NAMES zstd libzstd.so.1 REQUIRED)
+  add_library(zstd::libzstd_shared SHARED IMPORTED)
+  set_target_properties(zstd::libzstd_shared PROPERTIES
+    IMPORTED_LOCATION ${TILE_ZSTD_LIBRARY})
+endif()
+
+get_directory_property(TILE_IMPORTED_TARGETS IMPORTED_TARGETS)
+foreach(target IN LISTS TILE_IMPORTED_TARGETS)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "INTERFACE_LIBRARY" OR type STREQUAL "EXECUTABLE")
+    continue()
+  endif()
+  get_target_property(interface ${target} INTERFACE_LINK_LIBRARIES)
+  if(interface AND "LLVM" IN_LIST interface)
+    list(TRANSFORM interface REPLACE "^LLVM$" "TileLLVMStatic")
+    set_target_properties(${target} PROPERTIES
+      INTERFACE_LINK_LIBRARIES "${interface}")
+  endif()
+endforeach()
+message(STATUS "Static tools: LLVM re-pointed to "
+               "the static component archives")

@@ -8,7 +8,8 @@ import lit.formats
 from lit.llvm import llvm_config
 
 config.name = "TILE"
-config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+# The internal shell: the same behaviour on every machine, no bash needed.
+config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tile_obj_root, "test")
@@ -18,8 +19,12 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixe
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+# FileCheck, not and count live in LLVM's tool directory, which Debian does
+# not put on PATH.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 config.substitutions.append(("%tile_src", config.tile_src_root))
+config.substitutions.append(("%tile_obj", config.tile_obj_root))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(
     ("%expect-error",

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds, then runs every kernel in
+# examples/ through the compiler (verify, canonicalize) and the float64
+# reference evaluator, and prints what they computed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${TILE_BUILD_DIR:-$root/build}
+bin=$build/bin
+
+"$root/scripts/install-deps.sh"
+"$root/scripts/build.sh" >/dev/null
+
+# Shapes each example runs at: rows x width, with scalar parameters.
+declare -A shapes=(
+  [swiglu]="4x11008,4x11008 13x1000,13x1000"
+  [silu_and_mul]="4x22016 13x2000"
+  [rms_norm]="4x4096,4096,1e-6,0 13x1000,1000,1e-6,1"
+)
+
+for example in swiglu silu_and_mul rms_norm; do
+  file=$root/examples/$example.mlir
+  echo "=== $example ($file)"
+  echo "--- tile-opt -canonicalize -cse"
+  "$bin/tile-opt" "$file" -canonicalize -cse
+  echo "--- kernel signature"
+  "$bin/tile-translate" --tile-kernel-signature "$file" | tr -d ' \n'
+  echo
+  for args in ${shapes[$example]}; do
+    echo "--- reference evaluator, args $args"
+    "$bin/tile-run" "$file" --args="$args" --seed=1
+  done
+done
+echo "=== examples done"
