@@ -9,8 +9,13 @@
 
 set(LLVM_LINK_LLVM_DYLIB OFF)
 
-llvm_map_components_to_libnames(TILE_LLVM_STATIC_LIBS all)
-list(REMOVE_ITEM TILE_LLVM_STATIC_LIBS LLVM)
+# The LLVM components MLIR and the NVPTX lowering use; the linker takes only
+# the objects that are referenced.
+llvm_map_components_to_libnames(TILE_LLVM_STATIC_LIBS
+  Support Demangle Remarks BitstreamReader Core BinaryFormat TargetParser
+  IRReader AsmParser BitReader BitWriter Analysis TransformUtils Passes
+  Target MC MCParser Object ProfileData Linker ipo FrontendOpenMP
+  NVPTXCodeGen NVPTXDesc NVPTXInfo)
 add_library(TileLLVMStatic INTERFACE)
 target_link_libraries(TileLLVMStatic INTERFACE ${TILE_LLVM_STATIC_LIBS})
 
@@ -38,3 +43,9 @@ foreach(target IN LISTS TILE_IMPORTED_TARGETS)
 endforeach()
 message(STATUS "Static tools: LLVM re-pointed to "
                "the static component archives")
+
+# The static archives depend on each other in cycles the link-line ordering
+# cannot express (MLIR archives need LLVMSupport, which CMake may place before
+# them); one archive group lets the linker resolve them in any order.
+set(CMAKE_CXX_LINK_EXECUTABLE
+    "<CMAKE_CXX_COMPILER> <FLAGS> <CMAKE_CXX_LINK_FLAGS> <LINK_FLAGS> <OBJECTS> -o <TARGET> -Wl,--start-group <LINK_LIBRARIES> -Wl,--end-group")
