@@ -39,9 +39,9 @@ llvm::Error mapElements(Operation *op, Env &env, const Fn &fn) {
     shapeSource = &buffer;
   }
   Type resultType = op->getResult(0).getType();
-  Buffer result = shapeSource ? Buffer::tensor(shapeSource->shape,
-                                               storageOf(resultType))
-                              : Buffer::scalar(0.0, storageOf(resultType));
+  Buffer result =
+      shapeSource ? Buffer::tensor(shapeSource->shape, storageOf(resultType))
+                  : Buffer::scalar(0.0, storageOf(resultType));
   std::vector<double> args(operands.size());
   for (int64_t index = 0, end = result.numElements(); index < end; ++index) {
     for (size_t i = 0; i < operands.size(); ++i)
@@ -107,8 +107,8 @@ llvm::Error evalConstant(arith::ConstantOp op, Env &env) {
   Attribute value = op.getValue();
   Type type = op.getType();
   if (auto floatAttr = dyn_cast<FloatAttr>(value)) {
-    env.values[op] = Buffer::scalar(floatAttr.getValueAsDouble(),
-                                    storageOf(type));
+    env.values[op] =
+        Buffer::scalar(floatAttr.getValueAsDouble(), storageOf(type));
     return llvm::Error::success();
   }
   if (auto intAttr = dyn_cast<IntegerAttr>(value)) {
@@ -122,10 +122,10 @@ llvm::Error evalConstant(arith::ConstantOp op, Env &env) {
   auto tensorType = dyn_cast<RankedTensorType>(type);
   if (!dense || !tensorType)
     return opError(op, "unsupported constant");
-  Buffer result = Buffer::tensor(std::vector<int64_t>(
-                                     tensorType.getShape().begin(),
-                                     tensorType.getShape().end()),
-                                 storageOf(type));
+  Buffer result =
+      Buffer::tensor(std::vector<int64_t>(tensorType.getShape().begin(),
+                                          tensorType.getShape().end()),
+                     storageOf(type));
   int64_t index = 0;
   if (isa<FloatType>(tensorType.getElementType())) {
     for (const APFloat &element : dense.getValues<APFloat>())
@@ -139,8 +139,7 @@ llvm::Error evalConstant(arith::ConstantOp op, Env &env) {
 }
 } // namespace
 
-std::optional<llvm::Error>
- detail::evalElementwise(Operation *op, Env &env) {
+std::optional<llvm::Error> detail::evalElementwise(Operation *op, Env &env) {
   using A = llvm::ArrayRef<double>;
   auto map = [&](const Fn &fn) -> std::optional<llvm::Error> {
     return mapElements(op, env, fn);
@@ -189,18 +188,18 @@ std::optional<llvm::Error>
       .Case([&](arith::AddIOp) { return map([](A a) { return a[0] + a[1]; }); })
       .Case([&](arith::SubIOp) { return map([](A a) { return a[0] - a[1]; }); })
       .Case([&](arith::MulIOp) { return map([](A a) { return a[0] * a[1]; }); })
-      .Case<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp,
-            arith::RemUIOp>([&](Operation *intOp) -> std::optional<llvm::Error> {
-        bool isDiv = isa<arith::DivSIOp, arith::DivUIOp>(intOp);
-        for (Value operand : intOp->getOperands().drop_front())
-          for (double v : env.get(operand).values)
-            if (v == 0.0)
-              return opError(intOp, "integer division by zero");
-        return map([isDiv](A a) {
-          int64_t x = asInt(a[0]), y = asInt(a[1]);
-          return static_cast<double>(isDiv ? x / y : x % y);
-        });
-      })
+      .Case<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp>(
+          [&](Operation *intOp) -> std::optional<llvm::Error> {
+            bool isDiv = isa<arith::DivSIOp, arith::DivUIOp>(intOp);
+            for (Value operand : intOp->getOperands().drop_front())
+              for (double v : env.get(operand).values)
+                if (v == 0.0)
+                  return opError(intOp, "integer division by zero");
+            return map([isDiv](A a) {
+              int64_t x = asInt(a[0]), y = asInt(a[1]);
+              return static_cast<double>(isDiv ? x / y : x % y);
+            });
+          })
       .Case([&](arith::MaxSIOp) {
         return map([](A a) { return std::max(a[0], a[1]); });
       })
@@ -210,21 +209,47 @@ std::optional<llvm::Error>
       .Case<arith::IndexCastOp, arith::SIToFPOp>(
           [&](Operation *) { return map([](A a) { return a[0]; }); })
       // math.
-      .Case([&](math::ExpOp) { return map(unary([](double x) { return std::exp(x); })); })
+      .Case([&](math::ExpOp) {
+        return map(unary([](double x) { return std::exp(x); }));
+      })
       .Case([&](math::Exp2Op) { return map(unary(exp2d)); })
-      .Case([&](math::ExpM1Op) { return map(unary([](double x) { return std::expm1(x); })); })
-      .Case([&](math::LogOp) { return map(unary([](double x) { return std::log(x); })); })
-      .Case([&](math::Log2Op) { return map(unary([](double x) { return std::log2(x); })); })
-      .Case([&](math::Log1pOp) { return map(unary([](double x) { return std::log1p(x); })); })
-      .Case([&](math::SqrtOp) { return map(unary([](double x) { return std::sqrt(x); })); })
+      .Case([&](math::ExpM1Op) {
+        return map(unary([](double x) { return std::expm1(x); }));
+      })
+      .Case([&](math::LogOp) {
+        return map(unary([](double x) { return std::log(x); }));
+      })
+      .Case([&](math::Log2Op) {
+        return map(unary([](double x) { return std::log2(x); }));
+      })
+      .Case([&](math::Log1pOp) {
+        return map(unary([](double x) { return std::log1p(x); }));
+      })
+      .Case([&](math::SqrtOp) {
+        return map(unary([](double x) { return std::sqrt(x); }));
+      })
       .Case([&](math::RsqrtOp) { return map(unary(rsqrt)); })
-      .Case([&](math::TanhOp) { return map(unary([](double x) { return std::tanh(x); })); })
-      .Case([&](math::ErfOp) { return map(unary([](double x) { return std::erf(x); })); })
-      .Case([&](math::SinOp) { return map(unary([](double x) { return std::sin(x); })); })
-      .Case([&](math::CosOp) { return map(unary([](double x) { return std::cos(x); })); })
-      .Case([&](math::AbsFOp) { return map(unary([](double x) { return std::fabs(x); })); })
-      .Case([&](math::FloorOp) { return map(unary([](double x) { return std::floor(x); })); })
-      .Case([&](math::CeilOp) { return map(unary([](double x) { return std::ceil(x); })); })
+      .Case([&](math::TanhOp) {
+        return map(unary([](double x) { return std::tanh(x); }));
+      })
+      .Case([&](math::ErfOp) {
+        return map(unary([](double x) { return std::erf(x); }));
+      })
+      .Case([&](math::SinOp) {
+        return map(unary([](double x) { return std::sin(x); }));
+      })
+      .Case([&](math::CosOp) {
+        return map(unary([](double x) { return std::cos(x); }));
+      })
+      .Case([&](math::AbsFOp) {
+        return map(unary([](double x) { return std::fabs(x); }));
+      })
+      .Case([&](math::FloorOp) {
+        return map(unary([](double x) { return std::floor(x); }));
+      })
+      .Case([&](math::CeilOp) {
+        return map(unary([](double x) { return std::ceil(x); }));
+      })
       .Case([&](math::PowFOp) {
         return map([](A a) { return std::pow(a[0], a[1]); });
       })

@@ -66,8 +66,7 @@ std::vector<int64_t> detail::stridesOf(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-llvm::Error detail::opError(Operation *op,
-                                          const llvm::Twine &message) {
+llvm::Error detail::opError(Operation *op, const llvm::Twine &message) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << op->getLoc() << ": '" << op->getName() << "': " << message;
@@ -118,9 +117,9 @@ llvm::Error bindArgument(func::FuncOp func, unsigned index, const Buffer &arg,
 }
 } // namespace
 
-llvm::Expected<std::vector<Buffer>>
- evaluate(func::FuncOp func, const std::vector<Buffer> &args,
-                       const EvalOptions &options) {
+llvm::Expected<std::vector<Buffer>> evaluate(func::FuncOp func,
+                                             const std::vector<Buffer> &args,
+                                             const EvalOptions &options) {
   if (func.isExternal())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "function @" + func.getSymName() +
@@ -138,7 +137,8 @@ llvm::Expected<std::vector<Buffer>>
   Env env;
   env.options = options;
   for (unsigned index = 0; index < args.size(); ++index)
-    if (llvm::Error error = bindArgument(func, index, args[index], options, env))
+    if (llvm::Error error =
+            bindArgument(func, index, args[index], options, env))
       return std::move(error);
 
   for (Operation &op : func.getBody().front()) {

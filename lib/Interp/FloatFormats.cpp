@@ -7,7 +7,6 @@
 
 namespace tile::interp {
 
-
 namespace {
 uint32_t bitsOf(float value) {
   uint32_t bits;

@@ -42,9 +42,8 @@ llvm::Expected<std::vector<int64_t>> parseShape(StringRef text) {
 }
 
 llvm::Expected<std::vector<Buffer>>
-makeInputs(func::FuncOp func,
-                         const std::vector<std::string> &specs,
-                         const InputOptions &options) {
+makeInputs(func::FuncOp func, const std::vector<std::string> &specs,
+           const InputOptions &options) {
   if (specs.size() != func.getNumArguments())
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -58,12 +57,12 @@ makeInputs(func::FuncOp func,
     if (auto tensorType = dyn_cast<RankedTensorType>(type)) {
       auto shape = parseShape(spec);
       if (!shape)
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            "argument #" + llvm::Twine(index) + ": " +
-                llvm::toString(shape.takeError()));
-      StorageType storage =
-          getStorageType(tensorType.getElementType()).value_or(StorageType::F64);
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "argument #" + llvm::Twine(index) +
+                                           ": " +
+                                           llvm::toString(shape.takeError()));
+      StorageType storage = getStorageType(tensorType.getElementType())
+                                .value_or(StorageType::F64);
       Buffer buffer = Buffer::tensor(*shape, storage);
       for (double &value : buffer.values)
         value = random.uniform(options.low, options.high);
@@ -73,8 +72,8 @@ makeInputs(func::FuncOp func,
     double value;
     if (spec.getAsDouble(value))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "argument #" + llvm::Twine(index) +
-                                         ": '" + spec + "' is not a number");
+                                     "argument #" + llvm::Twine(index) + ": '" +
+                                         spec + "' is not a number");
     args.push_back(Buffer::scalar(value));
   }
   return args;

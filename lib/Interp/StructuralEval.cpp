@@ -210,8 +210,7 @@ llvm::Error evalDim(tensor::DimOp op, Env &env) {
 }
 } // namespace
 
-std::optional<llvm::Error>
- detail::evalStructural(Operation *op, Env &env) {
+std::optional<llvm::Error> detail::evalStructural(Operation *op, Env &env) {
   return llvm::TypeSwitch<Operation *, std::optional<llvm::Error>>(op)
       .Case([&](t::CastOp cast) { return evalCast(cast, env); })
       .Case([&](t::SplatOp splat) { return evalSplat(splat, env); })

@@ -1,7 +1,7 @@
 //===- Registration.cpp - dialects and passes the tile tools use ---------===//
 
-#include "tile/InitTile.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/InitTile.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"

@@ -54,8 +54,7 @@ LogicalResult mlir::tile::writeKernelSignatures(ModuleOp module,
   }
   if (kernels.empty())
     return module.emitError("no function carries 'tile.kernel'");
-  os << llvm::formatv(
-      "{0:2}\n", llvm::json::Value(llvm::json::Object{
-                     {"kernels", std::move(kernels)}}));
+  os << llvm::formatv("{0:2}\n", llvm::json::Value(llvm::json::Object{
+                                     {"kernels", std::move(kernels)}}));
   return success();
 }

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tile/InitTile.h"
 #include "tile/Interp/Evaluator.h"
+#include "tile/InitTile.h"
 #include "tile/Interp/Inputs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -67,7 +67,7 @@ Buffer randomTensor(std::vector<int64_t> shape, interp::Random &random,
 }
 
 std::vector<double> rounded(const std::vector<double> &values,
-                             StorageType storage) {
+                            StorageType storage) {
   std::vector<double> out = values;
   for (double &value : out)
     value = interp::roundTo(storage, value);
@@ -239,11 +239,10 @@ TEST_F(EvaluatorTest, RMSNormMatchesClosedForm) {
             << llvm::toString(bf16.takeError());
         expectBF16Match(
             (*bf16)[0].values,
-            rounded(rmsNormClosedForm(rounded(x.values, StorageType::BF16),
-                                      rounded(w.values, StorageType::BF16),
-                                      rows, width,
-                                      interp::roundTo(StorageType::F32, eps),
-                                      offset),
+            rounded(rmsNormClosedForm(
+                        rounded(x.values, StorageType::BF16),
+                        rounded(w.values, StorageType::BF16), rows, width,
+                        interp::roundTo(StorageType::F32, eps), offset),
                     StorageType::BF16));
       }
     }
@@ -268,7 +267,8 @@ TEST_F(EvaluatorTest, ReductionsOverEveryDim) {
   ASSERT_TRUE(func);
   Buffer x = Buffer::tensor({2, 3}, StorageType::F32, {1, -2, 3, 4, 5, -6});
   auto results = interp::evaluate(func, {x});
-  ASSERT_TRUE(static_cast<bool>(results)) << llvm::toString(results.takeError());
+  ASSERT_TRUE(static_cast<bool>(results))
+      << llvm::toString(results.takeError());
   EXPECT_EQ((*results)[0].values, (std::vector<double>{5, 3, -3}));
   EXPECT_EQ((*results)[1].values, (std::vector<double>{3, 5}));
   EXPECT_EQ((*results)[2].values, (std::vector<double>{1, -2, -6}));
@@ -295,7 +295,8 @@ TEST_F(EvaluatorTest, BroadcastSliceConcat) {
   Buffer w = Buffer::tensor({3}, StorageType::F32, {10, 20, 30});
   Buffer r = Buffer::tensor({2}, StorageType::F32, {100, 200});
   auto results = interp::evaluate(func, {x, w, r});
-  ASSERT_TRUE(static_cast<bool>(results)) << llvm::toString(results.takeError());
+  ASSERT_TRUE(static_cast<bool>(results))
+      << llvm::toString(results.takeError());
   EXPECT_EQ((*results)[0].values,
             (std::vector<double>{110, 120, 130, 210, 220, 230}));
   EXPECT_EQ((*results)[1].shape, (std::vector<int64_t>{2, 2}));
@@ -318,7 +319,8 @@ TEST_F(EvaluatorTest, CastRoundsLikeTheGPU) {
   Buffer x = Buffer::tensor({3}, StorageType::F32,
                             {1.0 + 1.0 / 256, 1.0 + 3.0 / 256, 70000.0});
   auto results = interp::evaluate(func, {x});
-  ASSERT_TRUE(static_cast<bool>(results)) << llvm::toString(results.takeError());
+  ASSERT_TRUE(static_cast<bool>(results))
+      << llvm::toString(results.takeError());
   EXPECT_EQ((*results)[0].values,
             (std::vector<double>{1.0, 1.0 + 4.0 / 256, 70144.0}));
 
@@ -374,9 +376,9 @@ TEST_F(EvaluatorTest, StaticShapesAreChecked) {
     })mlir",
                             "s");
   ASSERT_TRUE(func);
-  EXPECT_EQ(
-      errorOf(interp::evaluate(func, {Buffer::tensor({2, 7}, StorageType::F32)})),
-      "argument #0 (tensor<?x8xf32>): dimension 1 must be 8, got 7");
+  EXPECT_EQ(errorOf(interp::evaluate(
+                func, {Buffer::tensor({2, 7}, StorageType::F32)})),
+            "argument #0 (tensor<?x8xf32>): dimension 1 must be 8, got 7");
 }
 
 TEST_F(EvaluatorTest, SliceOutOfRangeAtRunTime) {
@@ -404,8 +406,8 @@ TEST_F(EvaluatorTest, UnsupportedOpIsNamed) {
     })mlir",
                             "u");
   ASSERT_TRUE(func);
-  std::string error = errorOf(
-      interp::evaluate(func, {Buffer::tensor({2}, StorageType::F32)}));
+  std::string error =
+      errorOf(interp::evaluate(func, {Buffer::tensor({2}, StorageType::F32)}));
   EXPECT_NE(error.find("'math.atan': the reference evaluator does not support "
                        "this op"),
             std::string::npos)

@@ -34,10 +34,21 @@ float floatFromBits(uint32_t bits) {
 
 /// Specials, boundaries and ties for both formats, plus random bit patterns.
 std::vector<float> testValues() {
-  std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.99f,
-                               65520.0f, -65520.0f, 6.1035156e-05f,
-                               5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f,
-                               8.940697e-08f, 1.0e-10f, 3.3895314e38f,
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               -1.0f,
+                               65504.0f,
+                               65519.99f,
+                               65520.0f,
+                               -65520.0f,
+                               6.1035156e-05f,
+                               5.9604645e-08f,
+                               2.9802322e-08f,
+                               2.9802326e-08f,
+                               8.940697e-08f,
+                               1.0e-10f,
+                               3.3895314e38f,
                                std::numeric_limits<float>::max(),
                                std::numeric_limits<float>::denorm_min(),
                                std::numeric_limits<float>::infinity(),
@@ -63,7 +74,8 @@ std::vector<float> testValues() {
 
 TEST(FloatFormats, BF16MatchesAPFloat) {
   for (float value : testValues())
-    ASSERT_EQ(floatToBF16Bits(value), viaAPFloat(value, llvm::APFloat::BFloat()))
+    ASSERT_EQ(floatToBF16Bits(value),
+              viaAPFloat(value, llvm::APFloat::BFloat()))
         << "value " << value;
 }
 

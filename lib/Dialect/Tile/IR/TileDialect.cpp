@@ -42,7 +42,8 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == getNoGradAttrName())
     return op->emitError("'tile.nograd' marks a function argument; put it in "
                          "the argument's attribute dictionary");
-  return op->emitError("unknown tile attribute '") << attr.getName().getValue() << "'";
+  return op->emitError("unknown tile attribute '")
+         << attr.getName().getValue() << "'";
 }
 
 LogicalResult TileDialect::verifyRegionArgAttribute(Operation *op,

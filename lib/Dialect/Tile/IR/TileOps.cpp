@@ -38,8 +38,8 @@ std::string formatShape(ArrayRef<int64_t> shape) {
 }
 
 /// Checks that `dims` is strictly increasing and within [0, rank).
-LogicalResult verifyDimList(Operation *op, ArrayRef<int64_t> dims,
-                            int64_t rank, StringRef what) {
+LogicalResult verifyDimList(Operation *op, ArrayRef<int64_t> dims, int64_t rank,
+                            StringRef what) {
   for (auto [index, dim] : llvm::enumerate(dims)) {
     if (dim < 0 || dim >= rank)
       return op->emitOpError() << what << " dimension " << dim

@@ -1,4 +1,5 @@
-//===- KernelVerifier.h - what a tile.kernel function may contain -*- C++ -*-===//
+//===- KernelVerifier.h - what a tile.kernel function may contain -*- C++
+//-*-===//
 
 #ifndef TILE_DIALECT_TILE_IR_KERNELVERIFIER_H
 #define TILE_DIALECT_TILE_IR_KERNELVERIFIER_H
