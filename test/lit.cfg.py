@@ -35,5 +35,25 @@ tool_dirs = [config.tile_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     ["tile-opt", "tile-translate", "tile-run"], tool_dirs)
 
-if config.enable_gpu_tests:
+
+
+def cuda_device_present():
+    """True when libcuda.so.1 loads and cuInit finds a device.
+
+    The toolkit's stub libcuda answers cuInit with CUDA_ERROR_STUB_LIBRARY,
+    so loading alone proves nothing.
+    """
+    import ctypes
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        if libcuda.cuInit(0) != 0:
+            return False
+        count = ctypes.c_int(0)
+        return libcuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+    except (OSError, AttributeError):
+        return False
+
+
+# Tests that need a GPU say `REQUIRES: cuda`.
+if config.enable_gpu_tests or cuda_device_present():
     config.available_features.add("cuda")
