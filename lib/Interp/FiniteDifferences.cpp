@@ -1,0 +1,120 @@
+//===- FiniteDifferences.cpp - numerical gradients via the evaluator -----===//
+
+#include "tile/Interp/FiniteDifferences.h"
+
+#include <cmath>
+
+namespace tile::interp {
+
+namespace {
+/// g(t) = Σ over results of dy · f(x + t·v), evaluated in exact float64.
+llvm::Expected<double> weightedOutput(mlir::func::FuncOp func,
+                                      const std::vector<Buffer> &args,
+                                      const std::vector<Buffer> &cotangents,
+                                      const std::vector<Buffer> &direction,
+                                      double t) {
+  std::vector<Buffer> moved = args;
+  for (size_t i = 0; i < moved.size(); ++i)
+    for (size_t j = 0; j < moved[i].values.size(); ++j)
+      moved[i].values[j] += t * direction[i].values[j];
+  EvalOptions exact;
+  exact.roundStorage = false;
+  auto results = evaluate(func, moved, exact);
+  if (!results)
+    return results.takeError();
+  if (results->size() != cotangents.size())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "@" + func.getSymName() + " has " + llvm::Twine(results->size()) +
+            " results but " + llvm::Twine(cotangents.size()) +
+            " cotangents were given");
+  double total = 0.0;
+  for (size_t r = 0; r < results->size(); ++r) {
+    const Buffer &out = (*results)[r];
+    if (out.values.size() != cotangents[r].values.size())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "cotangent #" + llvm::Twine(r) + " has " +
+              llvm::Twine(cotangents[r].values.size()) +
+              " elements but the result has " + llvm::Twine(out.values.size()));
+    for (size_t j = 0; j < out.values.size(); ++j)
+      total += cotangents[r].values[j] * out.values[j];
+  }
+  return total;
+}
+
+llvm::Error checkDirection(const std::vector<Buffer> &args,
+                           const std::vector<Buffer> &direction) {
+  if (direction.size() != args.size())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "the direction has " + llvm::Twine(direction.size()) + " parts for " +
+            llvm::Twine(args.size()) + " arguments");
+  for (size_t i = 0; i < args.size(); ++i)
+    if (direction[i].values.size() != args[i].values.size())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "direction part #" + llvm::Twine(i) + " has " +
+              llvm::Twine(direction[i].values.size()) + " elements, argument " +
+              "has " + llvm::Twine(args[i].values.size()));
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Expected<double>
+directionalDerivative(mlir::func::FuncOp func, const std::vector<Buffer> &args,
+                      const std::vector<Buffer> &cotangents,
+                      const std::vector<Buffer> &direction,
+                      const FiniteDifferenceOptions &options) {
+  if (llvm::Error error = checkDirection(args, direction))
+    return std::move(error);
+  double scale = 1.0, extent = 0.0;
+  for (size_t i = 0; i < args.size(); ++i)
+    for (size_t j = 0; j < args[i].values.size(); ++j) {
+      if (direction[i].values[j] == 0.0)
+        continue;
+      scale = std::max(scale, std::fabs(args[i].values[j]));
+      extent = std::max(extent, std::fabs(direction[i].values[j]));
+    }
+  if (extent == 0.0)
+    return 0.0;
+  double h = options.relativeStep * scale / extent;
+  double g[4];
+  const double steps[4] = {-2 * h, -h, h, 2 * h};
+  for (int k = 0; k < 4; ++k) {
+    auto value = weightedOutput(func, args, cotangents, direction, steps[k]);
+    if (!value)
+      return value.takeError();
+    g[k] = *value;
+  }
+  return (8.0 * (g[2] - g[1]) - (g[3] - g[0])) / (12.0 * h);
+}
+
+llvm::Expected<Buffer>
+finiteDifferenceVJP(mlir::func::FuncOp func, const std::vector<Buffer> &args,
+                    const std::vector<Buffer> &cotangents, unsigned argIndex,
+                    const FiniteDifferenceOptions &options) {
+  if (argIndex >= args.size())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "argument #" + llvm::Twine(argIndex) +
+                                       " does not exist");
+  Buffer gradient = args[argIndex];
+  std::vector<Buffer> direction;
+  for (const Buffer &arg : args) {
+    Buffer zero = arg;
+    std::fill(zero.values.begin(), zero.values.end(), 0.0);
+    direction.push_back(std::move(zero));
+  }
+  for (size_t j = 0; j < gradient.values.size(); ++j) {
+    direction[argIndex].values[j] = 1.0;
+    auto derivative =
+        directionalDerivative(func, args, cotangents, direction, options);
+    if (!derivative)
+      return derivative.takeError();
+    gradient.values[j] = *derivative;
+    direction[argIndex].values[j] = 0.0;
+  }
+  return gradient;
+}
+
+} // namespace tile::interp
