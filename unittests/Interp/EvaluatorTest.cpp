@@ -8,14 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/Interp/Evaluator.h"
-#include "tile/InitTile.h"
+#include "KernelFixture.h"
 #include "tile/Interp/Inputs.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -30,33 +25,7 @@ namespace {
 const std::vector<int64_t> kRows = {1, 7, 13, 333};
 const std::vector<int64_t> kWidths = {1, 13, 100, 1000, 1500, 3000, 11008};
 
-class EvaluatorTest : public ::testing::Test {
-protected:
-  EvaluatorTest() {
-    DialectRegistry registry;
-    mlir::tile::registerTileDialects(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-  }
-
-  func::FuncOp loadExample(const std::string &name) {
-    std::string path = std::string(TILE_EXAMPLES_DIR) + "/" + name + ".mlir";
-    modules.push_back(parseSourceFile<ModuleOp>(path, &context));
-    if (!modules.back())
-      return {};
-    return modules.back()->lookupSymbol<func::FuncOp>(name);
-  }
-
-  func::FuncOp parse(const std::string &source, const std::string &name) {
-    modules.push_back(parseSourceString<ModuleOp>(source, &context));
-    if (!modules.back())
-      return {};
-    return modules.back()->lookupSymbol<func::FuncOp>(name);
-  }
-
-  MLIRContext context;
-  std::vector<OwningOpRef<ModuleOp>> modules;
-};
+using EvaluatorTest = ::tile::testing::KernelFixture;
 
 Buffer randomTensor(std::vector<int64_t> shape, interp::Random &random,
                     StorageType storage = StorageType::BF16) {

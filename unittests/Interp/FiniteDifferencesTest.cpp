@@ -11,13 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/Interp/FiniteDifferences.h"
-#include "tile/InitTile.h"
+#include "KernelFixture.h"
 #include "tile/Interp/Inputs.h"
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -28,26 +24,7 @@ using interp::Buffer;
 using interp::StorageType;
 
 namespace {
-class FiniteDifferencesTest : public ::testing::Test {
-protected:
-  FiniteDifferencesTest() {
-    DialectRegistry registry;
-    mlir::tile::registerTileDialects(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-  }
-
-  func::FuncOp loadExample(const std::string &name) {
-    std::string path = std::string(TILE_EXAMPLES_DIR) + "/" + name + ".mlir";
-    modules.push_back(parseSourceFile<ModuleOp>(path, &context));
-    if (!modules.back())
-      return {};
-    return modules.back()->lookupSymbol<func::FuncOp>(name);
-  }
-
-  MLIRContext context;
-  std::vector<OwningOpRef<ModuleOp>> modules;
-};
+using FiniteDifferencesTest = ::tile::testing::KernelFixture;
 
 Buffer randomTensor(std::vector<int64_t> shape, interp::Random &random) {
   Buffer buffer = Buffer::tensor(std::move(shape), StorageType::BF16);
