@@ -84,18 +84,4 @@ double roundTo(StorageType type, double value) {
   return value;
 }
 
-const char *storageTypeName(StorageType type) {
-  switch (type) {
-  case StorageType::BF16:
-    return "bf16";
-  case StorageType::F16:
-    return "f16";
-  case StorageType::F32:
-    return "f32";
-  case StorageType::F64:
-    return "f64";
-  }
-  return "?";
-}
-
 } // namespace tile::interp

@@ -30,8 +30,6 @@ enum class StorageType { BF16, F16, F32, F64 };
 /// computes in f32), then to the storage type. F64 leaves it unchanged.
 double roundTo(StorageType type, double value);
 
-const char *storageTypeName(StorageType type);
-
 } // namespace tile::interp
 
 #endif // TILE_INTERP_FLOATFORMATS_H

@@ -17,8 +17,6 @@ include "mlir/IR/OpBase.td"
 /// The storage element types a kernel may read and write.
 def Tile_StorageFloat : AnyTypeOf<[BF16, F16, F32]>;
 def Tile_FloatTensor : RankedTensorOf<[BF16, F16, F32]>;
-/// Scalars a kernel may take as parameters.
-def Tile_Scalar : AnyTypeOf<[BF16, F16, F32, Index, I32, I64]>;
 
 class Tile_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tile_Dialect, mnemonic, traits>;
