@@ -8,6 +8,10 @@
 # the GPU machine, which has no LLVM, given glibc >= 2.36, libz and libzstd.
 
 set(LLVM_LINK_LLVM_DYLIB OFF)
+# libstdc++ and libgcc go in too; --as-needed drops libraries nothing uses
+# (libz3, libxml2 from LLVM's interface).
+string(APPEND CMAKE_EXE_LINKER_FLAGS
+       " -static-libstdc++ -static-libgcc -Wl,--as-needed")
 
 # The LLVM components MLIR and the NVPTX lowering use; the linker takes only
 # the objects that are referenced.
