@@ -27,12 +27,8 @@ const std::vector<int64_t> kWidths = {1, 13, 100, 1000, 1500, 3000, 11008};
 
 using EvaluatorTest = ::tile::testing::KernelFixture;
 
-Buffer randomTensor(std::vector<int64_t> shape, interp::Random &random,
-                    StorageType storage = StorageType::BF16) {
-  Buffer buffer = Buffer::tensor(std::move(shape), storage);
-  for (double &value : buffer.values)
-    value = random.uniform(-3.0, 3.0);
-  return buffer;
+Buffer randomTensor(std::vector<int64_t> shape, interp::Random &random) {
+  return ::tile::testing::randomTensor(std::move(shape), random, -3.0, 3.0);
 }
 
 std::vector<double> rounded(const std::vector<double> &values,
@@ -43,7 +39,7 @@ std::vector<double> rounded(const std::vector<double> &values,
   return out;
 }
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+using ::tile::testing::sigmoid;
 
 /// Max relative error, with an absolute floor for values near zero.
 double maxRelativeError(const std::vector<double> &got,

@@ -27,13 +27,10 @@ namespace {
 using FiniteDifferencesTest = ::tile::testing::KernelFixture;
 
 Buffer randomTensor(std::vector<int64_t> shape, interp::Random &random) {
-  Buffer buffer = Buffer::tensor(std::move(shape), StorageType::BF16);
-  for (double &value : buffer.values)
-    value = random.uniform(-2.0, 2.0);
-  return buffer;
+  return ::tile::testing::randomTensor(std::move(shape), random, -2.0, 2.0);
 }
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+using ::tile::testing::sigmoid;
 
 /// max |got − want| / max(max |want|, floor): robust where single elements
 /// are near 0. `floor` is the scale of the gradient's terms, for gradients

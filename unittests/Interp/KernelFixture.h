@@ -1,7 +1,8 @@
 //===- KernelFixture.h - a test fixture that loads tile kernels -*- C++ -*-===//
 //
-// Shared by the evaluator tests: an MLIRContext with the tile dialects and
-// helpers that parse an example from examples/ or a kernel from a string.
+// Shared by the evaluator tests: an MLIRContext with the tile dialects,
+// helpers that parse an example from examples/ or a kernel from a string,
+// and seeded random tensors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,7 @@
 #define TILE_UNITTESTS_INTERP_KERNELFIXTURE_H
 
 #include "tile/InitTile.h"
+#include "tile/Interp/Inputs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -17,6 +19,7 @@
 #include "mlir/Parser/Parser.h"
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -56,6 +59,19 @@ private:
 
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
 };
+
+/// A tensor of `shape` filled with values uniform in [low, high).
+inline interp::Buffer
+randomTensor(std::vector<int64_t> shape, interp::Random &random, double low,
+             double high,
+             interp::StorageType storage = interp::StorageType::BF16) {
+  interp::Buffer buffer = interp::Buffer::tensor(std::move(shape), storage);
+  for (double &value : buffer.values)
+    value = random.uniform(low, high);
+  return buffer;
+}
+
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 } // namespace tile::testing
 
