@@ -1,6 +1,7 @@
 //===- KernelSignature.cpp - kernels' interfaces as JSON -----------------===//
 
 #include "tile/Target/KernelSignature.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 
 #include "llvm/Support/JSON.h"
@@ -39,10 +40,7 @@ LogicalResult mlir::tile::writeKernelSignatures(ModuleOp module,
     llvm::json::Array args;
     for (unsigned index = 0; index < func.getNumArguments(); ++index) {
       llvm::json::Object arg = describe(func.getArgument(index).getType());
-      bool noGrad = func.getArgAttr(index, TileDialect::getNoGradAttrName()) ||
-                    !isa<FloatType>(getElementTypeOrSelf(
-                        func.getArgument(index).getType()));
-      arg["differentiable"] = !noGrad;
+      arg["differentiable"] = tile::isDifferentiableArgument(func, index);
       args.push_back(std::move(arg));
     }
     llvm::json::Array results;

@@ -83,3 +83,8 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
   }
   return success();
 }
+
+bool mlir::tile::isDifferentiableArgument(func::FuncOp func, unsigned index) {
+  return isa<FloatType>(getElementTypeOrSelf(func.getArgument(index))) &&
+         !func.getArgAttr(index, TileDialect::getNoGradAttrName());
+}

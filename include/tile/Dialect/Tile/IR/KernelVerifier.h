@@ -11,6 +11,11 @@ namespace mlir::tile {
 /// argument and result types, a single block of supported ops, and all
 /// arithmetic in f32.
 LogicalResult verifyKernel(func::FuncOp func);
+
+/// True if argument `index` of `func` gets a cotangent: a floating-point
+/// tensor or scalar without `tile.nograd`. The one statement of this rule,
+/// for the kernel signature and the differentiator alike.
+bool isDifferentiableArgument(func::FuncOp func, unsigned index);
 } // namespace mlir::tile
 
 #endif // TILE_DIALECT_TILE_IR_KERNELVERIFIER_H
