@@ -222,6 +222,9 @@ std::optional<llvm::Error> detail::evalElementwise(Operation *op, Env &env) {
       .Case([&](math::Log2Op) {
         return map(unary([](double x) { return std::log2(x); }));
       })
+      .Case([&](math::Log10Op) {
+        return map(unary([](double x) { return std::log10(x); }));
+      })
       .Case([&](math::Log1pOp) {
         return map(unary([](double x) { return std::log1p(x); }));
       })

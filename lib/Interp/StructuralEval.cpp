@@ -139,6 +139,21 @@ llvm::Error evalReduce(t::ReduceOp op, Env &env) {
   if (kind == t::ReductionKind::Mean)
     for (double &value : result.values)
       value /= static_cast<double>(reducedCount);
+  if (Value initValue = op.getInit()) {
+    const Buffer &acc = env.get(initValue);
+    if (acc.shape != result.shape)
+      return opError(op, "the accumulator's shape differs from the result's");
+    for (size_t i = 0; i < result.values.size(); ++i) {
+      double &value = result.values[i];
+      double a = acc.values[i];
+      if (kind == t::ReductionKind::Max)
+        value = std::isnan(a) || std::isnan(value) ? NAN : std::max(a, value);
+      else if (kind == t::ReductionKind::Min)
+        value = std::isnan(a) || std::isnan(value) ? NAN : std::min(a, value);
+      else
+        value += a;
+    }
+  }
   env.values[op] = std::move(result);
   return llvm::Error::success();
 }
@@ -163,6 +178,29 @@ llvm::Error evalSlice(t::SliceOp op, Env &env) {
     for (int64_t column = 0; column < size; ++column)
       result.values[row * size + column] =
           input.values[row * width + offset + column];
+  env.values[op] = std::move(result);
+  return llvm::Error::success();
+}
+
+llvm::Error evalPad(t::PadOp op, Env &env) {
+  const Buffer &input = env.get(op.getInput());
+  int64_t offset = static_cast<int64_t>(env.get(op.getOffset()).values[0]);
+  Buffer result = emptyLike(op, env.get(op.getShape()).shape);
+  int64_t size = input.shape.back(), width = result.shape.back();
+  if (!std::equal(input.shape.begin(), input.shape.end() - 1,
+                  result.shape.begin()))
+    return opError(op, "the input's leading dimensions differ from those of "
+                       "the 'like' operand");
+  if (offset < 0 || offset + size > width)
+    return opError(op, "range [" + llvm::Twine(offset) + ", " +
+                           llvm::Twine(offset + size) +
+                           ") is out of bounds for a last dimension of size " +
+                           llvm::Twine(width));
+  int64_t rows = width == 0 ? 0 : result.numElements() / width;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t column = 0; column < size; ++column)
+      result.values[row * width + offset + column] =
+          input.values[row * size + column];
   env.values[op] = std::move(result);
   return llvm::Error::success();
 }
@@ -218,6 +256,7 @@ std::optional<llvm::Error> detail::evalStructural(Operation *op, Env &env) {
       .Case([&](t::ReduceOp reduce) { return evalReduce(reduce, env); })
       .Case([&](t::SliceOp slice) { return evalSlice(slice, env); })
       .Case([&](t::ConcatOp concat) { return evalConcat(concat, env); })
+      .Case([&](t::PadOp pad) { return evalPad(pad, env); })
       .Case([&](tensor::DimOp dim) { return evalDim(dim, env); })
       .Default([](Operation *) { return std::nullopt; });
 }

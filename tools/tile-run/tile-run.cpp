@@ -7,11 +7,19 @@
 // evaluates the function in float64 on seeded random inputs and prints, for
 // each result, its type, summary statistics and a checksum of its bits.
 //
+// With --gradient-check it derives the backward instead (as tile-differentiate
+// would), and compares it with finite differences at every shape asked for:
+//
+//   tile-run examples/rms_norm.mlir --gradient-check --args=MxN,N,1e-6,0 \
+//       --rows=1,7,13 --widths=1,13,1000,3000
+//
 //===----------------------------------------------------------------------===//
 
 #include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "tile/InitTile.h"
 #include "tile/Interp/Evaluator.h"
+#include "tile/Interp/GradientCheck.h"
 #include "tile/Interp/Inputs.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -55,6 +63,42 @@ static cl::opt<bool> printValues("print-values",
                                           "result"),
                                  cl::init(false));
 
+static cl::OptionCategory gradientCategory("Gradient check");
+static cl::opt<bool> gradientCheck(
+    "gradient-check",
+    cl::desc("derive the backward and compare it with finite differences"),
+    cl::init(false), cl::cat(gradientCategory));
+static cl::opt<mlir::tile::RecomputePolicy>
+    policy("policy", cl::desc("recompute policy of the derived backward"),
+           cl::values(clEnumValN(mlir::tile::RecomputePolicy::Recompute,
+                                 "recompute", "recompute every intermediate"),
+                      clEnumValN(mlir::tile::RecomputePolicy::SaveRowStats,
+                                 "save-row-stats", "save per-row values")),
+           cl::init(mlir::tile::RecomputePolicy::Recompute),
+           cl::cat(gradientCategory));
+static cl::opt<bool> mainGrad("main-grad",
+                              cl::desc("accumulate cross-row gradients into "
+                                       "fp32 main_grad arguments"),
+                              cl::init(false), cl::cat(gradientCategory));
+static cl::opt<unsigned> directions("directions",
+                                    cl::desc("random directions per argument"),
+                                    cl::init(4), cl::cat(gradientCategory));
+static cl::opt<double> tolerance("tolerance",
+                                 cl::desc("largest relative error that passes"),
+                                 cl::init(1e-6), cl::cat(gradientCategory));
+static cl::opt<double> finiteDifferenceStep(
+    "fd-step",
+    cl::desc("finite-difference step, relative to the input's magnitude"),
+    cl::init(interp::FiniteDifferenceOptions().relativeStep),
+    cl::cat(gradientCategory));
+static cl::list<std::string>
+    rowsList("rows", cl::desc("values of M in --args (one run per M and N)"),
+             cl::CommaSeparated, cl::cat(gradientCategory));
+static cl::list<std::string> widthsList("widths",
+                                        cl::desc("values of N in --args"),
+                                        cl::CommaSeparated,
+                                        cl::cat(gradientCategory));
+
 namespace {
 func::FuncOp pickFunction(ModuleOp module) {
   if (!functionName.empty()) {
@@ -94,6 +138,90 @@ void printBuffer(llvm::raw_ostream &os, Type type, const interp::Buffer &buf) {
     os << "\n";
   }
 }
+/// `specs` with the dimension placeholders M and N replaced.
+std::vector<std::string> substitute(const std::vector<std::string> &specs,
+                                    StringRef m, StringRef n) {
+  std::vector<std::string> result;
+  for (StringRef spec : specs) {
+    SmallVector<StringRef> parts;
+    spec.split(parts, 'x');
+    std::string text;
+    for (auto [index, part] : llvm::enumerate(parts)) {
+      if (index)
+        text += "x";
+      text += part == "M" ? m.str() : part == "N" ? n.str() : part.str();
+    }
+    result.push_back(text);
+  }
+  return result;
+}
+
+int runGradientCheck(func::FuncOp func, const interp::InputOptions &inputs) {
+  mlir::tile::DifferentiateOptions options;
+  options.policy = policy;
+  options.mainGrad = mainGrad;
+  FailureOr<mlir::tile::DerivedKernel> derived =
+      mlir::tile::differentiateKernel(func, options);
+  if (failed(derived))
+    return 1;
+
+  std::vector<std::string> rows(rowsList.begin(), rowsList.end());
+  std::vector<std::string> widths(widthsList.begin(), widthsList.end());
+  if (rows.empty())
+    rows.push_back("M");
+  if (widths.empty())
+    widths.push_back("N");
+  std::vector<std::string> specs(argSpecs.begin(), argSpecs.end());
+
+  llvm::raw_ostream &os = llvm::outs();
+  os << "gradient check of @" << func.getSymName() << " against finite "
+     << "differences: policy "
+     << (policy == mlir::tile::RecomputePolicy::Recompute ? "recompute"
+                                                          : "save-row-stats")
+     << (mainGrad ? ", main-grad" : "") << ", seed " << seed << ", "
+     << directions << " directions per argument\n";
+  interp::GradientCheckOptions checkOptions;
+  checkOptions.directions = directions;
+  checkOptions.seed = seed;
+  checkOptions.finiteDifferences.relativeStep = finiteDifferenceStep;
+  double worst = 0.0;
+  unsigned cases = 0, failures = 0;
+  for (const std::string &m : rows) {
+    for (const std::string &n : widths) {
+      std::vector<std::string> caseSpecs = substitute(specs, m, n);
+      auto args = interp::makeInputs(func, caseSpecs, inputs);
+      if (!args) {
+        llvm::errs() << "error: " << llvm::toString(args.takeError()) << "\n";
+        return 1;
+      }
+      auto report = interp::checkGradients(func, derived->backward,
+                                           derived->forwardWithSaved, *args,
+                                           checkOptions);
+      if (!report) {
+        llvm::errs() << "error: " << llvm::toString(report.takeError()) << "\n";
+        return 1;
+      }
+      os << "  args " << llvm::join(caseSpecs, ",") << "\n";
+      for (const interp::ArgumentGradientError &entry : *report) {
+        bool pass = entry.maxRelativeError <= tolerance;
+        ++cases;
+        failures += !pass;
+        worst = std::max(worst, entry.maxRelativeError);
+        std::string type;
+        llvm::raw_string_ostream(type)
+            << func.getArgumentTypes()[entry.argument];
+        os << llvm::format(
+            "    argument #%u %-20s max relative error %.2e  %s\n",
+            entry.argument, type.c_str(), entry.maxRelativeError,
+            pass ? "ok" : "FAIL");
+      }
+    }
+  }
+  os << llvm::format("%u gradients checked, %u failed, worst relative error "
+                     "%.2e (tolerance %.0e)\n",
+                     cases, failures, worst, tolerance.getValue());
+  return failures == 0 ? 0 : 1;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -126,6 +254,8 @@ int main(int argc, char **argv) {
   inputOptions.seed = seed;
   inputOptions.low = low;
   inputOptions.high = high;
+  if (gradientCheck)
+    return runGradientCheck(func, inputOptions);
   std::vector<std::string> specs(argSpecs.begin(), argSpecs.end());
   auto args = interp::makeInputs(func, specs, inputOptions);
   if (!args) {

@@ -222,10 +222,10 @@ TEST_F(EvaluatorTest, ReductionsOverEveryDim) {
   func::FuncOp func = parse(R"mlir(
     func.func @r(%x: tensor<?x?xf32>) -> (tensor<?xf32>, tensor<?xf32>,
                                           tensor<?xf32>, tensor<f32>) {
-      %0 = tile.reduce sum %x [0] : tensor<?x?xf32> -> tensor<?xf32>
+      %0 = tile.reduce sum %x [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
       %1 = tile.reduce max %x [1] : tensor<?x?xf32> -> tensor<?xf32>
-      %2 = tile.reduce min %x [0] : tensor<?x?xf32> -> tensor<?xf32>
-      %3 = tile.reduce mean %x [0, 1] : tensor<?x?xf32> -> tensor<f32>
+      %2 = tile.reduce min %x [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+      %3 = tile.reduce mean %x [0, 1] across_rows : tensor<?x?xf32> -> tensor<f32>
       return %0, %1, %2, %3 : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<f32>
     })mlir",
                             "r");
@@ -239,6 +239,36 @@ TEST_F(EvaluatorTest, ReductionsOverEveryDim) {
   EXPECT_EQ((*results)[2].values, (std::vector<double>{1, -2, -6}));
   EXPECT_TRUE((*results)[3].shape.empty());
   EXPECT_DOUBLE_EQ((*results)[3].values[0], 5.0 / 6.0);
+}
+
+TEST_F(EvaluatorTest, PadAndReduceInto) {
+  func::FuncOp func = parse(R"mlir(
+    func.func @p(%g: tensor<?x?xf32>, %x: tensor<?x?xf32>, %acc: tensor<?xf32>)
+        -> (tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>) {
+      %c1 = arith.constant 1 : index
+      %p = tile.pad %g [%c1] like %x : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+      %s = tile.reduce sum %x [0] across_rows into %acc : tensor<?x?xf32> -> tensor<?xf32>
+      %m = tile.reduce max %x [0] across_rows into %acc : tensor<?x?xf32> -> tensor<?xf32>
+      return %p, %s, %m : tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>
+    })mlir",
+                            "p");
+  ASSERT_TRUE(func);
+  Buffer g = Buffer::tensor({2, 1}, StorageType::F32, {7, 8});
+  Buffer x = Buffer::tensor({2, 3}, StorageType::F32, {1, 2, 3, 4, 5, 6});
+  Buffer acc = Buffer::tensor({3}, StorageType::F32, {100, 0, 10});
+  auto results = interp::evaluate(func, {g, x, acc});
+  ASSERT_TRUE(static_cast<bool>(results))
+      << llvm::toString(results.takeError());
+  EXPECT_EQ((*results)[0].values, (std::vector<double>{0, 7, 0, 0, 8, 0}));
+  EXPECT_EQ((*results)[1].values, (std::vector<double>{105, 7, 19}));
+  EXPECT_EQ((*results)[2].values, (std::vector<double>{100, 5, 10}));
+
+  // A pad that leaves the row is an error, not a write past the end.
+  Buffer wide = Buffer::tensor({2, 3}, StorageType::F32);
+  auto bad = interp::evaluate(func, {wide, x, acc});
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("out of bounds"),
+            std::string::npos);
 }
 
 TEST_F(EvaluatorTest, BroadcastSliceConcat) {

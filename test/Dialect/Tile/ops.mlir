@@ -45,17 +45,27 @@ func.func @broadcast(%r: tensor<?xf32>, %x: tensor<?x?xf32>, %w: tensor<8xf32>,
 // CHECK-LABEL: func.func @reduce
 // CHECK: tile.reduce sum %{{.*}} [1] : tensor<?x?xf32> -> tensor<?xf32>
 // CHECK: tile.reduce mean %{{.*}} [1] : tensor<?x?xf32> -> tensor<?xf32>
-// CHECK: tile.reduce max %{{.*}} [0] : tensor<?x?xf32> -> tensor<?xf32>
-// CHECK: tile.reduce min %{{.*}} [0, 1] : tensor<?x?xf32> -> tensor<f32>
+// CHECK: tile.reduce max %{{.*}} [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+// CHECK: tile.reduce min %{{.*}} [0, 1] across_rows : tensor<?x?xf32> -> tensor<f32>
+// CHECK: tile.reduce sum %{{.*}} [0] across_rows into %{{.*}} : tensor<?x?xf32> -> tensor<?xf32>
 // GENERIC-LABEL: sym_name = "reduce"
 // GENERIC: "tile.reduce"(%{{.*}}) <{dims = array<i64: 1>, kind = 0 : i32}>
-func.func @reduce(%x: tensor<?x?xf32>)
-    -> (tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<f32>) {
+// GENERIC: "tile.reduce"(%{{.*}}) <{across_rows, dims = array<i64: 0>, kind = 2 : i32}>
+func.func @reduce(%x: tensor<?x?xf32>, %acc: tensor<?xf32>)
+    -> (tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<f32>, tensor<?xf32>) {
   %0 = tile.reduce sum %x [1] : tensor<?x?xf32> -> tensor<?xf32>
   %1 = tile.reduce mean %x [1] : tensor<?x?xf32> -> tensor<?xf32>
-  %2 = tile.reduce max %x [0] : tensor<?x?xf32> -> tensor<?xf32>
-  %3 = tile.reduce min %x [0, 1] : tensor<?x?xf32> -> tensor<f32>
-  return %0, %1, %2, %3 : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<f32>
+  %2 = tile.reduce max %x [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  %3 = tile.reduce min %x [0, 1] across_rows : tensor<?x?xf32> -> tensor<f32>
+  %4 = tile.reduce sum %x [0] across_rows into %acc : tensor<?x?xf32> -> tensor<?xf32>
+  return %0, %1, %2, %3, %4 : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<f32>, tensor<?xf32>
+}
+
+// CHECK-LABEL: func.func @pad
+// CHECK: tile.pad %{{.*}}[%{{.*}}] like %{{.*}} : tensor<?x?xf32>, tensor<?x?xbf16> -> tensor<?x?xf32>
+func.func @pad(%g: tensor<?x?xf32>, %x: tensor<?x?xbf16>, %h: index) -> tensor<?x?xf32> {
+  %0 = tile.pad %g [%h] like %x : tensor<?x?xf32>, tensor<?x?xbf16> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
 }
 
 // CHECK-LABEL: func.func @slice

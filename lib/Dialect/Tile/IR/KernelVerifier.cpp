@@ -27,7 +27,7 @@ bool isStorageTensor(Type type) {
 
 /// Ops that only move or convert data; they may carry storage types.
 bool isDataMovement(Operation *op) {
-  return isa<CastOp, SplatOp, BroadcastOp, SliceOp, ConcatOp>(op);
+  return isa<CastOp, SplatOp, BroadcastOp, SliceOp, ConcatOp, PadOp>(op);
 }
 
 bool isSupportedOp(Operation *op) {

@@ -8,6 +8,11 @@
 // Signed zeros: tile kernels treat +0 and −0 as equal (as with fast-math
 // `nsz`), so x + 0 → x is applied for either sign of zero.
 //
+// Shapes: a `like` operand or a `tensor.dim` only needs a tensor of the
+// right shape, so both are moved to the earliest value with that shape (the
+// "shape root", usually a kernel argument). Otherwise a derived backward
+// keeps recomputing x·x just to know how wide x·x is.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tile/Dialect/Tile/IR/TileOps.h"
@@ -97,12 +102,140 @@ struct BroadcastOfSplat final : OpRewritePattern<BroadcastOp> {
     return success();
   }
 };
+/// The earliest value known to have the shape of `value`: through
+/// elementwise ops, casts, and the `like` operand of ops shaped by one.
+Value getShapeRoot(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    Value next;
+    if (auto splat = dyn_cast<SplatOp>(def))
+      next = splat.getShape();
+    else if (auto broadcast = dyn_cast<BroadcastOp>(def))
+      next = broadcast.getShape();
+    else if (auto pad = dyn_cast<PadOp>(def))
+      next = pad.getShape();
+    else if (isa<CastOp>(def) || def->hasTrait<OpTrait::Elementwise>())
+      for (Value operand : def->getOperands())
+        if (isa<RankedTensorType>(operand.getType())) {
+          next = operand;
+          break;
+        }
+    if (!next)
+      break;
+    value = next;
+  }
+  return value;
+}
+
+/// Points the `like` operand of a splat, broadcast or pad at its shape root.
+template <typename OpTy> struct LikeShapeRoot final : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    Value root = getShapeRoot(op.getShape());
+    if (root == op.getShape())
+      return rewriter.notifyMatchFailure(op, "already the shape root");
+    rewriter.modifyOpInPlace(op, [&] { op.getShapeMutable().assign(root); });
+    return success();
+  }
+};
+
+/// tensor.dim of a value reads the same size from its shape root.
+struct DimOfShapeRoot final : OpRewritePattern<tensor::DimOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::DimOp op,
+                                PatternRewriter &rewriter) const override {
+    Value root = getShapeRoot(op.getSource());
+    if (root == op.getSource())
+      return rewriter.notifyMatchFailure(op, "already the shape root");
+    rewriter.modifyOpInPlace(op, [&] { op.getSourceMutable().assign(root); });
+    return success();
+  }
+};
+/// The size of the last dimension of `value` as an SSA value or constant,
+/// when it is known: static, or the size operand of a slice that has the
+/// same shape (found through elementwise ops and casts, whose tensor
+/// operands all share their result's shape).
+std::optional<OpFoldResult> getLastDimSize(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (!ShapedType::isDynamic(type.getShape().back()))
+    return OpFoldResult(IntegerAttr::get(IndexType::get(value.getContext()),
+                                         type.getShape().back()));
+  SmallVector<Value> worklist{value};
+  llvm::SmallPtrSet<Operation *, 16> visited;
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || !visited.insert(def).second)
+      continue;
+    if (auto slice = dyn_cast<SliceOp>(def))
+      return OpFoldResult(slice.getSize());
+    if (!isa<CastOp>(def) && !def->hasTrait<OpTrait::Elementwise>())
+      continue;
+    for (Value operand : def->getOperands())
+      if (isa<RankedTensorType>(operand.getType()))
+        worklist.push_back(operand);
+  }
+  return std::nullopt;
+}
+
+bool isConstantIndex(Value value, int64_t expected) {
+  APInt constant;
+  return matchPattern(value, m_ConstantInt(&constant)) &&
+         constant.getSExtValue() == expected;
+}
+
+/// pad(p, 0) + pad(q, width(p)) → pad(concat(p, q), 0): two row pieces
+/// that meet become one. This is how the gradients of the two halves of a
+/// [M, 2H] input (silu_and_mul) end up written side by side; the outer pad
+/// remains for the column an odd width leaves over, and folds away when
+/// the widths are known to match.
+struct AddOfAdjacentPads final : OpRewritePattern<arith::AddFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::AddFOp op,
+                                PatternRewriter &rewriter) const override {
+    auto first = op.getLhs().getDefiningOp<PadOp>();
+    auto second = op.getRhs().getDefiningOp<PadOp>();
+    if (!first || !second || !first->hasOneUse() || !second->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "not an add of two pads");
+    if (!isConstantIndex(first.getOffset(), 0))
+      std::swap(first, second);
+    if (!isConstantIndex(first.getOffset(), 0) ||
+        first.getShape() != second.getShape() ||
+        first.getInput().getType().getElementType() !=
+            second.getInput().getType().getElementType())
+      return rewriter.notifyMatchFailure(op, "no pad at offset 0");
+    std::optional<OpFoldResult> width = getLastDimSize(first.getInput());
+    bool adjacent = false;
+    if (width && isa<Value>(*width))
+      adjacent = cast<Value>(*width) == second.getOffset();
+    else if (width)
+      adjacent =
+          isConstantIndex(second.getOffset(),
+                          cast<IntegerAttr>(cast<Attribute>(*width)).getInt());
+    if (!adjacent)
+      return rewriter.notifyMatchFailure(op, "the pieces do not meet");
+    auto pieceType = first.getInput().getType();
+    SmallVector<int64_t> shape(pieceType.getShape());
+    int64_t a = pieceType.getShape().back();
+    int64_t b = second.getInput().getType().getShape().back();
+    shape.back() = ShapedType::isDynamic(a) || ShapedType::isDynamic(b)
+                       ? ShapedType::kDynamic
+                       : a + b;
+    Value joined =
+        ConcatOp::create(rewriter, op.getLoc(), pieceType.clone(shape),
+                         ValueRange{first.getInput(), second.getInput()});
+    rewriter.replaceOpWithNewOp<PadOp>(op, op.getType(), joined,
+                                       first.getOffset(), first.getShape());
+    return success();
+  }
+};
 } // namespace
 
 void TileDialect::getCanonicalizationPatterns(
     RewritePatternSet &results) const {
   MLIRContext *context = results.getContext();
-  results.add<SplatConstantToDense, BroadcastOfSplat>(context);
+  results.add<SplatConstantToDense, BroadcastOfSplat, DimOfShapeRoot,
+              LikeShapeRoot<SplatOp>, LikeShapeRoot<BroadcastOp>,
+              LikeShapeRoot<PadOp>, AddOfAdjacentPads>(context);
   // 0.0 == -0.0, so x + 0 and x - 0 fold for either sign of zero.
   results.add<FoldArithIdentity<arith::AddFOp>>(context, 0.0,
                                                 /*commutative=*/true);

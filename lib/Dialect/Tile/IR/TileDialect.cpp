@@ -1,8 +1,9 @@
 //===- TileDialect.cpp - tile dialect registration and attributes --------===//
 //
-// Registers the ops, and verifies the two discardable
-// attributes the dialect owns: `tile.kernel` (delegated to KernelVerifier.cpp)
-// and the argument marker `tile.nograd`.
+// Registers the ops, and verifies the discardable attributes the dialect
+// owns: `tile.kernel` (delegated to KernelVerifier.cpp), the argument marker
+// `tile.nograd`, the per-op recompute policy, and the roles tile-differentiate
+// writes on derived functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,8 @@ using namespace mlir::tile;
 
 #include "tile/Dialect/Tile/IR/TileEnums.cpp.inc"
 
+#include "tile/Dialect/Tile/IR/TileInterfaces.cpp.inc"
+
 void TileDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -28,9 +31,40 @@ void TileDialect::initialize() {
       >();
 }
 
+namespace {
+LogicalResult verifyIndexAttr(Operation *op, NamedAttribute attr,
+                              StringRef where) {
+  auto index = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!index || index.getInt() < 0)
+    return op->emitError("'") << attr.getName().getValue() << "' on " << where
+                              << " must be a non-negative integer index";
+  return success();
+}
+
+/// `tile.save` / `tile.recompute` choose the policy for one op's result.
+LogicalResult verifyPolicyAttr(Operation *op, NamedAttribute attr) {
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitError("'")
+           << attr.getName().getValue() << "' must be a unit attribute";
+  auto type = op->getNumResults() == 1
+                  ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
+                  : RankedTensorType();
+  if (!type || !type.getElementType().isF32())
+    return op->emitError("'")
+           << attr.getName().getValue()
+           << "' applies to an op with one f32 tensor result";
+  if (op->hasAttr(TileDialect::getSaveAttrName()) &&
+      op->hasAttr(TileDialect::getRecomputeAttrName()))
+    return op->emitError("an op cannot be both 'tile.save' and "
+                         "'tile.recompute'");
+  return success();
+}
+} // namespace
+
 LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
-  if (attr.getName() == getKernelAttrName()) {
+  StringRef name = attr.getName().getValue();
+  if (name == getKernelAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError("'tile.kernel' must be a unit attribute");
     auto func = dyn_cast<func::FuncOp>(op);
@@ -39,22 +73,46 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
              << op->getName() << "'";
     return verifyKernel(func);
   }
-  if (attr.getName() == getNoGradAttrName())
+  if (name == getSaveAttrName() || name == getRecomputeAttrName())
+    return verifyPolicyAttr(op, attr);
+  if (name == getBackwardOfAttrName() || name == getForwardOfAttrName()) {
+    if (!isa<func::FuncOp>(op) || !isa<FlatSymbolRefAttr>(attr.getValue()))
+      return op->emitError("'")
+             << name << "' must be a symbol reference on a func.func";
+    return success();
+  }
+  if (name == getNoGradAttrName())
     return op->emitError("'tile.nograd' marks a function argument; put it in "
                          "the argument's attribute dictionary");
-  return op->emitError("unknown tile attribute '")
-         << attr.getName().getValue() << "'";
+  return op->emitError("unknown tile attribute '") << name << "'";
 }
 
 LogicalResult TileDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
-  if (attr.getName() != getNoGradAttrName())
+  StringRef name = attr.getName().getValue();
+  std::string where = "argument #" + std::to_string(argIndex);
+  if (name == getCotangentAttrName() || name == getSavedAttrName() ||
+      name == getMainGradAttrName())
+    return verifyIndexAttr(op, attr, where);
+  if (name != getNoGradAttrName())
     return op->emitError("unknown tile argument attribute '")
-           << attr.getName().getValue() << "' on argument #" << argIndex;
+           << name << "' on " << where;
   if (!isa<UnitAttr>(attr.getValue()))
-    return op->emitError("'tile.nograd' on argument #")
-           << argIndex << " must be a unit attribute";
+    return op->emitError("'tile.nograd' on ")
+           << where << " must be a unit attribute";
   return success();
+}
+
+LogicalResult TileDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  std::string where = "result #" + std::to_string(resultIndex);
+  if (name == getGradientAttrName() || name == getSavedAttrName())
+    return verifyIndexAttr(op, attr, where);
+  return op->emitError("unknown tile result attribute '")
+         << name << "' on " << where;
 }

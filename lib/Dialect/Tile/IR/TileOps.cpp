@@ -148,11 +148,37 @@ OpFoldResult BroadcastOp::fold(FoldAdaptor) {
 // ReduceOp
 //===----------------------------------------------------------------------===//
 
+bool ReduceOp::crossesRows(ArrayRef<int64_t> dims, int64_t rank) {
+  return llvm::any_of(dims, [&](int64_t dim) { return dim < rank - 1; });
+}
+
+void ReduceOp::build(OpBuilder &builder, OperationState &state,
+                     ReductionKind kind, Value input, ArrayRef<int64_t> dims,
+                     Value init) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t dim = 0; dim < inputType.getRank(); ++dim)
+    if (!llvm::is_contained(dims, dim))
+      shape.push_back(inputType.getDimSize(dim));
+  build(builder, state, inputType.clone(shape), kind, input, dims,
+        crossesRows(dims, inputType.getRank()), init);
+}
+
 LogicalResult ReduceOp::verify() {
   RankedTensorType inputType = getInput().getType();
   RankedTensorType resultType = getType();
   if (failed(verifyDimList(*this, getDims(), inputType.getRank(), "reduction")))
     return failure();
+  bool crosses = crossesRows(getDims(), inputType.getRank());
+  if (crosses && !getAcrossRows())
+    return emitOpError("reduction over dimensions ")
+           << formatShape(getDims()) << " of a rank-" << inputType.getRank()
+           << " tensor combines rows; spell it `across_rows`";
+  if (!crosses && getAcrossRows())
+    return emitOpError("is marked `across_rows` but reduces only within a "
+                       "row (dimensions ")
+           << formatShape(getDims()) << " of a rank-" << inputType.getRank()
+           << " tensor)";
   SmallVector<int64_t> expected;
   for (int64_t dim = 0; dim < inputType.getRank(); ++dim)
     if (!llvm::is_contained(getDims(), dim))
@@ -172,7 +198,7 @@ LogicalResult ReduceOp::verify() {
 
 OpFoldResult ReduceOp::fold(FoldAdaptor) {
   // Reducing over no dimension is the identity for every kind.
-  if (getDims().empty() && getInput().getType() == getType())
+  if (getDims().empty() && !getInit() && getInput().getType() == getType())
     return getInput();
   return {};
 }
@@ -287,6 +313,58 @@ LogicalResult ConcatOp::verify() {
 OpFoldResult ConcatOp::fold(FoldAdaptor) {
   if (getInputs().size() == 1 && getInputs().front().getType() == getType())
     return getInputs().front();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// PadOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PadOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType resultType = getType();
+  auto shapeType = cast<RankedTensorType>(getShape().getType());
+  int64_t rank = inputType.getRank();
+  if (rank == 0)
+    return emitOpError("cannot pad a rank-0 tensor");
+  if (shapeType.getShape() != resultType.getShape())
+    return emitOpError("result shape ")
+           << formatShape(resultType.getShape())
+           << " differs from the shape of the 'like' operand "
+           << formatShape(shapeType.getShape());
+  if (resultType.getRank() != rank)
+    return emitOpError("result rank ")
+           << resultType.getRank() << " differs from the input rank " << rank;
+  if (inputType.getShape().drop_back() != resultType.getShape().drop_back())
+    return emitOpError("leading dimensions of the input ")
+           << formatShape(inputType.getShape())
+           << " must equal those of the result "
+           << formatShape(resultType.getShape());
+  if (inputType.getElementType() != resultType.getElementType())
+    return emitOpError("result element type ")
+           << resultType.getElementType() << " differs from the input's "
+           << inputType.getElementType();
+  std::optional<int64_t> offset = constantIndex(getOffset());
+  int64_t inputWidth = inputType.getShape().back();
+  int64_t resultWidth = resultType.getShape().back();
+  if (offset && *offset < 0)
+    return emitOpError("offset ") << *offset << " is negative";
+  if (offset && !ShapedType::isDynamic(inputWidth) &&
+      !ShapedType::isDynamic(resultWidth) && *offset + inputWidth > resultWidth)
+    return emitOpError("range [")
+           << *offset << ", " << *offset + inputWidth
+           << ") is out of bounds for a last dimension of size " << resultWidth;
+  return success();
+}
+
+OpFoldResult PadOp::fold(FoldAdaptor) {
+  // Padding by nothing: offset 0 and the input already spans the row.
+  std::optional<int64_t> offset = constantIndex(getOffset());
+  if (!offset || *offset != 0 || getInput().getType() != getType())
+    return {};
+  int64_t width = getType().getShape().back();
+  if (!ShapedType::isDynamic(width))
+    return getInput();
   return {};
 }
 

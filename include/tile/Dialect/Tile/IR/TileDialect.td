@@ -48,6 +48,7 @@ def Tile_Dialect : Dialect {
   let hasCanonicalizer = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Unit attribute on a `func.func` that makes it a tile kernel.
     static constexpr ::llvm::StringLiteral getKernelAttrName() {
@@ -56,6 +57,39 @@ def Tile_Dialect : Dialect {
     /// Unit argument attribute: the argument gets no cotangent.
     static constexpr ::llvm::StringLiteral getNoGradAttrName() {
       return ::llvm::StringLiteral("tile.nograd");
+    }
+
+    // Recompute policy, per op (unit attributes on a forward op): always
+    // save its result for the backward, or never.
+    static constexpr ::llvm::StringLiteral getSaveAttrName() {
+      return ::llvm::StringLiteral("tile.save");
+    }
+    static constexpr ::llvm::StringLiteral getRecomputeAttrName() {
+      return ::llvm::StringLiteral("tile.recompute");
+    }
+
+    // Written by tile-differentiate. On functions: `@f_bwd` is the backward
+    // of `@f`, `@f_fwd` the forward variant that also returns saved values.
+    static constexpr ::llvm::StringLiteral getBackwardOfAttrName() {
+      return ::llvm::StringLiteral("tile.backward_of");
+    }
+    static constexpr ::llvm::StringLiteral getForwardOfAttrName() {
+      return ::llvm::StringLiteral("tile.forward_of");
+    }
+    // The role of each backward argument and result (an index): cotangent of
+    // forward result #i, saved value #i, main_grad accumulator of forward
+    // argument #i; a result is the gradient of forward argument #i.
+    static constexpr ::llvm::StringLiteral getCotangentAttrName() {
+      return ::llvm::StringLiteral("tile.cotangent");
+    }
+    static constexpr ::llvm::StringLiteral getSavedAttrName() {
+      return ::llvm::StringLiteral("tile.saved");
+    }
+    static constexpr ::llvm::StringLiteral getMainGradAttrName() {
+      return ::llvm::StringLiteral("tile.main_grad");
+    }
+    static constexpr ::llvm::StringLiteral getGradientAttrName() {
+      return ::llvm::StringLiteral("tile.gradient");
     }
   }];
 }

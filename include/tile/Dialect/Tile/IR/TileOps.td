@@ -9,6 +9,7 @@
 #define TILE_DIALECT_TILE_IR_TILEOPS_TD
 
 include "tile/Dialect/Tile/IR/TileDialect.td"
+include "tile/Dialect/Tile/IR/TileInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinTypes.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -18,8 +19,11 @@ include "mlir/IR/OpBase.td"
 def Tile_StorageFloat : AnyTypeOf<[BF16, F16, F32]>;
 def Tile_FloatTensor : RankedTensorOf<[BF16, F16, F32]>;
 
+/// Every tile op states its derivative rule (TileInterfaces.td).
 class Tile_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Tile_Dialect, mnemonic, traits>;
+    : Op<Tile_Dialect, mnemonic,
+         !listconcat(traits,
+                     [DeclareOpInterfaceMethods<Tile_DifferentiableOpInterface>])>;
 
 //===----------------------------------------------------------------------===//
 // CastOp
@@ -102,24 +106,51 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
 // ReduceOp
 //===----------------------------------------------------------------------===//
 
-def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
+def Tile_ReduceOp : Tile_Op<"reduce", [Pure,
+    OptionalTypesMatchWith<"the accumulator has the result type", "result",
+                           "init", "$_self">]> {
   let summary = "reduces a tensor over chosen dimensions";
   let description = [{
     Combines the elements of `input` along the dimensions `dims` (strictly
     increasing) with `sum`, `mean`, `max` or `min`; those dimensions are
     removed from the result. Reducing every dimension gives a rank-0 tensor.
-    A reduction over a leading (row) dimension crosses rows: the scheduler
-    realizes it as per-CTA partials and a deterministic finalize.
+    A reduction over a leading (row) dimension combines different rows and
+    must say so with `across_rows` (the verifier checks the spelling agrees
+    with `dims`): the scheduler realizes it as per-CTA fp32 partials plus a
+    deterministic finalize, a second kernel and a workspace, and the IR
+    makes that cost visible. The differentiator emits such reductions for
+    the gradients of weights broadcast over rows (RMSNorm's dW).
+
+    With `into %acc` the result is `acc` combined with the reduction
+    (`acc + Σ` for sum and mean, `max`/`min` otherwise): the form in which a
+    gradient is accumulated into an existing fp32 buffer (`main_grad`)
+    instead of being written fresh.
 
     ```mlir
     %ms = tile.reduce mean %sq [1] : tensor<?x?xf32> -> tensor<?xf32>
+    %dw = tile.reduce sum %p [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+    %mg = tile.reduce sum %p [0] across_rows into %main_grad
+        : tensor<?x?xf32> -> tensor<?xf32>
     ```
   }];
   let arguments = (ins Tile_ReductionKind:$kind, Tile_FloatTensor:$input,
-                       DenseI64ArrayAttr:$dims);
+                       DenseI64ArrayAttr:$dims, UnitAttr:$across_rows,
+                       Optional<Tile_FloatTensor>:$init);
   let results = (outs Tile_FloatTensor:$result);
   let assemblyFormat = [{
-    $kind $input $dims attr-dict `:` type($input) `->` type($result)
+    $kind $input $dims (`across_rows` $across_rows^)? (`into` $init^)?
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let builders = [
+    // Sets `across_rows` from `dims` and infers the result type.
+    OpBuilder<(ins "::mlir::tile::ReductionKind":$kind, "::mlir::Value":$input,
+                   "::llvm::ArrayRef<int64_t>":$dims,
+                   CArg<"::mlir::Value", "{}">:$init)>
+  ];
+  let extraClassDeclaration = [{
+    /// Whether reducing `dims` of a rank-`rank` tensor combines different
+    /// rows: every dimension but the last is a row (parallel) dimension.
+    static bool crossesRows(::llvm::ArrayRef<int64_t> dims, int64_t rank);
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -171,6 +202,36 @@ def Tile_ConcatOp : Tile_Op<"concat", [Pure]> {
   let arguments = (ins Variadic<Tile_FloatTensor>:$inputs);
   let results = (outs Tile_FloatTensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// PadOp
+//===----------------------------------------------------------------------===//
+
+def Tile_PadOp : Tile_Op<"pad", [Pure]> {
+  let summary = "places a tensor into a zero row range of a wider one";
+  let description = [{
+    The inverse of `tile.slice`: the result has the shape of `shape` (whose
+    element values are not read) and the element type of `input`; along the
+    last dimension it holds `input` at `[offset, offset + width(input))` and
+    zeros everywhere else. The leading dimensions of `input` and `shape`
+    agree. It is the adjoint of a slice, and how the gradient of a row half
+    reaches the full row.
+
+    ```mlir
+    %g = tile.pad %db [%h] like %x
+        : tensor<?x?xf32>, tensor<?x?xbf16> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_FloatTensor:$input, Index:$offset,
+                       AnyRankedTensor:$shape);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `[` $offset `]` `like` $shape attr-dict `:` type($input) `,`
+    type($shape) `->` type($result)
+  }];
   let hasVerifier = 1;
   let hasFolder = 1;
 }

@@ -1,0 +1,22 @@
+//===- Passes.h - tile dialect transformation passes ------------*- C++ -*-===//
+
+#ifndef TILE_DIALECT_TILE_TRANSFORMS_PASSES_H
+#define TILE_DIALECT_TILE_TRANSFORMS_PASSES_H
+
+#include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Dialect/Tile/Transforms/Differentiate.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::tile {
+
+#define GEN_PASS_DECL
+#include "tile/Dialect/Tile/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "tile/Dialect/Tile/Transforms/Passes.h.inc"
+
+} // namespace mlir::tile
+
+#endif // TILE_DIALECT_TILE_TRANSFORMS_PASSES_H

@@ -1,0 +1,80 @@
+//===- Passes.td - tile dialect transformation passes ------*- tablegen -*-===//
+
+#ifndef TILE_DIALECT_TILE_TRANSFORMS_PASSES_TD
+#define TILE_DIALECT_TILE_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TileDifferentiatePass : Pass<"tile-differentiate", "::mlir::ModuleOp"> {
+  let summary = "derives backward kernels by reverse-mode differentiation";
+  let description = [{
+    For every `tile.kernel` function `@f` (or those named in `functions`),
+    adds `@f_bwd(primal inputs..., output cotangents...) -> input
+    cotangents`: one result per differentiable argument (a float tensor not
+    marked `tile.nograd`), in the argument's type.
+
+    The backward recomputes the forward from the primal inputs and then
+    applies, in reverse order, each op's derivative rule
+    (DifferentiableOpInterface). Cotangents are f32; a value with several
+    uses sums its contributions; an argument the outputs do not depend on
+    gets zeros. Gradients of arguments broadcast over rows (RMSNorm's dW)
+    come out of a `tile.reduce sum ... across_rows`.
+
+    `policy=save-row-stats` lets a per-row value (O(rows), such as rstd) be
+    saved instead of recomputed when the cost model says storing it is
+    cheaper: `@f_fwd` then returns it as an extra f32 result and `@f_bwd`
+    takes it as an argument. `tile.save` / `tile.recompute` on a forward op
+    override the policy for that op's result. `main-grad` makes every
+    cross-row gradient accumulate into an fp32 `main_grad` argument
+    (`tile.reduce ... into`) instead of being returned fresh.
+
+    Every derived argument and result carries its role (`tile.cotangent`,
+    `tile.saved`, `tile.main_grad`, `tile.gradient`), so tools and the
+    runtime can bind them without knowing the convention.
+
+    Before:
+    ```mlir
+    func.func @square(%x: tensor<?xf32>) -> tensor<?xf32>
+        attributes {tile.kernel} {
+      %y = arith.mulf %x, %x : tensor<?xf32>
+      return %y : tensor<?xf32>
+    }
+    ```
+    After (`-tile-differentiate -canonicalize -cse`), in addition:
+    ```mlir
+    func.func @square_bwd(%x: tensor<?xf32>,
+                          %dy: tensor<?xf32> {tile.cotangent = 0 : i64})
+        -> (tensor<?xf32> {tile.gradient = 0 : i64})
+        attributes {tile.backward_of = @square, tile.kernel} {
+      %0 = arith.mulf %dy, %x : tensor<?xf32>
+      %1 = arith.addf %0, %0 : tensor<?xf32>
+      return %1 : tensor<?xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "::mlir::tile::RecomputePolicy",
+           "::mlir::tile::RecomputePolicy::Recompute",
+           "what the backward may keep from the forward",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tile::RecomputePolicy::Recompute, "recompute",
+                        "recompute every intermediate from the inputs"),
+             clEnumValN(::mlir::tile::RecomputePolicy::SaveRowStats,
+                        "save-row-stats",
+                        "save per-row values when the cost model favours it"))}]>,
+    Option<"mainGrad", "main-grad", "bool", "false",
+           "accumulate cross-row gradients into fp32 main_grad arguments">,
+    Option<"rowWidthHint", "row-width-hint", "int64_t", "4096",
+           "row width the cost model assumes where the width is dynamic">,
+    ListOption<"functions", "functions", "std::string",
+               "kernels to differentiate (default: every tile.kernel that is "
+               "not itself derived)">
+  ];
+  let dependentDialects = [
+    "::mlir::tile::TileDialect", "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::func::FuncDialect"
+  ];
+}
+
+#endif // TILE_DIALECT_TILE_TRANSFORMS_PASSES_TD

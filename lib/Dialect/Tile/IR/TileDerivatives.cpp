@@ -1,0 +1,134 @@
+//===- TileDerivatives.cpp - reverse-mode rules of the tile ops ----------===//
+//
+// The data-movement ops have data-movement adjoints: broadcast ↔ sum,
+// reduce ↔ broadcast, slice ↔ pad, concat ↔ slices, and a cast's cotangent
+// is the f32 cotangent itself (cotangents live in f32; the differentiator
+// converts to a storage type only at the function boundary). `like` and index
+// operands contribute only shapes and positions, never a cotangent.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Dialect/Tile/IR/TileOps.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+/// Pads `cotangents` with nulls up to one entry per operand.
+void noCotangents(Operation *op, SmallVectorImpl<Value> &cotangents) {
+  cotangents.resize(op->getNumOperands(), Value());
+}
+} // namespace
+
+LogicalResult CastOp::buildAdjoint(AdjointBuilder &, ValueRange results,
+                                   SmallVectorImpl<Value> &operands) {
+  operands.push_back(results[0]);
+  return success();
+}
+
+LogicalResult SplatOp::buildAdjoint(AdjointBuilder &, ValueRange,
+                                    SmallVectorImpl<Value> &operands) {
+  // The value is a scalar parameter; tile-differentiate rejects
+  // differentiable scalar arguments, so no scalar ever carries a cotangent.
+  noCotangents(*this, operands);
+  return success();
+}
+
+LogicalResult BroadcastOp::buildAdjoint(AdjointBuilder &builder,
+                                        ValueRange results,
+                                        SmallVectorImpl<Value> &operands) {
+  operands.push_back(builder.reduceSum(results[0], getDims()));
+  noCotangents(*this, operands);
+  return success();
+}
+
+LogicalResult ReduceOp::buildAdjoint(AdjointBuilder &builder,
+                                     ValueRange results,
+                                     SmallVectorImpl<Value> &operands) {
+  Value g = results[0];
+  Value input = getInput();
+  Value initCotangent;
+  switch (getKind()) {
+  case ReductionKind::Sum:
+    operands.push_back(builder.broadcast(g, getDims(), input));
+    initCotangent = g;
+    break;
+  case ReductionKind::Mean: {
+    // Divide the (smaller) reduced cotangent before broadcasting it.
+    Value count = builder.splat(builder.elementCount(input, getDims()), g);
+    operands.push_back(
+        builder.broadcast(builder.div(g, count), getDims(), input));
+    initCotangent = g;
+    break;
+  }
+  case ReductionKind::Max:
+  case ReductionKind::Min: {
+    // The elements equal to the result receive the cotangent (all of them on
+    // a tie, which random inputs essentially never produce).
+    Value reached = builder.broadcast(getResult(), getDims(), input);
+    Value isExtreme = builder.cmp(arith::CmpFPredicate::OEQ, input, reached);
+    operands.push_back(
+        builder.where(isExtreme, builder.broadcast(g, getDims(), input)));
+    if (Value init = getInit())
+      initCotangent = builder.where(
+          builder.cmp(arith::CmpFPredicate::OEQ, init, getResult()), g);
+    break;
+  }
+  }
+  if (getInit())
+    operands.push_back(initCotangent);
+  return success();
+}
+
+LogicalResult SliceOp::buildAdjoint(AdjointBuilder &builder, ValueRange results,
+                                    SmallVectorImpl<Value> &operands) {
+  Value input = getInput();
+  operands.push_back(
+      PadOp::create(builder.getBuilder(), builder.getLoc(),
+                    AdjointBuilder::cotangentType(input.getType()), results[0],
+                    getOffset(), input));
+  noCotangents(*this, operands);
+  return success();
+}
+
+LogicalResult PadOp::buildAdjoint(AdjointBuilder &builder, ValueRange results,
+                                  SmallVectorImpl<Value> &operands) {
+  Value input = getInput();
+  int64_t last = getInput().getType().getRank() - 1;
+  operands.push_back(
+      SliceOp::create(builder.getBuilder(), builder.getLoc(),
+                      AdjointBuilder::cotangentType(input.getType()),
+                      results[0], getOffset(), builder.dimSize(input, last)));
+  noCotangents(*this, operands);
+  return success();
+}
+
+LogicalResult ConcatOp::buildAdjoint(AdjointBuilder &builder,
+                                     ValueRange results,
+                                     SmallVectorImpl<Value> &operands) {
+  int64_t last = getType().getRank() - 1;
+  Value offset;
+  for (Value input : getInputs()) {
+    if (!offset)
+      offset = arith::ConstantIndexOp::create(builder.getBuilder(),
+                                              builder.getLoc(), 0);
+    Value width = builder.dimSize(input, last);
+    operands.push_back(
+        SliceOp::create(builder.getBuilder(), builder.getLoc(),
+                        AdjointBuilder::cotangentType(input.getType()),
+                        results[0], offset, width));
+    offset = builder.indexAdd(offset, width);
+  }
+  return success();
+}
+
+LogicalResult SigmoidOp::buildAdjoint(AdjointBuilder &builder,
+                                      ValueRange results,
+                                      SmallVectorImpl<Value> &operands) {
+  // σ' = σ·(1 − σ), from the recomputed result.
+  Value s = getResult();
+  Value one = builder.constantLike(1.0, s);
+  operands.push_back(
+      builder.mul(results[0], builder.mul(s, builder.sub(one, s))));
+  return success();
+}

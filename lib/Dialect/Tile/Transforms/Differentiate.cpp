@@ -1,0 +1,357 @@
+//===- Differentiate.cpp - reverse-mode differentiation of a kernel ------===//
+//
+// Builds `@f_bwd` in four steps:
+//
+//  1. Recompute: clone the forward body into the backward, so every primal
+//     value the derivative rules read is available there.
+//  2. Activity: a value is active if it depends on a differentiable argument
+//     and some result depends on it; only active values get cotangents.
+//  3. Reverse sweep: walk the recomputed ops backwards and call each op's
+//     rule (DifferentiableOpInterface), summing contributions per value.
+//  4. Boundary: convert each argument's f32 cotangent to its type (or
+//     accumulate it into a main_grad argument), let the policy replace
+//     recomputed values with saved ones, and delete what nothing uses.
+//
+// Nothing here knows a kernel by name: all knowledge of ops is in the rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Dialect/Tile/Transforms/Differentiate.h"
+#include "RecomputePolicy.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
+#include "tile/Dialect/Tile/IR/TileOps.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+
+bool isFloatTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+/// A cross-row sum that a main_grad can absorb: `sum ... across_rows`
+/// without an accumulator yet.
+ReduceOp getAcrossRowsSum(Value value) {
+  auto reduce = value.getDefiningOp<ReduceOp>();
+  if (reduce && reduce.getKind() == ReductionKind::Sum &&
+      reduce.getAcrossRows() && !reduce.getInit())
+    return reduce;
+  return {};
+}
+
+class Differentiator {
+public:
+  Differentiator(func::FuncOp forward, const DifferentiateOptions &options)
+      : forward(forward), options(options), builder(forward.getContext()) {}
+
+  FailureOr<DerivedKernel> run();
+
+private:
+  LogicalResult checkForward();
+  void recompute();
+  void analyzeActivity();
+  LogicalResult sweep();
+  void accumulate(Value value, Value cotangent, Location loc);
+  void buildReturn();
+  void applyPolicy(DerivedKernel &derived);
+  void eraseDeadOps();
+
+  func::FuncOp forward;
+  const DifferentiateOptions &options;
+  OpBuilder builder;
+  func::FuncOp backward;
+  Block *body = nullptr;
+  unsigned numPrimals = 0, numCotangents = 0;
+  /// Forward value -> its recomputation in the backward.
+  IRMapping primal;
+  /// Recomputed ops in forward order, and each recomputed value's original.
+  SmallVector<Operation *> recomputed;
+  DenseMap<Value, Value> originalOf;
+  Operation *forwardReturn = nullptr;
+  llvm::DenseSet<Value> active;
+  DenseMap<Value, Value> cotangents;
+};
+
+LogicalResult Differentiator::checkForward() {
+  if (!forward->hasAttr(TileDialect::getKernelAttrName()))
+    return forward.emitOpError("is not a tile.kernel; only kernels can be "
+                               "differentiated");
+  if (failed(verifyKernel(forward)))
+    return failure();
+  for (unsigned index = 0; index < forward.getNumArguments(); ++index) {
+    Type type = forward.getArgument(index).getType();
+    if (isDifferentiableArgument(forward, index) && !isFloatTensor(type))
+      return forward.emitOpError("argument #")
+             << index << " is a differentiable " << type
+             << " scalar; tile-differentiate derives gradients of tensors "
+                "only: mark it {tile.nograd} or pass it as a tensor";
+  }
+  auto module = forward->getParentOfType<ModuleOp>();
+  for (StringRef suffix : {"_bwd", "_fwd"}) {
+    std::string name = (forward.getSymName() + suffix).str();
+    if (SymbolTable::lookupSymbolIn(module, name))
+      return forward.emitOpError("cannot derive @")
+             << name << ": a symbol of that name already exists";
+  }
+  return success();
+}
+
+void Differentiator::recompute() {
+  // Signature: the primal arguments, then one cotangent per result. Saved
+  // values and main_grad accumulators are appended later.
+  FunctionType type = forward.getFunctionType();
+  numPrimals = type.getNumInputs();
+  numCotangents = type.getNumResults();
+  SmallVector<Type> inputs(type.getInputs());
+  llvm::append_range(inputs, type.getResults());
+
+  builder.setInsertionPointAfter(forward);
+  backward = func::FuncOp::create(builder, forward.getLoc(),
+                                  (forward.getSymName() + "_bwd").str(),
+                                  builder.getFunctionType(inputs, {}));
+  backward->setAttr(TileDialect::getKernelAttrName(), builder.getUnitAttr());
+  backward->setAttr(TileDialect::getBackwardOfAttrName(),
+                    FlatSymbolRefAttr::get(forward.getSymNameAttr()));
+  for (unsigned index = 0; index < numPrimals; ++index)
+    backward.setArgAttrs(index, forward.getArgAttrDict(index));
+  for (unsigned index = 0; index < numCotangents; ++index)
+    backward.setArgAttr(numPrimals + index, TileDialect::getCotangentAttrName(),
+                        builder.getI64IntegerAttr(index));
+
+  SmallVector<Location> locs(inputs.size(), forward.getLoc());
+  body = builder.createBlock(&backward.getBody(), {}, inputs, locs);
+  for (unsigned index = 0; index < numPrimals; ++index)
+    primal.map(forward.getArgument(index), body->getArgument(index));
+  for (Operation &op : forward.getBody().front()) {
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      forwardReturn = &op;
+      continue;
+    }
+    Operation *clone = builder.clone(op, primal);
+    recomputed.push_back(clone);
+    for (auto [original, copy] :
+         llvm::zip(op.getResults(), clone->getResults()))
+      originalOf[copy] = original;
+  }
+}
+
+void Differentiator::analyzeActivity() {
+  llvm::DenseSet<Value> varied;
+  for (unsigned index = 0; index < numPrimals; ++index)
+    if (isDifferentiableArgument(forward, index))
+      varied.insert(body->getArgument(index));
+  for (Operation *op : recomputed) {
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return varied.contains(v); }))
+      continue;
+    for (Value result : op->getResults())
+      if (isa<FloatType>(getElementTypeOrSelf(result)))
+        varied.insert(result);
+  }
+
+  llvm::DenseSet<Value> useful;
+  for (Value result : forwardReturn->getOperands())
+    useful.insert(primal.lookup(result));
+  for (Operation *op : llvm::reverse(recomputed)) {
+    if (llvm::none_of(op->getResults(),
+                      [&](Value v) { return useful.contains(v); }))
+      continue;
+    for (Value operand : op->getOperands())
+      useful.insert(operand);
+  }
+
+  for (Value value : varied)
+    if (useful.contains(value))
+      active.insert(value);
+}
+
+void Differentiator::accumulate(Value value, Value cotangent, Location loc) {
+  Value &slot = cotangents[value];
+  if (!slot) {
+    slot = cotangent;
+    return;
+  }
+  AdjointBuilder adjoint(builder, loc);
+  // Two cross-row sums of the same value (a weight broadcast twice) become
+  // one sum of the sum: one partial/finalize pair for the scheduler, and a
+  // single reduction a main_grad can absorb. Neither has a use yet: a
+  // cotangent is read only when its value's definition is reached.
+  ReduceOp lhs = getAcrossRowsSum(slot), rhs = getAcrossRowsSum(cotangent);
+  if (lhs && rhs && lhs.getDims() == rhs.getDims() &&
+      lhs.getInput().getType() == rhs.getInput().getType()) {
+    Value both = adjoint.add(lhs.getInput(), rhs.getInput());
+    slot = adjoint.reduceSum(both, lhs.getDims());
+    lhs.erase();
+    rhs.erase();
+    return;
+  }
+  slot = adjoint.add(slot, cotangent);
+}
+
+LogicalResult Differentiator::sweep() {
+  builder.setInsertionPointToEnd(body);
+  // Seed: the cotangent of each result, in f32.
+  for (auto [index, result] : llvm::enumerate(forwardReturn->getOperands())) {
+    Value value = primal.lookup(result);
+    if (!active.contains(value))
+      continue;
+    AdjointBuilder adjoint(builder, forwardReturn->getLoc());
+    Value seed = body->getArgument(numPrimals + index);
+    accumulate(value, adjoint.castTo(seed, builder.getF32Type()),
+               forwardReturn->getLoc());
+  }
+
+  for (Operation *op : llvm::reverse(recomputed)) {
+    SmallVector<Value> resultCotangents;
+    for (Value result : op->getResults())
+      resultCotangents.push_back(cotangents.lookup(result));
+    if (llvm::all_of(resultCotangents, [](Value v) { return !v; }))
+      continue;
+    for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      if (active.contains(value) && !isFloatTensor(value.getType()))
+        return op->emitOpError("computes on the differentiable scalar ")
+               << value.getType()
+               << "; tile-differentiate differentiates tensor values only";
+    auto rule = dyn_cast<DifferentiableOpInterface>(op);
+    if (!rule)
+      return op->emitOpError("has no derivative rule; tile-differentiate "
+                             "cannot propagate a gradient through it");
+    AdjointBuilder adjoint(builder, op->getLoc());
+    SmallVector<Value> operandCotangents;
+    if (failed(rule.buildAdjoint(adjoint, resultCotangents, operandCotangents)))
+      return failure();
+    if (operandCotangents.size() != op->getNumOperands())
+      return op->emitOpError("derivative rule produced ")
+             << operandCotangents.size() << " cotangents for "
+             << op->getNumOperands() << " operands";
+    for (auto [operand, cotangent] :
+         llvm::zip(op->getOperands(), operandCotangents))
+      if (cotangent && active.contains(operand))
+        accumulate(operand, cotangent, op->getLoc());
+  }
+  return success();
+}
+
+void Differentiator::buildReturn() {
+  builder.setInsertionPointToEnd(body);
+  AdjointBuilder adjoint(builder, forwardReturn->getLoc());
+  SmallVector<Value> gradients;
+  SmallVector<unsigned> gradientOf;
+  for (unsigned index = 0; index < numPrimals; ++index) {
+    if (!isDifferentiableArgument(forward, index))
+      continue;
+    Value arg = body->getArgument(index);
+    Type argType = arg.getType();
+    Value cotangent = cotangents.lookup(arg);
+    gradientOf.push_back(index);
+    if (ReduceOp sum = cotangent ? getAcrossRowsSum(cotangent) : ReduceOp();
+        sum && options.mainGrad) {
+      // The gradient never exists on its own: the finalize adds it to the
+      // caller's fp32 buffer, which the result then is.
+      Type accType = AdjointBuilder::cotangentType(argType);
+      unsigned position = backward.getNumArguments();
+      (void)backward.insertArgument(
+          position, accType,
+          builder.getDictionaryAttr(
+              builder.getNamedAttr(TileDialect::getMainGradAttrName(),
+                                   builder.getI64IntegerAttr(index))),
+          forward.getLoc());
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPoint(sum);
+      auto into = ReduceOp::create(builder, sum.getLoc(), ReductionKind::Sum,
+                                   sum.getInput(), sum.getDims(),
+                                   body->getArgument(position));
+      sum.replaceAllUsesWith(into.getResult());
+      sum.erase();
+      gradients.push_back(into);
+      continue;
+    }
+    if (!cotangent)
+      cotangent = adjoint.constantLike(0.0, arg);
+    gradients.push_back(
+        adjoint.castTo(cotangent, getElementTypeOrSelf(argType)));
+  }
+  func::ReturnOp::create(builder, forwardReturn->getLoc(), gradients);
+  backward.setFunctionType(builder.getFunctionType(
+      body->getArgumentTypes(), ValueRange(gradients).getTypes()));
+  for (auto [position, index] : llvm::enumerate(gradientOf))
+    backward.setResultAttr(position, TileDialect::getGradientAttrName(),
+                           builder.getI64IntegerAttr(index));
+}
+
+void Differentiator::applyPolicy(DerivedKernel &derived) {
+  SmallVector<Value> saved =
+      tile::detail::chooseSavedValues(recomputed, options);
+  if (saved.empty())
+    return;
+  // The forward variant returns the saved values after its results.
+  IRMapping map;
+  builder.setInsertionPointAfter(forward);
+  auto variant = cast<func::FuncOp>(builder.clone(*forward, map));
+  variant.setSymName((forward.getSymName() + "_fwd").str());
+  variant->setAttr(TileDialect::getForwardOfAttrName(),
+                   FlatSymbolRefAttr::get(forward.getSymNameAttr()));
+  Operation *variantReturn = variant.getBody().front().getTerminator();
+  SmallVector<Value> results(variantReturn->getOperands());
+  unsigned firstSaved = results.size();
+  // The backward takes them after the cotangents.
+  for (auto [k, value] : llvm::enumerate(saved)) {
+    results.push_back(map.lookup(originalOf[value]));
+    unsigned position = numPrimals + numCotangents + k;
+    (void)backward.insertArgument(
+        position, value.getType(),
+        builder.getDictionaryAttr(builder.getNamedAttr(
+            TileDialect::getSavedAttrName(), builder.getI64IntegerAttr(k))),
+        value.getLoc());
+    value.replaceAllUsesWith(body->getArgument(position));
+  }
+  variantReturn->setOperands(results);
+  variant.setFunctionType(builder.getFunctionType(
+      variant.getArgumentTypes(), ValueRange(results).getTypes()));
+  for (unsigned k = 0; k < saved.size(); ++k)
+    variant.setResultAttr(firstSaved + k, TileDialect::getSavedAttrName(),
+                          builder.getI64IntegerAttr(k));
+  derived.forwardWithSaved = variant;
+}
+
+void Differentiator::eraseDeadOps() {
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  // The policy attributes describe the forward; the backward has no say.
+  for (Operation &op : *body) {
+    op.removeAttr(TileDialect::getSaveAttrName());
+    op.removeAttr(TileDialect::getRecomputeAttrName());
+  }
+}
+
+FailureOr<DerivedKernel> Differentiator::run() {
+  if (failed(checkForward()))
+    return failure();
+  recompute();
+  analyzeActivity();
+  if (failed(sweep())) {
+    backward.erase();
+    return failure();
+  }
+  buildReturn();
+  DerivedKernel derived{backward, {}};
+  applyPolicy(derived);
+  eraseDeadOps();
+  return derived;
+}
+
+} // namespace
+
+FailureOr<DerivedKernel>
+mlir::tile::differentiateKernel(func::FuncOp forward,
+                                const DifferentiateOptions &options) {
+  return Differentiator(forward, options).run();
+}

@@ -1,0 +1,55 @@
+//===- DifferentiatePass.cpp - the tile-differentiate pass ---------------===//
+//
+// Chooses the kernels and forwards the options; the work is in
+// Differentiate.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Dialect/Tile/Transforms/Passes.h"
+
+#include "tile/Dialect/Tile/IR/TileOps.h"
+
+namespace mlir::tile {
+#define GEN_PASS_DEF_TILEDIFFERENTIATEPASS
+#include "tile/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace mlir::tile
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+struct TileDifferentiatePass final
+    : tile::impl::TileDifferentiatePassBase<TileDifferentiatePass> {
+  using TileDifferentiatePassBase::TileDifferentiatePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> kernels;
+    if (functions.empty()) {
+      // Derived functions are kernels too; differentiating them again is
+      // not what a plain run asks for.
+      for (auto func : module.getOps<func::FuncOp>())
+        if (func->hasAttr(TileDialect::getKernelAttrName()) &&
+            !func->hasAttr(TileDialect::getBackwardOfAttrName()) &&
+            !func->hasAttr(TileDialect::getForwardOfAttrName()))
+          kernels.push_back(func);
+    } else {
+      for (const std::string &name : functions) {
+        auto func = module.lookupSymbol<func::FuncOp>(name);
+        if (!func) {
+          module.emitError("tile-differentiate: no function @") << name;
+          return signalPassFailure();
+        }
+        kernels.push_back(func);
+      }
+    }
+    DifferentiateOptions options;
+    options.policy = policy;
+    options.mainGrad = mainGrad;
+    options.rowWidthHint = rowWidthHint;
+    for (func::FuncOp kernel : kernels)
+      if (failed(differentiateKernel(kernel, options)))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,52 @@
+//===- RecomputePolicy.h - which forward values the backward saves -*- C++ -*-//
+//
+// The backward first recomputes the whole forward. The policy then picks the
+// recomputed values that the backward should rather receive from the forward
+// (as extra forward outputs): those marked `tile.save`, and under
+// save-row-stats the per-row values whose recomputation the cost model
+// prices above storing them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_LIB_DIALECT_TILE_TRANSFORMS_RECOMPUTEPOLICY_H
+#define TILE_LIB_DIALECT_TILE_TRANSFORMS_RECOMPUTEPOLICY_H
+
+#include "tile/Dialect/Tile/Transforms/Differentiate.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::tile::detail {
+
+/// True for a value with one element per row: a reduction over exactly the
+/// last dimension, or elementwise math, casts and splats of such values.
+bool isRowStatistic(Value value);
+
+/// The cost model, in f32-operation equivalents per row.
+struct RecomputeCost {
+  /// Saving costs a 4-byte write in the forward and a 4-byte read in the
+  /// backward, per row and value.
+  static constexpr double kBytesPerSavedValue = 8.0;
+  /// An H100 does ~67 TFLOP/s of f32 against ~3.35 TB/s of HBM3: about 20
+  /// operations take as long as moving one byte.
+  static constexpr double kOperationsPerByte = 20.0;
+  /// A CTA-wide reduction: shuffle rounds plus two barriers, worth a few
+  /// hundred operations of a row's time.
+  static constexpr double kReductionSync = 512.0;
+
+  static double save() { return kBytesPerSavedValue * kOperationsPerByte; }
+  /// What recomputing `value` costs: every op of its slice among
+  /// `recomputed`, a full-row op `rowWidth` operations (the static width
+  /// where known), a per-row op one, a row reduction its width plus the sync.
+  static double recompute(Value value,
+                          const llvm::DenseSet<Operation *> &recomputed,
+                          int64_t rowWidthHint);
+};
+
+/// The recomputed values (in `recomputed` order) the backward should take as
+/// saved inputs instead; only values some non-recomputed op uses qualify.
+SmallVector<Value> chooseSavedValues(ArrayRef<Operation *> recomputed,
+                                     const DifferentiateOptions &options);
+
+} // namespace mlir::tile::detail
+
+#endif // TILE_LIB_DIALECT_TILE_TRANSFORMS_RECOMPUTEPOLICY_H

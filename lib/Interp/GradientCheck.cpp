@@ -1,0 +1,161 @@
+//===- GradientCheck.cpp - derived gradients vs finite differences -------===//
+
+#include "tile/Interp/GradientCheck.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
+#include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Interp/Inputs.h"
+
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+using mlir::tile::TileDialect;
+
+namespace tile::interp {
+
+namespace {
+llvm::Error failure(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::optional<int64_t> roleOf(DictionaryAttr attrs, StringRef role) {
+  if (!attrs)
+    return std::nullopt;
+  if (auto index = dyn_cast_or_null<IntegerAttr>(attrs.get(role)))
+    return index.getInt();
+  return std::nullopt;
+}
+
+Buffer randomLike(const Buffer &shape, Random &random) {
+  Buffer buffer = Buffer::tensor(shape.shape, StorageType::F64);
+  for (double &value : buffer.values)
+    value = random.uniform(-1.0, 1.0);
+  return buffer;
+}
+
+EvalOptions exactly() {
+  EvalOptions options;
+  options.roundStorage = false;
+  return options;
+}
+} // namespace
+
+llvm::Expected<std::vector<ArgumentGradientError>>
+checkGradients(func::FuncOp forward, func::FuncOp backward,
+               func::FuncOp forwardWithSaved, const std::vector<Buffer> &args,
+               const GradientCheckOptions &options) {
+  Random random(options.seed ^ 0x9e3779b97f4a7c15ULL);
+  auto outputs = evaluate(forward, args, exactly());
+  if (!outputs)
+    return outputs.takeError();
+  std::vector<Buffer> cotangents;
+  for (const Buffer &output : *outputs)
+    cotangents.push_back(randomLike(output, random));
+
+  std::vector<Buffer> saved;
+  if (forwardWithSaved) {
+    auto all = evaluate(forwardWithSaved, args, exactly());
+    if (!all)
+      return all.takeError();
+    for (unsigned index = 0; index < all->size(); ++index)
+      if (roleOf(forwardWithSaved.getResultAttrDict(index),
+                 TileDialect::getSavedAttrName()))
+        saved.push_back((*all)[index]);
+  }
+
+  // Bind the backward's arguments by role.
+  std::vector<Buffer> backwardArgs;
+  std::map<int64_t, Buffer> mainGrads;
+  for (unsigned index = 0; index < backward.getNumArguments(); ++index) {
+    DictionaryAttr attrs = backward.getArgAttrDict(index);
+    if (auto r = roleOf(attrs, TileDialect::getCotangentAttrName())) {
+      if (*r >= static_cast<int64_t>(cotangents.size()))
+        return failure("backward argument #" + llvm::Twine(index) +
+                       " is the cotangent of a result that does not exist");
+      backwardArgs.push_back(cotangents[*r]);
+    } else if (auto k = roleOf(attrs, TileDialect::getSavedAttrName())) {
+      if (*k >= static_cast<int64_t>(saved.size()))
+        return failure("backward argument #" + llvm::Twine(index) +
+                       " is saved value #" + llvm::Twine(*k) +
+                       ", which no forward variant returns");
+      backwardArgs.push_back(saved[*k]);
+    } else if (auto i = roleOf(attrs, TileDialect::getMainGradAttrName())) {
+      if (*i >= static_cast<int64_t>(args.size()))
+        return failure("backward argument #" + llvm::Twine(index) +
+                       " accumulates the gradient of a missing argument");
+      mainGrads[*i] = randomLike(args[*i], random);
+      backwardArgs.push_back(mainGrads[*i]);
+    } else {
+      if (index >= args.size())
+        return failure("backward argument #" + llvm::Twine(index) +
+                       " has no role and is no primal argument");
+      backwardArgs.push_back(args[index]);
+    }
+  }
+  auto results = evaluate(backward, backwardArgs, exactly());
+  if (!results)
+    return results.takeError();
+  std::map<int64_t, Buffer> gradients;
+  for (unsigned index = 0; index < results->size(); ++index) {
+    auto i = roleOf(backward.getResultAttrDict(index),
+                    TileDialect::getGradientAttrName());
+    if (!i)
+      return failure("backward result #" + llvm::Twine(index) +
+                     " has no tile.gradient role");
+    Buffer gradient = (*results)[index];
+    // With a main_grad the result is main_grad + gradient.
+    if (auto acc = mainGrads.find(*i); acc != mainGrads.end())
+      for (size_t j = 0; j < gradient.values.size(); ++j)
+        gradient.values[j] -= acc->second.values[j];
+    gradients[*i] = std::move(gradient);
+  }
+
+  std::vector<ArgumentGradientError> report;
+  for (unsigned arg = 0; arg < forward.getNumArguments(); ++arg) {
+    if (!mlir::tile::isDifferentiableArgument(forward, arg))
+      continue;
+    auto found = gradients.find(arg);
+    if (found == gradients.end())
+      return failure("the backward returns no gradient for argument #" +
+                     llvm::Twine(arg));
+    const Buffer &gradient = found->second;
+    if (gradient.values.size() != args[arg].values.size())
+      return failure("the gradient of argument #" + llvm::Twine(arg) + " has " +
+                     llvm::Twine(gradient.values.size()) +
+                     " elements, the argument " +
+                     llvm::Twine(args[arg].values.size()));
+    ArgumentGradientError entry;
+    entry.argument = arg;
+    std::vector<Buffer> direction;
+    for (const Buffer &a : args)
+      direction.push_back(Buffer::tensor(a.shape, StorageType::F64));
+    for (unsigned d = 0; d < options.directions; ++d) {
+      direction[arg] = randomLike(args[arg], random);
+      direction[arg].isTensor = args[arg].isTensor;
+      auto numerical = directionalDerivative(
+          forward, args, cotangents, direction, options.finiteDifferences);
+      if (!numerical)
+        return numerical.takeError();
+      double derived = 0.0, terms = 0.0;
+      for (size_t j = 0; j < gradient.values.size(); ++j) {
+        double term = gradient.values[j] * direction[arg].values[j];
+        derived += term;
+        terms += std::fabs(term);
+      }
+      double scale = std::max(terms, std::fabs(*numerical));
+      double error =
+          scale == 0.0 ? 0.0 : std::fabs(derived - *numerical) / scale;
+      if (std::isnan(error))
+        error = INFINITY;
+      if (d == 0 || error > entry.maxRelativeError) {
+        entry.maxRelativeError = error;
+        entry.derived = derived;
+        entry.numerical = *numerical;
+      }
+    }
+    report.push_back(entry);
+  }
+  return report;
+}
+
+} // namespace tile::interp
