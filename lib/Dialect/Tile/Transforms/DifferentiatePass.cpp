@@ -37,7 +37,8 @@ struct TileDifferentiatePass final
       for (const std::string &name : functions) {
         auto func = module.lookupSymbol<func::FuncOp>(name);
         if (!func) {
-          module.emitError("tile-differentiate: no function @") << name;
+          emitError(module.getLoc(), "tile-differentiate: no function @")
+              << name;
           return signalPassFailure();
         }
         kernels.push_back(func);
@@ -47,9 +48,23 @@ struct TileDifferentiatePass final
     options.policy = policy;
     options.mainGrad = mainGrad;
     options.rowWidthHint = rowWidthHint;
-    for (func::FuncOp kernel : kernels)
+    for (func::FuncOp kernel : kernels) {
+      if (isDerived(module, kernel))
+        continue;
       if (failed(differentiateKernel(kernel, options)))
         return signalPassFailure();
+    }
+  }
+
+  /// Whether an earlier run already derived `kernel`'s backward: running the
+  /// pass twice is harmless.
+  static bool isDerived(ModuleOp module, func::FuncOp kernel) {
+    auto backward =
+        module.lookupSymbol<func::FuncOp>((kernel.getSymName() + "_bwd").str());
+    auto of = backward ? backward->getAttrOfType<FlatSymbolRefAttr>(
+                             TileDialect::getBackwardOfAttrName())
+                       : FlatSymbolRefAttr();
+    return of && of.getValue() == kernel.getSymName();
   }
 };
 } // namespace

@@ -44,6 +44,26 @@ bool tile::detail::isRowStatistic(Value value) {
   return anyTensor;
 }
 
+namespace {
+bool shouldSave(Operation *op, const llvm::DenseSet<Operation *> &recomputed,
+                const DifferentiateOptions &options) {
+  if (op->getNumResults() != 1 ||
+      op->hasAttr(TileDialect::getRecomputeAttrName()))
+    return false;
+  if (op->hasAttr(TileDialect::getSaveAttrName()))
+    return true;
+  Value value = op->getResult(0);
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.getElementType().isF32() ||
+      options.policy != RecomputePolicy::SaveRowStats ||
+      !tile::detail::isRowStatistic(value))
+    return false;
+  using Cost = tile::detail::RecomputeCost;
+  return Cost::recompute(value, recomputed, options.rowWidthHint) >
+         Cost::save();
+}
+} // namespace
+
 double tile::detail::RecomputeCost::recompute(
     Value value, const llvm::DenseSet<Operation *> &recomputed,
     int64_t rowWidthHint) {
@@ -78,32 +98,28 @@ double tile::detail::RecomputeCost::recompute(
 SmallVector<Value>
 tile::detail::chooseSavedValues(ArrayRef<Operation *> recomputed,
                                 const DifferentiateOptions &options) {
+  if (recomputed.empty())
+    return {};
   llvm::DenseSet<Operation *> recomputedSet(recomputed.begin(),
                                             recomputed.end());
+  // What the derivative rules read, then, walking the recomputation
+  // backwards, what that needs in turn. A saved value cuts the walk: what
+  // only it needed is no longer recomputed (rstd saved: no mean of x²).
+  llvm::DenseSet<Value> needed;
+  for (Operation &op : *recomputed.front()->getBlock())
+    if (!recomputedSet.contains(&op))
+      needed.insert(op.getOperands().begin(), op.getOperands().end());
   SmallVector<Value> saved;
-  for (Operation *op : recomputed) {
-    if (op->getNumResults() != 1 ||
-        op->hasAttr(TileDialect::getRecomputeAttrName()))
+  for (Operation *op : llvm::reverse(recomputed)) {
+    if (llvm::none_of(op->getResults(),
+                      [&](Value v) { return needed.contains(v); }))
       continue;
-    Value value = op->getResult(0);
-    auto type = dyn_cast<RankedTensorType>(value.getType());
-    if (!type || !type.getElementType().isF32())
+    if (shouldSave(op, recomputedSet, options)) {
+      saved.push_back(op->getResult(0));
       continue;
-    // Only what the derivative rules read is worth keeping.
-    bool neededByBackward =
-        llvm::any_of(value.getUsers(), [&](Operation *user) {
-          return !recomputedSet.contains(user);
-        });
-    if (!neededByBackward)
-      continue;
-    bool save = op->hasAttr(TileDialect::getSaveAttrName());
-    if (!save && options.policy == RecomputePolicy::SaveRowStats &&
-        isRowStatistic(value))
-      save =
-          RecomputeCost::recompute(value, recomputedSet, options.rowWidthHint) >
-          RecomputeCost::save();
-    if (save)
-      saved.push_back(value);
+    }
+    needed.insert(op->getOperands().begin(), op->getOperands().end());
   }
+  std::reverse(saved.begin(), saved.end());
   return saved;
 }

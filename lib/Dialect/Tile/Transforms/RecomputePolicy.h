@@ -43,7 +43,9 @@ struct RecomputeCost {
 };
 
 /// The recomputed values (in `recomputed` order) the backward should take as
-/// saved inputs instead; only values some non-recomputed op uses qualify.
+/// saved inputs instead. Only values the backward still needs qualify: read
+/// by a derivative rule, or by the recomputation of such a value, and not
+/// already cut off by a later saved value.
 SmallVector<Value> chooseSavedValues(ArrayRef<Operation *> recomputed,
                                      const DifferentiateOptions &options);
 
