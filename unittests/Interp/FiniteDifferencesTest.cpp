@@ -1,17 +1,13 @@
 //===- FiniteDifferencesTest.cpp - numerical gradients vs hand-derived ---===//
 //
-// The numerical VJPs that derived gradients will be checked against must
+// The numerical VJPs that derived gradients are checked against must
 // themselves be right: here they are compared with the gradients of SwiGLU,
-// silu_and_mul and RMSNorm worked out by hand:
-//
-//   SwiGLU   da = dc·b·σ(a)·(1 + a·(1 − σ(a))),  db = dc·silu(a)
-//   RMSNorm  g = dy·(w + offset), dx = rstd·(g − x̂·mean(x̂·g)),
-//            dw = Σ_rows dy·x̂   (a cross-row reduction)
+// silu_and_mul and RMSNorm worked out by hand (ClosedForms.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tile/Interp/FiniteDifferences.h"
-#include "KernelFixture.h"
+#include "ClosedForms.h"
 #include "tile/Interp/Inputs.h"
 
 #include "gtest/gtest.h"
@@ -30,23 +26,7 @@ Buffer randomTensor(std::vector<int64_t> shape, interp::Random &random) {
   return ::tile::testing::randomTensor(std::move(shape), random, -2.0, 2.0);
 }
 
-using ::tile::testing::sigmoid;
-
-/// max |got − want| / max(max |want|, floor): robust where single elements
-/// are near 0. `floor` is the scale of the gradient's terms, for gradients
-/// that cancel to far below it (RMSNorm at width 1: dx = rstd·(1 − x̂²)·g
-/// with x̂² ≈ 1, whose finite difference carries an absolute error relative
-/// to rstd·g, not to the tiny result).
-double normRelativeError(const std::vector<double> &got,
-                         const std::vector<double> &want, double floor = 0) {
-  EXPECT_EQ(got.size(), want.size());
-  double worst = 0.0, scale = floor;
-  for (size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, std::fabs(got[i] - want[i]));
-    scale = std::max(scale, std::fabs(want[i]));
-  }
-  return scale == 0.0 ? worst : worst / scale;
-}
+using ::tile::testing::normRelativeError;
 
 interp::Buffer vjp(func::FuncOp func, const std::vector<Buffer> &args,
                    const std::vector<Buffer> &cotangents, unsigned index) {
@@ -67,12 +47,7 @@ TEST_F(FiniteDifferencesTest, SwiGLUGradient) {
     Buffer a = randomTensor({rows, width}, random);
     Buffer b = randomTensor({rows, width}, random);
     Buffer dc = randomTensor({rows, width}, random);
-    std::vector<double> da(a.values.size()), db(a.values.size());
-    for (size_t i = 0; i < da.size(); ++i) {
-      double s = sigmoid(a.values[i]);
-      da[i] = dc.values[i] * b.values[i] * s * (1.0 + a.values[i] * (1.0 - s));
-      db[i] = dc.values[i] * a.values[i] * s;
-    }
+    auto [da, db] = ::tile::testing::swigluGradient(a, b, dc);
     EXPECT_LE(normRelativeError(vjp(func, {a, b}, {dc}, 0).values, da), 1e-9);
     EXPECT_LE(normRelativeError(vjp(func, {a, b}, {dc}, 1).values, db), 1e-9);
   }
@@ -86,15 +61,8 @@ TEST_F(FiniteDifferencesTest, SiluAndMulGradientFillsBothHalves) {
     SCOPED_TRACE(std::to_string(rows) + "x2*" + std::to_string(width));
     Buffer x = randomTensor({rows, 2 * width}, random);
     Buffer dc = randomTensor({rows, width}, random);
-    std::vector<double> dx(x.values.size());
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < width; ++j) {
-        double a = x.values[r * 2 * width + j];
-        double b = x.values[r * 2 * width + width + j];
-        double g = dc.values[r * width + j], s = sigmoid(a);
-        dx[r * 2 * width + j] = g * b * s * (1.0 + a * (1.0 - s));
-        dx[r * 2 * width + width + j] = g * a * s;
-      }
+    std::vector<double> dx =
+        ::tile::testing::siluAndMulGradient(x, dc, rows, width);
     EXPECT_LE(normRelativeError(vjp(func, {x}, {dc}, 0).values, dx), 1e-9);
   }
 }
@@ -113,26 +81,8 @@ TEST_F(FiniteDifferencesTest, RMSNormGradientIncludingCrossRowDW) {
       Buffer dy = randomTensor({rows, width}, random);
       std::vector<Buffer> args = {x, w, Buffer::scalar(eps),
                                   Buffer::scalar(offset)};
-      std::vector<double> dx(x.values.size()), dw(width, 0.0);
-      double termScale = 0.0; // max rstd·|g|: the size of dx's terms
-      for (int64_t r = 0; r < rows; ++r) {
-        const double *xr = &x.values[r * width];
-        const double *dyr = &dy.values[r * width];
-        double squares = 0;
-        for (int64_t j = 0; j < width; ++j)
-          squares += xr[j] * xr[j];
-        double rstd = 1.0 / std::sqrt(squares / width + eps);
-        double dot = 0;
-        for (int64_t j = 0; j < width; ++j)
-          dot += xr[j] * rstd * dyr[j] * (w.values[j] + offset);
-        for (int64_t j = 0; j < width; ++j) {
-          double xhat = xr[j] * rstd;
-          double g = dyr[j] * (w.values[j] + offset);
-          dx[r * width + j] = rstd * (g - xhat * dot / width);
-          termScale = std::max(termScale, rstd * std::fabs(g));
-          dw[j] += dyr[j] * xhat;
-        }
-      }
+      auto [dx, dw, termScale] =
+          ::tile::testing::rmsNormGradient(x, w, dy, eps, offset);
       EXPECT_LE(
           normRelativeError(vjp(func, args, {dy}, 0).values, dx, termScale),
           1e-8);
