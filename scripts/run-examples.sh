@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, then runs every kernel in
-# examples/ through the compiler (verify, canonicalize) and the float64
-# reference evaluator, and prints what they computed.
+# examples/ through the compiler (verify, canonicalize), derives its backward
+# kernel (tile-differentiate), runs both in the float64 reference evaluator,
+# and checks the derived gradients against finite differences.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TILE_BUILD_DIR:-$root/build}
@@ -16,6 +17,12 @@ declare -A shapes=(
   [silu_and_mul]="4x22016 13x2000"
   [rms_norm]="4x4096,4096,1e-6,0 13x1000,1000,1e-6,1"
 )
+# The same with M (rows) and N (width) left open, for the gradient check.
+declare -A gradient_args=(
+  [swiglu]="MxN,MxN"
+  [silu_and_mul]="MxN"
+  [rms_norm]="MxN,N,1e-6,0"
+)
 
 for example in swiglu silu_and_mul rms_norm; do
   file=$root/examples/$example.mlir
@@ -28,6 +35,15 @@ for example in swiglu silu_and_mul rms_norm; do
   for args in ${shapes[$example]}; do
     echo "--- reference evaluator, args $args"
     "$bin/tile-run" "$file" --args="$args" --seed=1
+  done
+  for policy in recompute save-row-stats; do
+    echo "--- derived backward (tile-differentiate=policy=$policy -canonicalize -cse)"
+    "$bin/tile-opt" "$file" -tile-differentiate="policy=$policy" -canonicalize \
+      -cse | sed -n "/func.func @${example}_fwd/,/^  }/p;/func.func @${example}_bwd/,/^  }/p"
+    echo "--- gradient check, policy $policy"
+    "$bin/tile-run" "$file" --gradient-check --policy="$policy" \
+      --args="${gradient_args[$example]}" --rows=1,7,13 --widths=1,13,1000,3000 |
+      tail -n 1
   done
 done
 echo "=== examples done"

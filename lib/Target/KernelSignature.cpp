@@ -29,6 +29,27 @@ llvm::json::Object describe(Type type) {
   }
   return object;
 }
+
+/// The role tile-differentiate gave an argument or result ("cotangent",
+/// "saved", "main_grad", "gradient"), with the index it refers to; `plain`
+/// where there is none.
+void describeRole(DictionaryAttr attrs, StringRef plain,
+                  llvm::json::Object &object) {
+  using mlir::tile::TileDialect;
+  for (auto [name, role] :
+       {std::pair{TileDialect::getCotangentAttrName(), "cotangent"},
+        std::pair{TileDialect::getSavedAttrName(), "saved"},
+        std::pair{TileDialect::getMainGradAttrName(), "main_grad"},
+        std::pair{TileDialect::getGradientAttrName(), "gradient"}}) {
+    if (auto index = attrs ? dyn_cast_or_null<IntegerAttr>(attrs.get(name))
+                           : IntegerAttr()) {
+      object["role"] = role;
+      object["of"] = index.getInt();
+      return;
+    }
+  }
+  object["role"] = plain;
+}
 } // namespace
 
 LogicalResult mlir::tile::writeKernelSignatures(ModuleOp module,
@@ -41,14 +62,23 @@ LogicalResult mlir::tile::writeKernelSignatures(ModuleOp module,
     for (unsigned index = 0; index < func.getNumArguments(); ++index) {
       llvm::json::Object arg = describe(func.getArgument(index).getType());
       arg["differentiable"] = tile::isDifferentiableArgument(func, index);
+      describeRole(func.getArgAttrDict(index), "input", arg);
       args.push_back(std::move(arg));
     }
     llvm::json::Array results;
-    for (Type type : func.getResultTypes())
-      results.push_back(describe(type));
-    kernels.push_back(llvm::json::Object{{"name", func.getSymName()},
-                                         {"args", std::move(args)},
-                                         {"results", std::move(results)}});
+    for (auto [index, type] : llvm::enumerate(func.getResultTypes())) {
+      llvm::json::Object result = describe(type);
+      describeRole(func.getResultAttrDict(index), "output", result);
+      results.push_back(std::move(result));
+    }
+    llvm::json::Object kernel{{"name", func.getSymName()},
+                              {"args", std::move(args)},
+                              {"results", std::move(results)}};
+    for (StringRef attr : {TileDialect::getBackwardOfAttrName(),
+                           TileDialect::getForwardOfAttrName()})
+      if (auto of = func->getAttrOfType<FlatSymbolRefAttr>(attr))
+        kernel[attr.drop_front(strlen("tile."))] = of.getValue();
+    kernels.push_back(std::move(kernel));
   }
   if (kernels.empty())
     return module.emitError("no function carries 'tile.kernel'");

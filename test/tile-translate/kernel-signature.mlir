@@ -2,6 +2,7 @@
 // RUN: tile-translate --tile-kernel-signature %tile_src/examples/swiglu.mlir | FileCheck %s --check-prefix=SWIGLU
 // RUN: %expect-error tile-translate --tile-kernel-signature %tile_src/test/Malformed/kernel_f64.mlir
 // RUN: not tile-translate --tile-kernel-signature %s 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: tile-opt %tile_src/examples/rms_norm.mlir -tile-differentiate=policy=save-row-stats | tile-translate --tile-kernel-signature | FileCheck %s --check-prefix=DERIVED
 
 // CHECK: "kernels": [
 // CHECK: "args": [
@@ -14,6 +15,25 @@
 // CHECK: "name": "rms_norm",
 
 // SWIGLU: "name": "swiglu",
+
+// Derived kernels say what each argument and result is.
+// (JSON keys are printed in sorted order.)
+// DERIVED: "name": "rms_norm",
+// DERIVED: "role": "output"
+// DERIVED: "forward_of": "rms_norm",
+// DERIVED-NEXT: "name": "rms_norm_fwd",
+// DERIVED: "of": 0,
+// DERIVED-NEXT: "role": "saved",
+// DERIVED: "of": 0,
+// DERIVED-NEXT: "role": "cotangent",
+// DERIVED: "of": 0,
+// DERIVED-NEXT: "role": "saved",
+// DERIVED: "backward_of": "rms_norm",
+// DERIVED-NEXT: "name": "rms_norm_bwd",
+// DERIVED: "of": 0,
+// DERIVED-NEXT: "role": "gradient",
+// DERIVED: "of": 1,
+// DERIVED-NEXT: "role": "gradient",
 
 // NONE: error: no function carries 'tile.kernel'
 func.func @not_a_kernel(%x: f32) -> f32 {
