@@ -400,3 +400,142 @@ func.func @nograd_misspelled(%x: f32 {tile.no_grad}) -> f32 {
 func.func @kernel_misspelled(%x: f32) -> f32 attributes {tile.kernal} {
   return %x : f32
 }
+
+//===----------------------------------------------------------------------===//
+// tile.reduce: across_rows and into
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @reduce_rows_unmarked(%x: tensor<?x?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{'tile.reduce' op reduction over dimensions [0] of a rank-2 tensor combines rows; spell it `across_rows`}}
+  %0 = tile.reduce sum %x [0] : tensor<?x?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @reduce_row_marked(%x: tensor<?x?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{'tile.reduce' op is marked `across_rows` but reduces only within a row (dimensions [1] of a rank-2 tensor)}}
+  %0 = tile.reduce sum %x [1] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+// expected-note@+1 {{prior use here}}
+func.func @reduce_into_wrong_type(%x: tensor<?x?xf32>, %acc: tensor<?xf16>) -> tensor<?xf32> {
+  // expected-error@+1 {{use of value '%acc' expects different type than prior uses: 'tensor<?xf32>' vs 'tensor<?xf16>'}}
+  %0 = tile.reduce sum %x [0] across_rows into %acc : tensor<?x?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// tile.pad
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @pad_like_shape(%g: tensor<?x?xf32>, %x: tensor<?x8xbf16>, %o: index) -> tensor<?x?xf32> {
+  // expected-error@+1 {{'tile.pad' op result shape [?, ?] differs from the shape of the 'like' operand [?, 8]}}
+  %0 = tile.pad %g [%o] like %x : tensor<?x?xf32>, tensor<?x8xbf16> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @pad_element_type(%g: tensor<?x?xf32>, %x: tensor<?x?xbf16>, %o: index) -> tensor<?x?xbf16> {
+  // expected-error@+1 {{'tile.pad' op result element type 'bf16' differs from the input's 'f32'}}
+  %0 = tile.pad %g [%o] like %x : tensor<?x?xf32>, tensor<?x?xbf16> -> tensor<?x?xbf16>
+  return %0 : tensor<?x?xbf16>
+}
+
+// -----
+
+func.func @pad_leading(%g: tensor<4x?xf32>, %x: tensor<5x?xf32>, %o: index) -> tensor<5x?xf32> {
+  // expected-error@+1 {{'tile.pad' op leading dimensions of the input [4, ?] must equal those of the result [5, ?]}}
+  %0 = tile.pad %g [%o] like %x : tensor<4x?xf32>, tensor<5x?xf32> -> tensor<5x?xf32>
+  return %0 : tensor<5x?xf32>
+}
+
+// -----
+
+func.func @pad_out_of_bounds(%g: tensor<?x4xf32>, %x: tensor<?x6xf32>) -> tensor<?x6xf32> {
+  %c3 = arith.constant 3 : index
+  // expected-error@+1 {{'tile.pad' op range [3, 7) is out of bounds for a last dimension of size 6}}
+  %0 = tile.pad %g [%c3] like %x : tensor<?x4xf32>, tensor<?x6xf32> -> tensor<?x6xf32>
+  return %0 : tensor<?x6xf32>
+}
+
+// -----
+
+func.func @pad_negative(%g: tensor<?x4xf32>, %x: tensor<?x6xf32>) -> tensor<?x6xf32> {
+  %c = arith.constant -1 : index
+  // expected-error@+1 {{'tile.pad' op offset -1 is negative}}
+  %0 = tile.pad %g [%c] like %x : tensor<?x4xf32>, tensor<?x6xf32> -> tensor<?x6xf32>
+  return %0 : tensor<?x6xf32>
+}
+
+// -----
+
+func.func @pad_rank0(%g: tensor<f32>, %x: tensor<f32>, %o: index) -> tensor<f32> {
+  // expected-error@+1 {{'tile.pad' op cannot pad a rank-0 tensor}}
+  %0 = tile.pad %g [%o] like %x : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+//===----------------------------------------------------------------------===//
+// Recompute policy and derived-function attributes
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @save_not_unit(%x: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{'tile.save' must be a unit attribute}}
+  %0 = math.exp %x {tile.save = 1} : tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @save_bf16(%x: tensor<?xf32>) -> tensor<?xbf16> {
+  // expected-error@+1 {{'tile.save' applies to an op with one f32 tensor result}}
+  %0 = tile.cast %x {tile.save} : tensor<?xf32> to tensor<?xbf16>
+  return %0 : tensor<?xbf16>
+}
+
+// -----
+
+func.func @save_and_recompute(%x: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{an op cannot be both 'tile.save' and 'tile.recompute'}}
+  %0 = math.exp %x {tile.save, tile.recompute} : tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.backward_of' must be a symbol reference on a func.func}}
+func.func @backward_of_string(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.backward_of = "f"} {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.cotangent' on argument #0 must be a non-negative integer index}}
+func.func @cotangent_negative(%x: tensor<?xf32> {tile.cotangent = -1}) -> tensor<?xf32> {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.gradient' on result #0 must be a non-negative integer index}}
+func.func @gradient_unit(%x: tensor<?xf32>) -> (tensor<?xf32> {tile.gradient}) {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{unknown tile result attribute 'tile.grad' on result #0}}
+func.func @result_misspelled(%x: tensor<?xf32>) -> (tensor<?xf32> {tile.grad = 0}) {
+  return %x : tensor<?xf32>
+}
