@@ -230,3 +230,25 @@ func.func @twice(%x: tensor<?x8xf32>, %w: tensor<8xf32>, %unused: tensor<8xf32>)
   %y = arith.addf %p, %wb : tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
+
+// -----
+
+// One cotangent handed to both operands (w + w), both a cross-row sum: the
+// two merge into one sum of g·x + g·x, and the shared one is not consumed
+// twice.
+// CANON-LABEL: func.func @shared_bwd(
+// CANON: %[[P:.*]] = arith.mulf %arg2, %arg0
+// CANON: %[[PP:.*]] = arith.addf %[[P]], %[[P]]
+// CANON: %[[S:.*]] = tile.reduce sum %[[PP]] [0] across_rows
+// CANON-NOT: across_rows
+// CANON: return %{{.*}}, %[[S]]
+// MAIN-LABEL: func.func @shared_bwd(
+// MAIN: tile.reduce sum %{{.*}} [0] across_rows into %arg3
+func.func @shared(%x: tensor<?x8xf32>, %w: tensor<8xf32>) -> tensor<?x8xf32>
+    attributes {tile.kernel} {
+  %ww = arith.addf %w, %w : tensor<8xf32>
+  %wb = tile.broadcast %ww [0] like %x
+      : tensor<8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  %y = arith.mulf %x, %wb : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}

@@ -181,15 +181,14 @@ void Differentiator::accumulate(Value value, Value cotangent, Location loc) {
   AdjointBuilder adjoint(builder, loc);
   // Two cross-row sums of the same value (a weight broadcast twice) become
   // one sum of the sum: one partial/finalize pair for the scheduler, and a
-  // single reduction a main_grad can absorb. Neither has a use yet: a
-  // cotangent is read only when its value's definition is reached.
+  // single reduction a main_grad can absorb. The old sums are left for
+  // eraseDeadOps: a rule may hand the same cotangent to several operands
+  // (addf w, w), so one of them may still be another value's cotangent.
   ReduceOp lhs = getAcrossRowsSum(slot), rhs = getAcrossRowsSum(cotangent);
   if (lhs && rhs && lhs.getDims() == rhs.getDims() &&
       lhs.getInput().getType() == rhs.getInput().getType()) {
     Value both = adjoint.add(lhs.getInput(), rhs.getInput());
     slot = adjoint.reduceSum(both, lhs.getDims());
-    lhs.erase();
-    rhs.erase();
     return;
   }
   slot = adjoint.add(slot, cotangent);
