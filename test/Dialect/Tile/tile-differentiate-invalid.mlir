@@ -48,3 +48,11 @@ func.func @taken(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel} {
 func.func @taken_bwd() {
   return
 }
+
+// -----
+
+// expected-error@+1 {{'func.func' op has no differentiable argument (every argument is a scalar or tile.nograd); there is no gradient to derive}}
+func.func @nothing(%x: tensor<?xf32> {tile.nograd}, %s: f32 {tile.nograd})
+    -> tensor<?xf32> attributes {tile.kernel} {
+  return %x : tensor<?xf32>
+}

@@ -252,3 +252,22 @@ func.func @shared(%x: tensor<?x8xf32>, %w: tensor<8xf32>) -> tensor<?x8xf32>
   %y = arith.mulf %x, %wb : tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
+
+// -----
+
+// Two weights share one cotangent (w1 + w2 broadcast): each gets its own
+// accumulation into its own main_grad.
+// MAIN-LABEL: func.func @two_weights_bwd(
+// MAIN-SAME: %[[M1:arg[0-9]+]]: tensor<8xf32> {tile.main_grad = 1 : i64}, %[[M2:arg[0-9]+]]: tensor<8xf32> {tile.main_grad = 2 : i64})
+// MAIN: %[[S1:.*]] = tile.reduce sum %[[P:.*]] [0] across_rows into %[[M1]]
+// MAIN: %[[S2:.*]] = tile.reduce sum %[[P]] [0] across_rows into %[[M2]]
+// MAIN: return %{{.*}}, %[[S1]], %[[S2]]
+func.func @two_weights(%x: tensor<?x8xf32>, %w1: tensor<8xf32>,
+                       %w2: tensor<8xf32>) -> tensor<?x8xf32>
+    attributes {tile.kernel} {
+  %w = arith.addf %w1, %w2 : tensor<8xf32>
+  %wb = tile.broadcast %w [0] like %x
+      : tensor<8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  %y = arith.mulf %x, %wb : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}

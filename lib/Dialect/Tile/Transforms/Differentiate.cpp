@@ -93,6 +93,12 @@ LogicalResult Differentiator::checkForward() {
              << " scalar; tile-differentiate derives gradients of tensors "
                 "only: mark it {tile.nograd} or pass it as a tensor";
   }
+  if (llvm::none_of(llvm::seq(forward.getNumArguments()), [&](unsigned i) {
+        return isDifferentiableArgument(forward, i);
+      }))
+    return forward.emitOpError("has no differentiable argument (every "
+                               "argument is a scalar or tile.nograd); there "
+                               "is no gradient to derive");
   auto module = forward->getParentOfType<ModuleOp>();
   for (StringRef suffix : {"_bwd", "_fwd"}) {
     std::string name = (forward.getSymName() + suffix).str();
@@ -262,13 +268,11 @@ void Differentiator::buildReturn() {
               builder.getNamedAttr(TileDialect::getMainGradAttrName(),
                                    builder.getI64IntegerAttr(index))),
           forward.getLoc());
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPoint(sum);
+      // A new reduction rather than an edit of `sum`: the same sum may be
+      // the cotangent of another argument too (w1 + w2 broadcast).
       auto into = ReduceOp::create(builder, sum.getLoc(), ReductionKind::Sum,
                                    sum.getInput(), sum.getDims(),
                                    body->getArgument(position));
-      sum.replaceAllUsesWith(into.getResult());
-      sum.erase();
       gradients.push_back(into);
       continue;
     }
