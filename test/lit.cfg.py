@@ -56,3 +56,13 @@ def cuda_device_present():
 # Tests that need a GPU say `REQUIRES: cuda`.
 if config.enable_gpu_tests or cuda_device_present():
     config.available_features.add("cuda")
+
+# PTX tests assemble what they emit with the CUDA toolkit's ptxas, where the
+# machine has one (`REQUIRES: ptxas`); the rest of each test runs anyway.
+import shutil
+
+cuda_root = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+ptxas = shutil.which("ptxas") or os.path.join(cuda_root, "bin", "ptxas")
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/InitTile.h"
+#include "tile/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -14,7 +15,9 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::tile::registerTileDialects(registry);
+  mlir::tile::registerGpuTargets(registry);
   mlir::tile::registerTilePasses();
+  mlir::tile::registerTilePipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tile optimizer driver\n", registry));
 }

@@ -1,0 +1,66 @@
+//===- Pipelines.h - the one pipeline from GPU IR to PTX --------*- C++ -*-===//
+//
+// Every tool and the JIT lower through these functions, so they cannot drift
+// apart. Today the pipeline starts at the gpu dialect (gpu.module of
+// gpu.func kernels over memrefs with scf/arith/math/vector); the tile
+// scheduling and convert-tile-to-gpu stages are added in front of it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_PIPELINES_PIPELINES_H
+#define TILE_PIPELINES_PIPELINES_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir {
+class DialectRegistry;
+class ModuleOp;
+class OpPassManager;
+} // namespace mlir
+
+namespace mlir::tile {
+
+struct PtxOptions {
+  /// The target chip: sm_80 by default; sm_90a for Hopper-only features.
+  std::string chip = "sm_80";
+  /// PTX features; empty picks the minimum PTX version the chip needs
+  /// (ptxFeaturesFor).
+  std::string features;
+  /// libdevice.10.bc, linked when kernels call math functions. Empty means
+  /// defaultLibdevicePath(). Never searched for implicitly: a missing file
+  /// is an error, not PTX with unresolved __nv_ symbols.
+  std::string libdevice;
+  unsigned optLevel = 3;
+};
+
+/// $CUDA_HOME (then $CUDA_PATH, then /usr/local/cuda) +
+/// /nvvm/libdevice/libdevice.10.bc.
+std::string defaultLibdevicePath();
+
+/// "+ptxNN" for the lowest PTX ISA version that supports `chip` (sm_90a
+/// needs 8.0: LLVM's default 6.0 aborts).
+std::string ptxFeaturesFor(StringRef chip);
+
+/// The dialects, translations and interface models the GPU pipeline uses.
+void registerGpuTargets(DialectRegistry &registry);
+
+/// gpu.module → NVVM → PTX, for every gpu.module of the module it runs on.
+void buildGpuToPtxPipeline(OpPassManager &pm, const PtxOptions &options);
+
+/// Registers `tile-gpu-to-ptx` (with chip/features/libdevice options) for
+/// tile-opt.
+void registerTilePipelines();
+
+/// Runs the pipeline on `module` and returns (gpu.module name, PTX text) for
+/// each module compiled. Diagnostics go to the context's handler.
+FailureOr<std::vector<std::pair<std::string, std::string>>>
+compileToPtx(ModuleOp module, const PtxOptions &options);
+
+} // namespace mlir::tile
+
+#endif // TILE_PIPELINES_PIPELINES_H

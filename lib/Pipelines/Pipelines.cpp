@@ -1,0 +1,192 @@
+//===- Pipelines.cpp - the one pipeline from GPU IR to PTX ---------------===//
+//
+// Device code only: each gpu.module gets an NVVM target (chip, PTX version,
+// libdevice), its scf/arith/math/memref/vector ops are lowered to NVVM with
+// the bare-pointer calling convention (a memref argument is one pointer, as
+// the runtime passes it), and gpu-module-to-binary{format=isa} turns it into
+// PTX text, which needs no CUDA toolkit at compile time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Pipelines/Pipelines.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+
+std::string mlir::tile::defaultLibdevicePath() {
+  std::string root = "/usr/local/cuda";
+  for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *value = std::getenv(variable); value && *value) {
+      root = value;
+      break;
+    }
+  llvm::SmallString<256> path(root);
+  llvm::sys::path::append(path, "nvvm", "libdevice", "libdevice.10.bc");
+  return std::string(path);
+}
+
+std::string mlir::tile::ptxFeaturesFor(StringRef chip) {
+  // The PTX ISA version that introduced each architecture.
+  if (chip.starts_with("sm_100") || chip.starts_with("sm_101") ||
+      chip.starts_with("sm_120"))
+    return "+ptx87";
+  if (chip.starts_with("sm_90"))
+    return "+ptx80";
+  if (chip.starts_with("sm_89"))
+    return "+ptx78";
+  if (chip.starts_with("sm_87"))
+    return "+ptx74";
+  if (chip.starts_with("sm_86"))
+    return "+ptx71";
+  if (chip.starts_with("sm_80"))
+    return "+ptx70";
+  return "+ptx70";
+}
+
+void mlir::tile::registerGpuTargets(DialectRegistry &registry) {
+  registry.insert<gpu::GPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect,
+                  memref::MemRefDialect, scf::SCFDialect,
+                  cf::ControlFlowDialect, vector::VectorDialect>();
+  // Without the target interface gpu-module-to-binary crashes silently.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
+}
+
+namespace {
+/// Fails, naming the path, when libdevice is missing: upstream would carry on
+/// and emit PTX with unresolved __nv_ calls that only ptxas rejects.
+struct CheckLibdevicePass final
+    : PassWrapper<CheckLibdevicePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckLibdevicePass)
+  explicit CheckLibdevicePass(std::string path) : path(std::move(path)) {}
+  StringRef getArgument() const override { return "tile-check-libdevice"; }
+  void runOnOperation() override {
+    if (llvm::sys::fs::exists(path))
+      return;
+    getOperation().emitError("libdevice not found at '")
+        << path
+        << "': set CUDA_HOME to the CUDA toolkit or pass its path explicitly";
+    signalPassFailure();
+  }
+  std::string path;
+};
+} // namespace
+
+void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
+                                       const PtxOptions &options) {
+  std::string libdevice =
+      options.libdevice.empty() ? defaultLibdevicePath() : options.libdevice;
+  pm.addPass(std::make_unique<CheckLibdevicePass>(libdevice));
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features.empty() ? ptxFeaturesFor(options.chip)
+                                             : options.features;
+  target.optLevel = options.optLevel;
+  target.linkLibs.push_back(libdevice);
+  pm.addPass(createGpuNVVMAttachTarget(target));
+
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createSCFToControlFlowPass());
+  device.addPass(memref::createExpandStridedMetadataPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true;
+  nvvm.indexBitwidth = 64;
+  device.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createReconcileUnrealizedCastsPass());
+
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+namespace {
+struct PtxPipelineOptions final : PassPipelineOptions<PtxPipelineOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("target chip"),
+                           llvm::cl::init("sm_80")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features (default: the chip's minimum)"),
+      llvm::cl::init("")};
+  Option<std::string> libdevice{
+      *this, "libdevice",
+      llvm::cl::desc("path of libdevice.10.bc (default: from CUDA_HOME)"),
+      llvm::cl::init("")};
+};
+} // namespace
+
+void mlir::tile::registerTilePipelines() {
+  PassPipelineRegistration<PtxPipelineOptions>(
+      "tile-gpu-to-ptx",
+      "lowers every gpu.module to NVVM and serializes it to PTX",
+      [](OpPassManager &pm, const PtxPipelineOptions &pipelineOptions) {
+        PtxOptions options;
+        options.chip = pipelineOptions.chip;
+        options.features = pipelineOptions.features;
+        options.libdevice = pipelineOptions.libdevice;
+        buildGpuToPtxPipeline(pm, options);
+      });
+}
+
+FailureOr<std::vector<std::pair<std::string, std::string>>>
+mlir::tile::compileToPtx(ModuleOp module, const PtxOptions &options) {
+  PassManager pm(module.getContext());
+  buildGpuToPtxPipeline(pm, options);
+  if (failed(pm.run(module)))
+    return failure();
+  std::vector<std::pair<std::string, std::string>> ptx;
+  for (auto binary : module.getOps<gpu::BinaryOp>())
+    for (Attribute object : binary.getObjects())
+      ptx.emplace_back(binary.getSymName().str(),
+                       cast<gpu::ObjectAttr>(object).getObject().str());
+  if (ptx.empty())
+    return module.emitError("no gpu.module to compile");
+  return ptx;
+}
