@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tile/Conversion/Passes.h"
 #include "tile/InitTile.h"
 #include "tile/Pipelines/Pipelines.h"
 
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
   mlir::tile::registerGpuTargets(registry);
   mlir::tile::registerTilePasses();
   mlir::tile::registerTilePipelines();
+  mlir::tile::registerTileConversionPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tile optimizer driver\n", registry));
 }

@@ -1,0 +1,36 @@
+//===- KernelEmitter.h - tile kernel → gpu.func ----------------*- C++ -*-===//
+//
+// Emits, for one analyzed kernel, a row kernel (one CTA per row, grid-stride
+// over rows; threads stride over the columns; row reductions by warp
+// shuffles and shared memory) and, when the kernel reduces across rows, a
+// finalize kernel that sums the per-CTA partials in a fixed order.
+//
+// Both kernels take the same parameters, in this order (the manifest lists
+// them): a pointer per tensor argument and a value per scalar argument, a
+// pointer per result, the row count, the width of each tensor argument that
+// has one, the row kernel's CTA count, and the fp32 workspace.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_LIB_CONVERSION_TILETOGPU_KERNELEMITTER_H
+#define TILE_LIB_CONVERSION_TILETOGPU_KERNELEMITTER_H
+
+#include "KernelModel.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir::tile::gpu_lowering {
+
+struct Schedule {
+  /// Threads per CTA (a multiple of 32, at most 1024).
+  int64_t threads = 256;
+};
+
+/// Adds the kernels of `model` to `module` (created if null). Returns
+/// failure with a diagnostic for constructs it cannot emit.
+LogicalResult emitKernels(const KernelModel &model, const Schedule &schedule,
+                          gpu::GPUModuleOp module);
+
+} // namespace mlir::tile::gpu_lowering
+
+#endif // TILE_LIB_CONVERSION_TILETOGPU_KERNELEMITTER_H

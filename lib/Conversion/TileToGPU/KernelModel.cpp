@@ -1,0 +1,229 @@
+//===- KernelModel.cpp - classify the values of a tile kernel ------------===//
+//
+// Kinds propagate through the ops to a fixed point: elementwise ops and
+// casts share one kind among their tensor operands and result, a `like`
+// operand gives its kind to splats and pads, broadcasts and reductions map
+// kinds by their dimensions. What is left unknown, or conflicts, is a
+// diagnostic: the lowering never guesses.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelModel.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::tile::gpu_lowering;
+
+StringRef gpu_lowering::stringifyKind(ValueKind kind) {
+  switch (kind) {
+  case ValueKind::Uniform:
+    return "uniform";
+  case ValueKind::Element:
+    return "per-element";
+  case ValueKind::RowValue:
+    return "per-row";
+  case ValueKind::Column:
+    return "per-column";
+  case ValueKind::AcrossRows:
+    return "across-rows";
+  }
+  return "?";
+}
+
+namespace {
+bool isTensor(Value value) { return isa<RankedTensorType>(value.getType()); }
+
+int64_t rankOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getRank();
+}
+
+/// Propagation state: known kinds, and whether anything changed.
+struct Propagator {
+  DenseMap<Value, ValueKind> &kinds;
+  bool changed = false;
+  Operation *conflictAt = nullptr;
+
+  void set(Value value, ValueKind kind, Operation *where) {
+    auto [it, inserted] = kinds.try_emplace(value, kind);
+    if (inserted) {
+      changed = true;
+      return;
+    }
+    if (it->second != kind && !conflictAt)
+      conflictAt = where;
+  }
+  std::optional<ValueKind> get(Value value) const {
+    auto it = kinds.find(value);
+    if (it == kinds.end())
+      return std::nullopt;
+    return it->second;
+  }
+  /// All of `values` get the kind any of them has.
+  void unify(ArrayRef<Value> values, Operation *where) {
+    std::optional<ValueKind> kind;
+    for (Value value : values)
+      if (auto known = get(value))
+        kind = known;
+    if (kind)
+      for (Value value : values)
+        set(value, *kind, where);
+  }
+};
+
+void propagate(Operation *op, Propagator &p) {
+  if (auto cast = dyn_cast<CastOp>(op))
+    return p.unify({cast.getInput(), cast.getResult()}, op);
+  if (auto splat = dyn_cast<SplatOp>(op))
+    return p.unify({splat.getShape(), splat.getResult()}, op);
+  if (auto pad = dyn_cast<PadOp>(op)) {
+    p.set(pad.getInput(), ValueKind::Element, op);
+    p.set(pad.getResult(), ValueKind::Element, op);
+    return;
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    p.set(slice.getInput(), ValueKind::Element, op);
+    p.set(slice.getResult(), ValueKind::Element, op);
+    return;
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    for (Value input : concat.getInputs())
+      p.set(input, ValueKind::Element, op);
+    p.set(concat.getResult(), ValueKind::Element, op);
+    return;
+  }
+  if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    p.set(broadcast.getResult(), ValueKind::Element, op);
+    ArrayRef<int64_t> dims = broadcast.getDims();
+    if (dims == ArrayRef<int64_t>{1})
+      p.set(broadcast.getInput(), ValueKind::RowValue, op);
+    else if (dims == ArrayRef<int64_t>{0})
+      p.set(broadcast.getInput(), ValueKind::Column, op);
+    return;
+  }
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    p.set(reduce.getInput(), ValueKind::Element, op);
+    ArrayRef<int64_t> dims = reduce.getDims();
+    if (dims == ArrayRef<int64_t>{1}) {
+      p.set(reduce.getResult(), ValueKind::RowValue, op);
+      if (reduce.getInit())
+        p.set(reduce.getInit(), ValueKind::RowValue, op);
+    } else if (dims == ArrayRef<int64_t>{0}) {
+      p.set(reduce.getResult(), ValueKind::AcrossRows, op);
+      if (reduce.getInit())
+        p.set(reduce.getInit(), ValueKind::Column, op);
+    }
+    return;
+  }
+  if (op->hasTrait<OpTrait::Elementwise>()) {
+    SmallVector<Value> tensors;
+    for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      if (isTensor(value))
+        tensors.push_back(value);
+    if (tensors.empty())
+      return;
+    // Math on a finished cross-row sum runs in the finalize, per column:
+    // its other operands are per-column values.
+    bool acrossRows = llvm::any_of(tensors, [&](Value value) {
+      return p.get(value) == ValueKind::AcrossRows;
+    });
+    if (acrossRows) {
+      for (Value result : op->getResults())
+        p.set(result, ValueKind::AcrossRows, op);
+      for (Value operand : op->getOperands())
+        if (isTensor(operand) && !p.get(operand))
+          p.set(operand, ValueKind::Column, op);
+      return;
+    }
+    // Otherwise one kind is shared: a per-column value combined with a
+    // per-row one would be per-element, which takes a broadcast.
+    p.unify(tensors, op);
+  }
+}
+} // namespace
+
+FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
+  KernelModel model;
+  model.func = func;
+  Propagator p{model.kinds};
+  Block &body = func.getBody().front();
+
+  // Seeds: rank-2 tensors are per element, scalars uniform, and the roles
+  // tile-differentiate wrote.
+  for (BlockArgument arg : body.getArguments()) {
+    if (!isTensor(arg)) {
+      p.set(arg, ValueKind::Uniform, func);
+      continue;
+    }
+    int64_t rank = rankOf(arg);
+    if (rank == 2)
+      p.set(arg, ValueKind::Element, func);
+    else if (rank != 1)
+      return func.emitOpError("argument #")
+             << arg.getArgNumber() << " has rank " << rank
+             << "; the GPU lowering handles [rows, width] tensors and "
+                "rank-1 per-row or per-column vectors";
+    DictionaryAttr attrs = func.getArgAttrDict(arg.getArgNumber());
+    if (attrs && attrs.get(TileDialect::getSavedAttrName()))
+      p.set(arg, ValueKind::RowValue, func);
+    if (attrs && attrs.get(TileDialect::getMainGradAttrName()))
+      p.set(arg, ValueKind::Column, func);
+  }
+  for (Operation &op : body) {
+    for (Value result : op.getResults()) {
+      if (!isTensor(result)) {
+        p.set(result, ValueKind::Uniform, &op);
+        continue;
+      }
+      int64_t rank = rankOf(result);
+      if (rank == 2)
+        p.set(result, ValueKind::Element, &op);
+      else if (rank != 1)
+        return op.emitOpError("has a rank-")
+               << rank
+               << " result; the GPU lowering handles [rows, width] "
+                  "tensors and rank-1 per-row or per-column vectors";
+    }
+  }
+  do {
+    p.changed = false;
+    for (Operation &op : body)
+      propagate(&op, p);
+  } while (p.changed && !p.conflictAt);
+  if (p.conflictAt)
+    return p.conflictAt->emitOpError(
+        "mixes per-row and per-column values; broadcast one of them first");
+
+  for (Operation &op : body) {
+    for (Value value : llvm::concat<Value>(op.getOperands(), op.getResults()))
+      if (isTensor(value) && !p.get(value))
+        return op.emitOpError("cannot tell whether a rank-1 value is per "
+                              "row or per column; broadcast it or reduce "
+                              "into it");
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      ArrayRef<int64_t> dims = reduce.getDims();
+      if (dims == ArrayRef<int64_t>{1})
+        model.rowReductions.push_back(reduce);
+      else if (dims == ArrayRef<int64_t>{0})
+        model.acrossRowReductions.push_back(reduce);
+      else
+        return op.emitOpError("reduces dimensions that the GPU lowering "
+                              "does not handle yet (only the row [1] or "
+                              "across rows [0] of a [rows, width] tensor)");
+    }
+    if (auto broadcast = dyn_cast<BroadcastOp>(op))
+      if (broadcast.getDims().size() != 1)
+        return op.emitOpError("broadcasts along several dimensions, which "
+                              "the GPU lowering does not handle yet");
+    if (isa<func::ReturnOp, tensor::DimOp>(op) || op.getDialect() == nullptr)
+      continue;
+    // Cross-row results may only flow into per-column math and the return.
+    for (Value operand : op.getOperands())
+      if (p.get(operand) == ValueKind::AcrossRows)
+        for (Value result : op.getResults())
+          if (p.get(result) != ValueKind::AcrossRows)
+            return op.emitOpError("uses a cross-row sum as a per-")
+                   << stringifyKind(*p.get(result))
+                   << " value; only per-column math may follow it";
+  }
+  return model;
+}

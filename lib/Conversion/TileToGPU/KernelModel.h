@@ -1,0 +1,51 @@
+//===- KernelModel.h - how a tile kernel maps onto a GPU grid ---*- C++ -*-===//
+//
+// Every tensor value of a kernel is one of a few kinds, which decide where
+// and how often it is computed:
+//
+//   Element     [M, W]: computed per (row, column), inside a column loop
+//   RowValue    [M]:    one per row, uniform across the CTA handling the row
+//                       (a reduction over the row, or math on such values)
+//   Column      [N]:    one per column, shared by every row (weights)
+//   AcrossRows  [N]:    combines every row (dW): per-CTA partials in a
+//                       workspace, summed by a finalize kernel
+//   Uniform     scalars and index arithmetic: once per kernel
+//
+// The kinds of rank-1 arguments (a weight [N] or a saved per-row value [M])
+// are inferred from how they are used.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_LIB_CONVERSION_TILETOGPU_KERNELMODEL_H
+#define TILE_LIB_CONVERSION_TILETOGPU_KERNELMODEL_H
+
+#include "tile/Dialect/Tile/IR/TileOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::tile::gpu_lowering {
+
+enum class ValueKind { Uniform, Element, RowValue, Column, AcrossRows };
+
+StringRef stringifyKind(ValueKind kind);
+
+struct KernelModel {
+  func::FuncOp func;
+  DenseMap<Value, ValueKind> kinds;
+  /// Reductions over the row, in program order: each needs its own pass
+  /// over the row and a CTA-wide reduction.
+  SmallVector<ReduceOp> rowReductions;
+  /// Reductions across rows, in program order: each gets a workspace slot.
+  SmallVector<ReduceOp> acrossRowReductions;
+
+  ValueKind kindOf(Value value) const { return kinds.lookup(value); }
+  bool hasAcrossRows() const { return !acrossRowReductions.empty(); }
+
+  /// Classifies every value; emits a diagnostic at the first construct the
+  /// lowering does not handle.
+  static FailureOr<KernelModel> analyze(func::FuncOp func);
+};
+
+} // namespace mlir::tile::gpu_lowering
+
+#endif // TILE_LIB_CONVERSION_TILETOGPU_KERNELMODEL_H

@@ -1,0 +1,50 @@
+//===- TileToGPU.cpp - the convert-tile-to-gpu pass ----------------------===//
+//
+// Analyzes each kernel (KernelModel.cpp) and emits its GPU kernels
+// (KernelEmitter.cpp) into one gpu.module. The tile functions stay: they
+// document the kernels and describe their shapes for the manifest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelEmitter.h"
+#include "tile/Conversion/Passes.h"
+
+namespace mlir::tile {
+#define GEN_PASS_DEF_CONVERTTILETOGPUPASS
+#include "tile/Conversion/Passes.h.inc"
+} // namespace mlir::tile
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+struct ConvertTileToGPUPass final
+    : tile::impl::ConvertTileToGPUPassBase<ConvertTileToGPUPass> {
+  using ConvertTileToGPUPassBase::ConvertTileToGPUPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> kernels;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(TileDialect::getKernelAttrName()))
+        kernels.push_back(func);
+    if (kernels.empty())
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+    OpBuilder builder(&getContext());
+    builder.setInsertionPointToEnd(module.getBody());
+    auto gpuModule =
+        gpu::GPUModuleOp::create(builder, module.getLoc(), "tile_kernels");
+    gpu_lowering::Schedule schedule;
+    schedule.threads = threads;
+    for (func::FuncOp kernel : kernels) {
+      FailureOr<gpu_lowering::KernelModel> model =
+          gpu_lowering::KernelModel::analyze(kernel);
+      if (failed(model) ||
+          failed(gpu_lowering::emitKernels(*model, schedule, gpuModule)))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,34 @@
+// RUN: tile-opt %s -convert-tile-to-gpu -split-input-file -verify-diagnostics
+// RUN: %expect-error tile-opt -convert-tile-to-gpu=threads=100 %tile_src/examples/swiglu.mlir
+
+// What the GPU lowering does not handle yet says so, at the op.
+
+// expected-error@+1 {{'func.func' op argument #0 has rank 3; the GPU lowering handles [rows, width] tensors and rank-1 per-row or per-column vectors}}
+func.func @rank3(%x: tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+    attributes {tile.kernel} {
+  return %x : tensor<?x?x?xf32>
+}
+
+// -----
+
+func.func @unknown(%x: tensor<?x?xf32>, %v: tensor<?xf32>) -> tensor<?xf32>
+    attributes {tile.kernel} {
+  // expected-error@+1 {{'math.exp' op cannot tell whether a rank-1 value is per row or per column; broadcast it or reduce into it}}
+  %e = math.exp %v : tensor<?xf32>
+  return %e : tensor<?xf32>
+}
+
+// -----
+
+func.func @mixed(%x: tensor<?x?xf32>, %w: tensor<?xf32>) -> tensor<?x?xf32>
+    attributes {tile.kernel} {
+  %wb = tile.broadcast %w [0] like %x
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %r = tile.reduce sum %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+  // expected-error@+1 {{'arith.addf' op mixes per-row and per-column values; broadcast one of them first}}
+  %bad = arith.addf %r, %w : tensor<?xf32>
+  %bb = tile.broadcast %bad [1] like %x
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.mulf %wb, %bb : tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}

@@ -1,0 +1,74 @@
+// RUN: tile-opt %s -convert-tile-to-gpu | FileCheck %s
+// RUN: tile-opt %s -convert-tile-to-gpu=threads=128 | FileCheck %s --check-prefix=T128
+
+// An elementwise kernel: one row kernel, rows over CTAs, threads striding
+// over the columns; bf16 loaded, computed in f32, stored as bf16.
+// CHECK: module attributes {gpu.container_module}
+// CHECK: gpu.module @tile_kernels
+// CHECK-LABEL: gpu.func @scale_add(
+// CHECK-SAME: %[[X:.*]]: memref<1099511627776xbf16>, %[[Y:.*]]: memref<1099511627776xbf16>, %[[S:.*]]: f32, %[[OUT:.*]]: memref<1099511627776xbf16>,
+// CHECK-SAME: %[[ROWS:.*]]: index, %[[WX:.*]]: index, %[[WY:.*]]: index, %[[CTAS:.*]]: index, %[[WS:.*]]: memref<1099511627776xf32>)
+// CHECK-SAME: kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[BID:.*]] = gpu.block_id x
+// CHECK: %[[GRID:.*]] = gpu.grid_dim x
+// CHECK: scf.for %[[ROW:.*]] = %[[BID]] to %[[ROWS]] step %[[GRID]]
+// CHECK: scf.for %[[COL:.*]] = %[[TID]] to %[[WX]] step %c256
+// CHECK: memref.load %[[X]]
+// CHECK: arith.extf {{.*}} : bf16 to f32
+// CHECK: arith.mulf
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: memref.store {{.*}}, %[[OUT]]
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+// T128: known_block_size = array<i32: 128, 1, 1>
+func.func @scale_add(%x: tensor<?x?xbf16>, %y: tensor<?x?xbf16>,
+                     %s: f32 {tile.nograd}) -> tensor<?x?xbf16>
+    attributes {tile.kernel} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %yf = tile.cast %y : tensor<?x?xbf16> to tensor<?x?xf32>
+  %sv = tile.splat %s like %xf : f32, tensor<?x?xf32> -> tensor<?x?xf32>
+  %p = arith.mulf %xf, %sv : tensor<?x?xf32>
+  %q = arith.addf %p, %yf : tensor<?x?xf32>
+  %qb = tile.cast %q : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %qb : tensor<?x?xbf16>
+}
+
+// A row reduction: a first pass over the row accumulates per thread, warp
+// shuffles and shared memory combine the threads, and the result is used by
+// the second pass; a cross-row reduction writes per-CTA partials and gets a
+// finalize kernel that sums them in CTA order.
+// CHECK-LABEL: gpu.func @norm_and_colsum(
+// CHECK-SAME: workgroup(%[[SH:.*]] : memref<32xf32, #gpu.address_space<workgroup>>)
+// Partials zeroed first, in this CTA's own row of the workspace.
+// CHECK: scf.for
+// CHECK: memref.store %{{.*}}, %[[WS:.*]][
+// CHECK: scf.for %[[ROW:.*]] =
+// CHECK: %[[SUM:.*]] = scf.for {{.*}} iter_args
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: memref.store %{{.*}}, %[[SH]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: memref.load %[[SH]]
+// CHECK: gpu.barrier
+// CHECK: math.rsqrt
+// CHECK: scf.for
+// CHECK: memref.load %[[WS]]
+// CHECK: memref.store %{{.*}}, %[[WS]]
+// CHECK-LABEL: gpu.func @norm_and_colsum_finalize(
+// CHECK: gpu.block_id x
+// CHECK: scf.if
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: memref.load
+// CHECK: arith.addf
+// CHECK: memref.store
+func.func @norm_and_colsum(%x: tensor<?x?xf32>)
+    -> (tensor<?x?xf32>, tensor<?xf32>) attributes {tile.kernel} {
+  %sq = arith.mulf %x, %x : tensor<?x?xf32>
+  %ms = tile.reduce mean %sq [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %r = math.rsqrt %ms : tensor<?xf32>
+  %rb = tile.broadcast %r [1] like %x
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.mulf %x, %rb : tensor<?x?xf32>
+  %c = tile.reduce sum %y [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  return %y, %c : tensor<?x?xf32>, tensor<?xf32>
+}
