@@ -2,7 +2,10 @@
 # The main job: installs what is missing, builds, then runs every kernel in
 # examples/ through the compiler (verify, canonicalize), derives its backward
 # kernel (tile-differentiate), runs both in the float64 reference evaluator,
-# and checks the derived gradients against finite differences.
+# checks the derived gradients against finite differences, and compiles
+# forward and backward to GPU kernels and PTX (assembled with ptxas when the
+# CUDA toolkit is installed). Running them on a GPU needs the runtime, which
+# is not built yet: scripts/gpu/ has an interim check.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TILE_BUILD_DIR:-$root/build}
@@ -45,5 +48,19 @@ for example in swiglu silu_and_mul rms_norm; do
       --args="${gradient_args[$example]}" --rows=1,7,13 --widths=1,13,1000,3000 |
       tail -n 1
   done
+  echo "--- GPU kernels and PTX (forward and backward, sm_90a)"
+  ptx=$build/examples/$example.ptx
+  mkdir -p "$build/examples"
+  "$bin/tile-opt" "$file" -tile-differentiate -canonicalize -cse \
+    -convert-tile-to-gpu -o "$build/examples/$example.gpu.mlir"
+  "$bin/tile-translate" --tile-to-ptx --tile-chip=sm_90a \
+    "$build/examples/$example.gpu.mlir" -o "$ptx"
+  grep -o '^.visible .entry [a-z_]*' "$ptx" | sed 's/.visible .entry /  kernel /'
+  echo "  PTX: $ptx ($(wc -l <"$ptx") lines)"
+  ptxas=${CUDA_HOME:-/usr/local/cuda}/bin/ptxas
+  if [ -x "$ptxas" ]; then
+    "$ptxas" -arch=sm_90a -v "$ptx" -o "${ptx%.ptx}.cubin" 2>&1 |
+      grep -E 'Compiling|Used' | sed 's/^ptxas info *: /  /'
+  fi
 done
 echo "=== examples done"
