@@ -1,5 +1,5 @@
 // RUN: tile-opt %s -convert-tile-to-gpu -split-input-file -verify-diagnostics
-// RUN: %expect-error tile-opt -convert-tile-to-gpu=threads=100 %tile_src/examples/swiglu.mlir
+// RUN: %expect-error tile-opt -tile-schedule=threads=100 %tile_src/examples/swiglu.mlir
 
 // What the GPU lowering does not handle yet says so, at the op.
 

@@ -1,5 +1,5 @@
 // RUN: tile-opt %s -convert-tile-to-gpu | FileCheck %s
-// RUN: tile-opt %s -convert-tile-to-gpu=threads=128 | FileCheck %s --check-prefix=T128
+// RUN: tile-opt %s -tile-schedule=threads=128 -convert-tile-to-gpu | FileCheck %s --check-prefix=T128
 
 // An elementwise kernel: one row kernel, rows over CTAs, threads striding
 // over the columns; bf16 loaded, computed in f32, stored as bf16.

@@ -24,11 +24,10 @@ def ConvertTileToGPUPass : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     Both kernels take the same parameters (see KernelEmitter.h): buffers as
     single pointers (bare-pointer convention, flat memrefs), then the row
     count, argument widths, the row kernel's CTA count and the workspace.
+
+    Threads per CTA come from each kernel's `tile.schedule` (tile-schedule),
+    or its default when the attribute is absent.
   }];
-  let options = [
-    Option<"threads", "threads", "int64_t", "256",
-           "threads per CTA (a multiple of 32)">
-  ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",

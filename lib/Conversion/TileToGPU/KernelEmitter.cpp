@@ -116,18 +116,28 @@ private:
 //===----------------------------------------------------------------------===//
 
 void Emitter::createKernel() {
+  using Kind = KernelParam::Kind;
+  SmallVector<KernelParam> layout = model.parameters();
   SmallVector<Type> params;
-  for (BlockArgument arg : func.getArguments())
-    params.push_back(isTensor(arg) ? Type(flatBuffer(elementTypeOf(arg)))
-                                   : arg.getType());
-  for (Type result : func.getResultTypes())
-    params.push_back(flatBuffer(getElementTypeOrSelf(result)));
-  params.push_back(b.getIndexType()); // rows
-  for (BlockArgument arg : func.getArguments())
-    if (isTensor(arg) && model.kindOf(arg) != ValueKind::RowValue)
-      params.push_back(b.getIndexType());       // width
-  params.push_back(b.getIndexType());           // ctas
-  params.push_back(flatBuffer(b.getF32Type())); // workspace
+  for (const KernelParam &param : layout) {
+    switch (param.kind) {
+    case Kind::Argument: {
+      Value arg = func.getArgument(param.index);
+      params.push_back(isTensor(arg) ? Type(flatBuffer(elementTypeOf(arg)))
+                                     : arg.getType());
+      break;
+    }
+    case Kind::Result:
+      params.push_back(
+          flatBuffer(getElementTypeOrSelf(func.getResultTypes()[param.index])));
+      break;
+    case Kind::Workspace:
+      params.push_back(flatBuffer(b.getF32Type()));
+      break;
+    default:
+      params.push_back(b.getIndexType());
+    }
+  }
 
   std::string name = func.getSymName().str();
   if (mode == Mode::Finalize)
@@ -145,22 +155,32 @@ void Emitter::createKernel() {
   shared = kernel.getWorkgroupAttributions().front();
 
   Block &entry = kernel.getBody().front();
-  unsigned next = 0;
-  for (BlockArgument arg : func.getArguments()) {
-    Value param = entry.getArgument(next++);
-    if (isTensor(arg))
-      pointers[arg] = param;
-    else
-      uniform.map(arg, param);
+  resultPointers.resize(func.getNumResults());
+  for (auto [param, value] : llvm::zip(layout, entry.getArguments())) {
+    switch (param.kind) {
+    case Kind::Argument:
+      if (isTensor(func.getArgument(param.index)))
+        pointers[func.getArgument(param.index)] = value;
+      else
+        uniform.map(func.getArgument(param.index), value);
+      break;
+    case Kind::Result:
+      resultPointers[param.index] = value;
+      break;
+    case Kind::Rows:
+      rows = value;
+      break;
+    case Kind::Width:
+      argWidths[func.getArgument(param.index)] = value;
+      break;
+    case Kind::Ctas:
+      ctas = value;
+      break;
+    case Kind::Workspace:
+      workspace = value;
+      break;
+    }
   }
-  for (unsigned r = 0; r < func.getNumResults(); ++r)
-    resultPointers.push_back(entry.getArgument(next++));
-  rows = entry.getArgument(next++);
-  for (BlockArgument arg : func.getArguments())
-    if (isTensor(arg) && model.kindOf(arg) != ValueKind::RowValue)
-      argWidths[arg] = entry.getArgument(next++);
-  ctas = entry.getArgument(next++);
-  workspace = entry.getArgument(next++);
 
   b.setInsertionPointToStart(&entry);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);

@@ -227,3 +227,22 @@ FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
   }
   return model;
 }
+
+SmallVector<KernelParam> KernelModel::parameters() const {
+  using Kind = KernelParam::Kind;
+  func::FuncOp f = func;
+  SmallVector<KernelParam> params;
+  for (unsigned i = 0; i < f.getNumArguments(); ++i)
+    params.push_back({Kind::Argument, i});
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    params.push_back({Kind::Result, i});
+  params.push_back({Kind::Rows});
+  // Per-row vectors ([rows]) need no width of their own.
+  for (unsigned i = 0; i < f.getNumArguments(); ++i)
+    if (isTensor(f.getArgument(i)) &&
+        kindOf(f.getArgument(i)) != ValueKind::RowValue)
+      params.push_back({Kind::Width, i});
+  params.push_back({Kind::Ctas});
+  params.push_back({Kind::Workspace});
+  return params;
+}

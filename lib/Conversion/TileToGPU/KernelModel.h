@@ -27,6 +27,21 @@ namespace mlir::tile::gpu_lowering {
 
 enum class ValueKind { Uniform, Element, RowValue, Column, AcrossRows };
 
+/// One parameter of the generated kernels, in order. Both kernels of a
+/// function (row and finalize) take the same list; the manifest prints it.
+struct KernelParam {
+  enum class Kind {
+    Argument,  // a buffer (tensor argument) or the value (scalar argument)
+    Result,    // a buffer
+    Rows,      // index: the row count
+    Width,     // index: the width of tensor argument `index`
+    Ctas,      // index: the row kernel's CTA count (partials per column)
+    Workspace, // fp32 buffer for cross-row partials
+  };
+  Kind kind;
+  unsigned index = 0;
+};
+
 StringRef stringifyKind(ValueKind kind);
 
 struct KernelModel {
@@ -39,6 +54,8 @@ struct KernelModel {
   SmallVector<ReduceOp> acrossRowReductions;
 
   ValueKind kindOf(Value value) const { return kinds.lookup(value); }
+  /// The parameter list of the kernels.
+  SmallVector<KernelParam> parameters() const;
   bool hasAcrossRows() const { return !acrossRowReductions.empty(); }
 
   /// Classifies every value; emits a diagnostic at the first construct the

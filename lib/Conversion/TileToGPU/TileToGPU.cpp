@@ -8,6 +8,7 @@
 
 #include "KernelEmitter.h"
 #include "tile/Conversion/Passes.h"
+#include "tile/Dialect/Tile/IR/KernelSchedule.h"
 
 namespace mlir::tile {
 #define GEN_PASS_DEF_CONVERTTILETOGPUPASS
@@ -36,9 +37,9 @@ struct ConvertTileToGPUPass final
     builder.setInsertionPointToEnd(module.getBody());
     auto gpuModule =
         gpu::GPUModuleOp::create(builder, module.getLoc(), "tile_kernels");
-    gpu_lowering::Schedule schedule;
-    schedule.threads = threads;
     for (func::FuncOp kernel : kernels) {
+      gpu_lowering::Schedule schedule;
+      schedule.threads = getSchedule(kernel).threads;
       FailureOr<gpu_lowering::KernelModel> model =
           gpu_lowering::KernelModel::analyze(kernel);
       if (failed(model) ||

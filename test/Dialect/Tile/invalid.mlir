@@ -539,3 +539,48 @@ func.func @gradient_unit(%x: tensor<?xf32>) -> (tensor<?xf32> {tile.gradient}) {
 func.func @result_misspelled(%x: tensor<?xf32>) -> (tensor<?xf32> {tile.grad = 0}) {
   return %x : tensor<?xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// tile.schedule
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error@+1 {{'tile.schedule' needs threads, a multiple of 32 from 32 to 1024}}
+func.func @schedule_threads(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.schedule = {grid = "rows", threads = 100 : i64}} {
+  return %x : tensor<?x?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.schedule' needs grid = "rows" or "persistent"}}
+func.func @schedule_grid(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.schedule = {grid = "cols", threads = 128 : i64}} {
+  return %x : tensor<?x?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.schedule' must be persistent for a kernel that reduces across rows}}
+func.func @schedule_not_persistent(%x: tensor<?x?xf32>) -> tensor<?xf32>
+    attributes {tile.schedule = {grid = "rows", threads = 128 : i64}} {
+  %0 = tile.reduce sum %x [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.schedule' needs a positive ctas exactly when the grid is persistent}}
+func.func @schedule_ctas(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.schedule = {ctas = 8 : i64, grid = "rows", threads = 128 : i64}} {
+  return %x : tensor<?x?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.schedule' has an unknown entry 'vector'}}
+func.func @schedule_unknown(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.schedule = {grid = "rows", threads = 128 : i64, vector = 4 : i64}} {
+  return %x : tensor<?x?xf32>
+}

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Dialect/Tile/IR/KernelSchedule.h"
 #include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
@@ -73,6 +74,8 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
              << op->getName() << "'";
     return verifyKernel(func);
   }
+  if (name == "tile.schedule")
+    return verifySchedule(op, attr.getValue());
   if (name == getSaveAttrName() || name == getRecomputeAttrName())
     return verifyPolicyAttr(op, attr);
   if (name == getBackwardOfAttrName() || name == getForwardOfAttrName()) {

@@ -77,4 +77,28 @@ def TileDifferentiatePass : Pass<"tile-differentiate", "::mlir::ModuleOp"> {
   ];
 }
 
+def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
+  let summary = "chooses how each kernel is mapped onto the GPU";
+  let description = [{
+    Writes `tile.schedule` on every `tile.kernel` function: the threads per
+    CTA and the grid. A kernel without a cross-row reduction gets
+    `grid = "rows"` (one CTA per row); one with a cross-row reduction gets a
+    persistent grid of `ctas` CTAs, each accumulating the partials of its
+    rows. convert-tile-to-gpu follows the attribute. Options override the
+    choice for every kernel; without them an existing schedule is kept.
+
+    ```mlir
+    func.func @rms_norm_bwd(...) attributes {tile.kernel,
+        tile.schedule = {ctas = 264 : i64, grid = "persistent",
+                         threads = 256 : i64}}
+    ```
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "0",
+           "threads per CTA (0: keep, or the default 256)">,
+    Option<"ctas", "ctas", "int64_t", "0",
+           "CTAs of a persistent grid (0: keep, or the default 264)">
+  ];
+}
+
 #endif // TILE_DIALECT_TILE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,53 @@
+//===- KernelSchedule.h - how a kernel is mapped onto the GPU ---*- C++ -*-===//
+//
+// The choices tile-schedule makes and convert-tile-to-gpu follows, stored on
+// each kernel as the attribute
+//
+//   tile.schedule = {grid = "rows", threads = 256 : i64}
+//   tile.schedule = {ctas = 264 : i64, grid = "persistent", threads = 256 :
+//   i64}
+//
+// `grid = "rows"` launches one CTA per row; `"persistent"` (kernels with a
+// cross-row reduction) launches min(rows, ctas) CTAs that walk the rows, so
+// that the workspace of partials has `ctas` rows, not one per row.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_DIALECT_TILE_IR_KERNELSCHEDULE_H
+#define TILE_DIALECT_TILE_IR_KERNELSCHEDULE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cstdint>
+
+namespace mlir::tile {
+
+struct KernelSchedule {
+  /// Threads per CTA: a multiple of 32, at most 1024.
+  int64_t threads = 256;
+  /// CTAs of a persistent grid; 0 for one CTA per row.
+  int64_t ctas = 0;
+
+  /// Two CTAs per SM on a 132-SM H100 or H200: enough to hide latency,
+  /// few enough that the partials stay small.
+  static constexpr int64_t kDefaultPersistentCtas = 264;
+  static constexpr int64_t kDefaultThreads = 256;
+};
+
+/// Whether `func` reduces across rows (and so needs a persistent grid).
+bool reducesAcrossRows(func::FuncOp func);
+
+/// The default schedule of `func`.
+KernelSchedule defaultSchedule(func::FuncOp func);
+
+/// The schedule `func` carries, or its default.
+KernelSchedule getSchedule(func::FuncOp func);
+
+void setSchedule(func::FuncOp func, const KernelSchedule &schedule);
+
+/// Checks a `tile.schedule` attribute value; `emitError` names the problem.
+LogicalResult verifySchedule(Operation *op, Attribute schedule);
+
+} // namespace mlir::tile
+
+#endif // TILE_DIALECT_TILE_IR_KERNELSCHEDULE_H

@@ -1,0 +1,80 @@
+//===- KernelSchedule.cpp - the tile.schedule attribute ------------------===//
+
+#include "tile/Dialect/Tile/IR/KernelSchedule.h"
+#include "tile/Dialect/Tile/IR/TileOps.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+constexpr StringLiteral kScheduleAttr = "tile.schedule";
+} // namespace
+
+bool mlir::tile::reducesAcrossRows(func::FuncOp func) {
+  bool found = false;
+  func.walk([&](ReduceOp reduce) { found |= reduce.getAcrossRows(); });
+  return found;
+}
+
+KernelSchedule mlir::tile::defaultSchedule(func::FuncOp func) {
+  KernelSchedule schedule;
+  if (reducesAcrossRows(func))
+    schedule.ctas = KernelSchedule::kDefaultPersistentCtas;
+  return schedule;
+}
+
+KernelSchedule mlir::tile::getSchedule(func::FuncOp func) {
+  auto dict = func->getAttrOfType<DictionaryAttr>(kScheduleAttr);
+  if (!dict)
+    return defaultSchedule(func);
+  KernelSchedule schedule;
+  if (auto threads = dyn_cast_or_null<IntegerAttr>(dict.get("threads")))
+    schedule.threads = threads.getInt();
+  if (auto ctas = dyn_cast_or_null<IntegerAttr>(dict.get("ctas")))
+    schedule.ctas = ctas.getInt();
+  return schedule;
+}
+
+void mlir::tile::setSchedule(func::FuncOp func,
+                             const KernelSchedule &schedule) {
+  Builder b(func.getContext());
+  SmallVector<NamedAttribute> entries;
+  entries.push_back(b.getNamedAttr(
+      "grid", b.getStringAttr(schedule.ctas ? "persistent" : "rows")));
+  entries.push_back(
+      b.getNamedAttr("threads", b.getI64IntegerAttr(schedule.threads)));
+  if (schedule.ctas)
+    entries.push_back(
+        b.getNamedAttr("ctas", b.getI64IntegerAttr(schedule.ctas)));
+  func->setAttr(kScheduleAttr, b.getDictionaryAttr(entries));
+}
+
+LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
+  auto dict = dyn_cast<DictionaryAttr>(value);
+  if (!dict || !isa<func::FuncOp>(op))
+    return op->emitError("'tile.schedule' must be a dictionary on a "
+                         "func.func");
+  auto grid = dyn_cast_or_null<StringAttr>(dict.get("grid"));
+  auto threads = dyn_cast_or_null<IntegerAttr>(dict.get("threads"));
+  auto ctas = dyn_cast_or_null<IntegerAttr>(dict.get("ctas"));
+  for (NamedAttribute entry : dict)
+    if (!llvm::is_contained({"grid", "threads", "ctas"},
+                            entry.getName().getValue()))
+      return op->emitError("'tile.schedule' has an unknown entry '")
+             << entry.getName().getValue() << "'";
+  if (!grid || (grid.getValue() != "rows" && grid.getValue() != "persistent"))
+    return op->emitError(
+        "'tile.schedule' needs grid = \"rows\" or \"persistent\"");
+  if (!threads || threads.getInt() < 32 || threads.getInt() > 1024 ||
+      threads.getInt() % 32)
+    return op->emitError("'tile.schedule' needs threads, a multiple of 32 "
+                         "from 32 to 1024");
+  bool persistent = grid.getValue() == "persistent";
+  if (persistent != static_cast<bool>(ctas) || (ctas && ctas.getInt() <= 0))
+    return op->emitError("'tile.schedule' needs a positive ctas exactly "
+                         "when the grid is persistent");
+  if (!persistent && reducesAcrossRows(cast<func::FuncOp>(op)))
+    return op->emitError("'tile.schedule' must be persistent for a kernel "
+                         "that reduces across rows");
+  return success();
+}

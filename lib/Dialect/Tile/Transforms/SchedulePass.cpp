@@ -1,0 +1,42 @@
+//===- SchedulePass.cpp - the tile-schedule pass -------------------------===//
+//
+// Today's choices are simple and stated in KernelSchedule.h: one CTA per row
+// with 256 threads, or a persistent grid of two CTAs per SM when partials
+// must be combined across rows. The attribute is where a better model (row
+// width, occupancy, vector width) will write its answer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Dialect/Tile/IR/KernelSchedule.h"
+#include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Dialect/Tile/Transforms/Passes.h"
+
+namespace mlir::tile {
+#define GEN_PASS_DEF_TILESCHEDULEPASS
+#include "tile/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace mlir::tile
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+struct TileSchedulePass final
+    : tile::impl::TileSchedulePassBase<TileSchedulePass> {
+  using TileSchedulePassBase::TileSchedulePassBase;
+
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (!func->hasAttr(TileDialect::getKernelAttrName()))
+        continue;
+      KernelSchedule schedule = getSchedule(func);
+      if (threads)
+        schedule.threads = threads;
+      if (ctas && reducesAcrossRows(func))
+        schedule.ctas = ctas;
+      setSchedule(func, schedule);
+      if (failed(verifySchedule(func, func->getAttr("tile.schedule"))))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace
