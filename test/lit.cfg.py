@@ -66,3 +66,8 @@ ptxas = shutil.which("ptxas") or os.path.join(cuda_root, "bin", "ptxas")
 if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+    config.substitutions.append(
+        ("%ptx-check",
+         " ".join([sys.executable,
+                   os.path.join(config.test_source_root, "lib", "ptx_check.py"),
+                   config.tile_tools_dir, ptxas])))

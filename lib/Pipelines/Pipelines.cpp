@@ -9,6 +9,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/Pipelines/Pipelines.h"
+#include "tile/Conversion/Passes.h"
+#include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Dialect/Tile/Transforms/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -147,6 +150,13 @@ void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
+void mlir::tile::buildTileToPtxPipeline(OpPassManager &pm,
+                                        const PtxOptions &options) {
+  pm.addPass(createTileSchedulePass());
+  pm.addPass(createConvertTileToGPUPass());
+  buildGpuToPtxPipeline(pm, options);
+}
+
 namespace {
 struct PtxPipelineOptions final : PassPipelineOptions<PtxPipelineOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("target chip"),
@@ -173,12 +183,27 @@ void mlir::tile::registerTilePipelines() {
         options.libdevice = pipelineOptions.libdevice;
         buildGpuToPtxPipeline(pm, options);
       });
+  PassPipelineRegistration<PtxPipelineOptions>(
+      "tile-lower-to-ptx",
+      "schedules and converts every tile kernel to GPU kernels and "
+      "serializes them to PTX",
+      [](OpPassManager &pm, const PtxPipelineOptions &pipelineOptions) {
+        PtxOptions options;
+        options.chip = pipelineOptions.chip;
+        options.features = pipelineOptions.features;
+        options.libdevice = pipelineOptions.libdevice;
+        buildTileToPtxPipeline(pm, options);
+      });
 }
 
 FailureOr<std::vector<std::pair<std::string, std::string>>>
 mlir::tile::compileToPtx(ModuleOp module, const PtxOptions &options) {
   PassManager pm(module.getContext());
-  buildGpuToPtxPipeline(pm, options);
+  bool hasGpuModule = !module.getOps<gpu::GPUModuleOp>().empty();
+  if (hasGpuModule)
+    buildGpuToPtxPipeline(pm, options);
+  else
+    buildTileToPtxPipeline(pm, options);
   if (failed(pm.run(module)))
     return failure();
   std::vector<std::pair<std::string, std::string>> ptx;

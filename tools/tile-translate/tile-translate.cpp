@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tile/Conversion/TileToGPU/Manifest.h"
 #include "tile/InitTile.h"
 #include "tile/Pipelines/Pipelines.h"
 #include "tile/Target/KernelSignature.h"
@@ -39,6 +40,18 @@ int main(int argc, char **argv) {
         if (!module)
           return mlir::LogicalResult(op->emitError("expected a module"));
         return mlir::tile::writeKernelSignatures(module, os);
+      },
+      [](mlir::DialectRegistry &registry) {
+        mlir::tile::registerTileDialects(registry);
+      });
+  mlir::TranslateFromMLIRRegistration manifest(
+      "tile-manifest",
+      "describe how to launch each tile.kernel's GPU kernels as JSON",
+      [](mlir::Operation *op, llvm::raw_ostream &os) {
+        auto module = llvm::dyn_cast<mlir::ModuleOp>(op);
+        if (!module)
+          return mlir::LogicalResult(op->emitError("expected a module"));
+        return mlir::tile::writeKernelManifest(module, os);
       },
       [](mlir::DialectRegistry &registry) {
         mlir::tile::registerTileDialects(registry);

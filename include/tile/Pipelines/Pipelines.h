@@ -1,9 +1,8 @@
 //===- Pipelines.h - the one pipeline from GPU IR to PTX --------*- C++ -*-===//
 //
 // Every tool and the JIT lower through these functions, so they cannot drift
-// apart. Today the pipeline starts at the gpu dialect (gpu.module of
-// gpu.func kernels over memrefs with scf/arith/math/vector); the tile
-// scheduling and convert-tile-to-gpu stages are added in front of it.
+// apart: tile kernels are scheduled and converted to gpu.func kernels over
+// flat buffers, which are lowered through NVVM to PTX.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,12 +51,16 @@ void registerGpuTargets(DialectRegistry &registry);
 /// gpu.module → NVVM → PTX, for every gpu.module of the module it runs on.
 void buildGpuToPtxPipeline(OpPassManager &pm, const PtxOptions &options);
 
-/// Registers `tile-gpu-to-ptx` (with chip/features/libdevice options) for
-/// tile-opt.
+/// tile kernels → PTX: tile-schedule, convert-tile-to-gpu, then the above.
+void buildTileToPtxPipeline(OpPassManager &pm, const PtxOptions &options);
+
+/// Registers `tile-gpu-to-ptx` and `tile-lower-to-ptx` (with
+/// chip/features/libdevice options) for tile-opt.
 void registerTilePipelines();
 
-/// Runs the pipeline on `module` and returns (gpu.module name, PTX text) for
-/// each module compiled. Diagnostics go to the context's handler.
+/// Runs the pipeline on `module` — from tile kernels when it has no
+/// gpu.module yet — and returns (gpu.module name, PTX text) for each module
+/// compiled. Diagnostics go to the context's handler.
 FailureOr<std::vector<std::pair<std::string, std::string>>>
 compileToPtx(ModuleOp module, const PtxOptions &options);
 

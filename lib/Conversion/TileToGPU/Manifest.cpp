@@ -1,0 +1,307 @@
+//===- Manifest.cpp - what a runtime needs to launch the kernels ---------===//
+//
+// Parameter order comes from KernelModel::parameters(), the same list the
+// emitter builds the kernels from, so the two cannot disagree. Widths are
+// printed as expressions by walking the same shape rules the emitter uses.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Conversion/TileToGPU/Manifest.h"
+#include "KernelModel.h"
+#include "tile/Dialect/Tile/IR/KernelSchedule.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::tile::gpu_lowering;
+
+namespace {
+std::string dtypeOf(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  getElementTypeOrSelf(type).print(os);
+  return text;
+}
+
+bool isTensor(Value value) { return isa<RankedTensorType>(value.getType()); }
+
+class ShapeNames {
+public:
+  explicit ShapeNames(const KernelModel &model) : model(model) {}
+
+  /// The width of a per-element, per-column or across-rows value.
+  FailureOr<std::string> width(Value value) {
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return "w" + std::to_string(arg.getArgNumber());
+    Operation *def = value.getDefiningOp();
+    if (auto slice = dyn_cast<SliceOp>(def))
+      return scalar(slice.getSize());
+    if (auto concat = dyn_cast<ConcatOp>(def)) {
+      std::string sum;
+      for (Value input : concat.getInputs()) {
+        FailureOr<std::string> part = width(input);
+        if (failed(part))
+          return failure();
+        sum += (sum.empty() ? "(" : " + ") + *part;
+      }
+      return sum + ")";
+    }
+    if (auto pad = dyn_cast<PadOp>(def))
+      return width(pad.getShape());
+    if (auto broadcast = dyn_cast<BroadcastOp>(def))
+      return width(broadcast.getShape());
+    if (auto splat = dyn_cast<SplatOp>(def))
+      return width(splat.getShape());
+    if (auto reduce = dyn_cast<ReduceOp>(def))
+      return width(reduce.getInput());
+    if (auto constant = dyn_cast<arith::ConstantOp>(def))
+      return std::to_string(
+          cast<RankedTensorType>(constant.getType()).getShape().back());
+    for (Value operand : def->getOperands())
+      if (isTensor(operand) && model.kindOf(operand) != ValueKind::RowValue)
+        return width(operand);
+    return def->emitOpError("has no width the manifest can name");
+  }
+
+  /// An index (or integer) value computed from the parameters.
+  FailureOr<std::string> scalar(Value value) {
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return "arg" + std::to_string(arg.getArgNumber());
+    Operation *def = value.getDefiningOp();
+    APInt constant;
+    if (matchPattern(value, m_ConstantInt(&constant)))
+      return std::to_string(constant.getSExtValue());
+    if (auto dim = dyn_cast<tensor::DimOp>(def)) {
+      std::optional<int64_t> index = dim.getConstantIndex();
+      Value source = dim.getSource();
+      if (index && ((*index == 0 &&
+                     cast<RankedTensorType>(source.getType()).getRank() == 2) ||
+                    model.kindOf(source) == ValueKind::RowValue))
+        return std::string("rows");
+      return width(source);
+    }
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(def))
+      return scalar(def->getOperand(0));
+    StringRef symbol =
+        llvm::TypeSwitch<Operation *, StringRef>(def)
+            .Case<arith::AddIOp>([](auto) { return "+"; })
+            .Case<arith::SubIOp>([](auto) { return "-"; })
+            .Case<arith::MulIOp>([](auto) { return "*"; })
+            .Case<arith::DivUIOp, arith::DivSIOp>([](auto) { return "/"; })
+            .Case<arith::RemUIOp, arith::RemSIOp>([](auto) { return "%"; })
+            .Default([](auto) { return ""; });
+    if (symbol.empty())
+      return def->emitOpError("computes a size the manifest cannot write "
+                              "as an expression");
+    FailureOr<std::string> lhs = scalar(def->getOperand(0));
+    FailureOr<std::string> rhs = scalar(def->getOperand(1));
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    return "(" + *lhs + " " + symbol.str() + " " + *rhs + ")";
+  }
+
+  /// The shape a tensor of the given kind and width has.
+  FailureOr<llvm::json::Array> shape(Value value) {
+    switch (model.kindOf(value)) {
+    case ValueKind::RowValue:
+      return llvm::json::Array{"rows"};
+    case ValueKind::Element: {
+      FailureOr<std::string> w = width(value);
+      if (failed(w))
+        return failure();
+      return llvm::json::Array{"rows", *w};
+    }
+    default: {
+      FailureOr<std::string> w = width(value);
+      if (failed(w))
+        return failure();
+      return llvm::json::Array{*w};
+    }
+    }
+  }
+
+private:
+  const KernelModel &model;
+};
+
+FailureOr<llvm::json::Object> describe(func::FuncOp func) {
+  FailureOr<KernelModel> model = KernelModel::analyze(func);
+  if (failed(model))
+    return failure();
+  ShapeNames names(*model);
+  KernelSchedule schedule = getSchedule(func);
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+
+  llvm::json::Array params;
+  using Kind = KernelParam::Kind;
+  for (const KernelParam &param : model->parameters()) {
+    llvm::json::Object entry;
+    switch (param.kind) {
+    case Kind::Argument: {
+      Value arg = func.getArgument(param.index);
+      entry["of"] = "argument";
+      entry["index"] = param.index;
+      entry["dtype"] = dtypeOf(arg.getType());
+      if (isTensor(arg)) {
+        FailureOr<llvm::json::Array> shape = names.shape(arg);
+        if (failed(shape))
+          return failure();
+        entry["kind"] = "buffer";
+        entry["shape"] = std::move(*shape);
+      } else {
+        entry["kind"] = "scalar";
+      }
+      break;
+    }
+    case Kind::Result: {
+      FailureOr<llvm::json::Array> shape =
+          names.shape(returnOp.getOperand(param.index));
+      if (failed(shape))
+        return failure();
+      entry["of"] = "result";
+      entry["index"] = param.index;
+      entry["kind"] = "buffer";
+      entry["dtype"] = dtypeOf(func.getResultTypes()[param.index]);
+      entry["shape"] = std::move(*shape);
+      break;
+    }
+    case Kind::Rows:
+      entry = llvm::json::Object{{"of", "rows"}, {"kind", "index"}};
+      break;
+    case Kind::Width:
+      entry = llvm::json::Object{{"of", "width"},
+                                 {"kind", "index"},
+                                 {"index", param.index},
+                                 {"name", "w" + std::to_string(param.index)}};
+      break;
+    case Kind::Ctas:
+      entry = llvm::json::Object{{"of", "ctas"}, {"kind", "index"}};
+      break;
+    case Kind::Workspace:
+      entry = llvm::json::Object{
+          {"of", "workspace"}, {"kind", "buffer"}, {"dtype", "f32"}};
+      break;
+    }
+    params.push_back(std::move(entry));
+  }
+
+  // What the shapes must satisfy for the kernels to stay in bounds: equal
+  // widths where elementwise ops and broadcasts meet, ranges inside rows.
+  llvm::json::Array constraints;
+  llvm::StringSet<> seen;
+  auto require = [&](std::string constraint) {
+    if (seen.insert(constraint).second)
+      constraints.push_back(constraint);
+  };
+  for (Operation &op : func.getBody().front()) {
+    SmallVector<Value> sameWidth;
+    if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+      if (broadcast.getDims() == ArrayRef<int64_t>{0})
+        sameWidth = {broadcast.getInput(), broadcast.getShape()};
+    } else if (isa<CastOp>(op) || op.hasTrait<OpTrait::Elementwise>()) {
+      for (Value operand : op.getOperands())
+        if (isTensor(operand) &&
+            model->kindOf(operand) != ValueKind::RowValue &&
+            model->kindOf(operand) != ValueKind::Uniform)
+          sameWidth.push_back(operand);
+    }
+    for (size_t i = 1; i < sameWidth.size(); ++i) {
+      FailureOr<std::string> a = names.width(sameWidth[0]);
+      FailureOr<std::string> b = names.width(sameWidth[i]);
+      if (failed(a) || failed(b))
+        return failure();
+      if (*a != *b)
+        require(*a + " == " + *b);
+    }
+    FailureOr<std::string> end, limit;
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      FailureOr<std::string> offset = names.scalar(slice.getOffset());
+      FailureOr<std::string> size = names.scalar(slice.getSize());
+      limit = names.width(slice.getInput());
+      if (failed(offset) || failed(size) || failed(limit))
+        return failure();
+      end = *offset + " + " + *size;
+    } else if (auto pad = dyn_cast<PadOp>(op)) {
+      FailureOr<std::string> offset = names.scalar(pad.getOffset());
+      FailureOr<std::string> width = names.width(pad.getInput());
+      limit = names.width(pad.getShape());
+      if (failed(offset) || failed(width) || failed(limit))
+        return failure();
+      end = *offset + " + " + *width;
+    }
+    if (succeeded(end) && !end->empty())
+      require(*end + " <= " + *limit);
+  }
+
+  std::string workspace;
+  for (ReduceOp reduce : model->acrossRowReductions) {
+    FailureOr<std::string> w = names.width(reduce);
+    if (failed(w))
+      return failure();
+    workspace += (workspace.empty() ? "ctas * " : " + ctas * ") + *w;
+  }
+
+  std::string threads = std::to_string(schedule.threads);
+  llvm::json::Array kernels;
+  std::string ctas = schedule.ctas
+                         ? "min(rows, " + std::to_string(schedule.ctas) + ")"
+                         : "rows";
+  kernels.push_back(llvm::json::Object{{"name", func.getSymName()},
+                                       {"grid", ctas},
+                                       {"block", schedule.threads},
+                                       {"static_shared_bytes", 128}});
+  std::string columns;
+  for (Value result : returnOp.getOperands()) {
+    ValueKind kind = model->kindOf(result);
+    if (kind != ValueKind::AcrossRows && kind != ValueKind::Column)
+      continue;
+    FailureOr<std::string> w = names.width(result);
+    if (failed(w))
+      return failure();
+    columns = columns.empty() ? *w : "max(" + columns + ", " + *w + ")";
+  }
+  if (!columns.empty())
+    kernels.push_back(
+        llvm::json::Object{{"name", (func.getSymName() + "_finalize").str()},
+                           {"grid", "ceil(" + columns + " / " + threads + ")"},
+                           {"block", schedule.threads},
+                           {"static_shared_bytes", 128},
+                           {"after", func.getSymName()}});
+
+  return llvm::json::Object{
+      {"function", func.getSymName()},
+      {"kernels", std::move(kernels)},
+      {"params", std::move(params)},
+      {"ctas", ctas},
+      {"shape_constraints", std::move(constraints)},
+      {"workspace_f32_elements", workspace.empty() ? "0" : workspace}};
+}
+} // namespace
+
+LogicalResult mlir::tile::writeKernelManifest(ModuleOp module,
+                                              llvm::raw_ostream &os) {
+  llvm::json::Array functions;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr(TileDialect::getKernelAttrName()))
+      continue;
+    FailureOr<llvm::json::Object> entry = describe(func);
+    if (failed(entry))
+      return failure();
+    functions.push_back(std::move(*entry));
+  }
+  if (functions.empty())
+    return module.emitError("no function carries 'tile.kernel'");
+  os << llvm::formatv(
+      "{0:2}\n", llvm::json::Value(llvm::json::Object{
+                     {"calling_convention",
+                      "one 64-bit device pointer per buffer, 64-bit index "
+                      "parameters, f32/i32/i64 scalars by value; buffers are "
+                      "row-major and dense"},
+                     {"functions", std::move(functions)}}));
+  return success();
+}
