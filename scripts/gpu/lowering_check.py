@@ -64,20 +64,29 @@ for M in (1, 7, 13, 4096):
         launch(sw.get_function("swiglu_bwd"), M, [ptr(a), ptr(b), ptr(dc), ptr(da), ptr(db), idx(M), idx(N), idx(N), idx(N), idx(M), ptr(ws)])
         check(f"swiglu bwd da {M}x{N}", da, dc64 * b64 * s * (1 + a64 * (1 - s)))
         check(f"swiglu bwd db {M}x{N}", db, dc64 * a64 * s)
-        # silu_and_mul on [M, 2H+1] (odd width: the last column is dropped).
-        W = 2 * N + 1
-        x = rand((M, W), g)
-        out = poison((M, N))
-        launch(sam.get_function("silu_and_mul"), M, [ptr(x), ptr(out), idx(M), idx(W), idx(M), ptr(ws)])
-        xa, xb = x[:, :N].double(), x[:, N:2 * N].double()
-        sa = torch.sigmoid(xa)
-        check(f"silu_and_mul fwd {M}x{W}", out, xa * sa * xb)
-        dx = poison((M, W))
-        launch(sam.get_function("silu_and_mul_bwd"), M, [ptr(x), ptr(dc), ptr(dx), idx(M), idx(W), idx(N), idx(M), ptr(ws)])
-        want = torch.zeros((M, W), dtype=torch.float64)
-        want[:, :N] = (dc64 * xb * sa * (1 + xa * (1 - sa))).cpu()
-        want[:, N:2 * N] = (dc64 * xa * sa).cpu()
-        check(f"silu_and_mul bwd {M}x{W}", dx, want)
+        # The same inputs at a pointer one element past 16-byte alignment:
+        # the kernel must notice and take the scalar path.
+        flat = torch.empty(M * N + 1, dtype=torch.bfloat16, device=dev)
+        shifted = flat[1:].view(M, N)
+        shifted.copy_(a)
+        c2 = poison((M, N))
+        launch(sw.get_function("swiglu"), M, [ptr(shifted), ptr(b), ptr(c2), idx(M), idx(N), idx(N), idx(M), ptr(ws)])
+        check(f"swiglu fwd, misaligned input {M}x{N}", c2, a64 * s * b64)
+        # silu_and_mul on [M, 2H] and [M, 2H+1] (odd: the last column is
+        # dropped, and the halves are misaligned for vectors).
+        for W in (2 * N, 2 * N + 1):
+            x = rand((M, W), g)
+            out = poison((M, N))
+            launch(sam.get_function("silu_and_mul"), M, [ptr(x), ptr(out), idx(M), idx(W), idx(M), ptr(ws)])
+            xa, xb = x[:, :N].double(), x[:, N:2 * N].double()
+            sa = torch.sigmoid(xa)
+            check(f"silu_and_mul fwd {M}x{W}", out, xa * sa * xb)
+            dx = poison((M, W))
+            launch(sam.get_function("silu_and_mul_bwd"), M, [ptr(x), ptr(dc), ptr(dx), idx(M), idx(W), idx(N), idx(M), ptr(ws)])
+            want = torch.zeros((M, W), dtype=torch.float64)
+            want[:, :N] = (dc64 * xb * sa * (1 + xa * (1 - sa))).cpu()
+            want[:, N:2 * N] = (dc64 * xa * sa).cpu()
+            check(f"silu_and_mul bwd {M}x{W}", dx, want)
         # RMSNorm forward, backward (dx, dW), and dW into main_grad.
         eps, off = 1e-6, 1.0
         w = rand((N,), g)

@@ -1,5 +1,24 @@
-// RUN: tile-opt %s -convert-tile-to-gpu | FileCheck %s
+// RUN: tile-opt %s -tile-schedule=vector-width=1 -convert-tile-to-gpu | FileCheck %s
 // RUN: tile-opt %s -tile-schedule=threads=128 -convert-tile-to-gpu | FileCheck %s --check-prefix=T128
+// RUN: tile-opt %s -convert-tile-to-gpu | FileCheck %s --check-prefix=VEC
+
+// Vectorized (the default for bf16: 8 columns, 16 bytes): a uniform test
+// that every buffer is 16-byte aligned and every width a multiple of 8,
+// a loop over groups with aligned vector accesses, and a scalar loop for
+// the tail (or for the whole row when the test fails).
+// VEC-LABEL: gpu.func @scale_add(
+// VEC-COUNT-4: memref.extract_aligned_pointer_as_index
+// VEC: arith.andi
+// VEC: scf.for
+// VEC: scf.if %[[OK:.*]] {
+// VEC: scf.for
+// VEC: vector.load %{{.*}} {alignment = 16 : i64} : memref<1099511627776xbf16>, vector<8xbf16>
+// VEC: vector.store %{{.*}} {alignment = 16 : i64} : memref<1099511627776xbf16>, vector<8xbf16>
+// VEC: %[[TAIL:.*]] = arith.select %[[OK]]
+// VEC: %[[START:.*]] = arith.addi %[[TAIL]], %thread_id_x
+// VEC: scf.for %{{.*}} = %[[START]] to
+// VEC: memref.load
+// VEC: memref.store
 
 // An elementwise kernel: one row kernel, rows over CTAs, threads striding
 // over the columns; bf16 loaded, computed in f32, stored as bf16.
@@ -8,7 +27,7 @@
 // CHECK-LABEL: gpu.func @scale_add(
 // CHECK-SAME: %[[X:.*]]: memref<1099511627776xbf16>, %[[Y:.*]]: memref<1099511627776xbf16>, %[[S:.*]]: f32, %[[OUT:.*]]: memref<1099511627776xbf16>,
 // CHECK-SAME: %[[ROWS:.*]]: index, %[[WX:.*]]: index, %[[WY:.*]]: index, %[[CTAS:.*]]: index, %[[WS:.*]]: memref<1099511627776xf32>)
-// CHECK-SAME: kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK-SAME: kernel {
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[BID:.*]] = gpu.block_id x
 // CHECK: %[[GRID:.*]] = gpu.grid_dim x
@@ -21,7 +40,7 @@
 // CHECK: memref.store {{.*}}, %[[OUT]]
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.return
-// T128: known_block_size = array<i32: 128, 1, 1>
+// T128: step %c128
 func.func @scale_add(%x: tensor<?x?xbf16>, %y: tensor<?x?xbf16>,
                      %s: f32 {tile.nograd}) -> tensor<?x?xbf16>
     attributes {tile.kernel} {

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <limits>
@@ -43,6 +44,8 @@ int64_t rankOf(Value value) {
 
 enum class Mode { Rows, Finalize };
 
+using Lanes = SmallVector<Value, 8>;
+
 class Emitter {
 public:
   Emitter(const KernelModel &model, const Schedule &schedule, Mode mode,
@@ -61,13 +64,21 @@ private:
   // Evaluation.
   Value uniformValue(Value value);
   Value rowValue(Value value);
-  Value elementAt(Value value, Value col);
+  /// The values of `value` at columns base, ..., base + lanes - 1 of the
+  /// current row (one value in the scalar loops).
+  Lanes group(Value value, Value base);
+  /// The value at one column (scalar loops and the finalize).
+  Value elementAt(Value value, Value col) { return group(value, col)[0]; }
+  Lanes loadGroup(Value buffer, Value at);
+  void storeGroup(ArrayRef<Value> values, Value buffer, Value at);
   void prepareRowValues(Value value);
   Value emitScalarOp(Operation *op, ArrayRef<Value> operands);
   Value convert(Value value, Type to);
   Value reduceRow(ReduceOp reduce);
   Value acrossRowsTotal(ReduceOp reduce, Value col);
-  Value emitConcat(ValueRange inputs, Value col);
+  Lanes emitConcat(ValueRange inputs, Value base);
+  Lanes branch(Value condition, function_ref<Lanes()> then,
+               function_ref<Lanes()> otherwise, Type type);
 
   // Bodies.
   void emitRowBody();
@@ -85,8 +96,15 @@ private:
   Value combine(ReductionKind kind, Value a, Value c);
   Value blockReduce(ReductionKind kind, Value value);
   Value indexToF32(Value value);
-  /// `for (i = tid; i < end; i += threads)` with `body(i)`, memo-scoped.
+  /// Visits every column `< end` of the row: `body(base)` handles columns
+  /// base .. base + lanes - 1. With a vector width, aligned rows go `lanes`
+  /// columns at a time with 16-byte accesses and a scalar loop takes the
+  /// tail; misaligned rows take the scalar loop throughout.
   void columnLoop(Value end, function_ref<void(Value)> body);
+  /// One strided loop at the current lane count.
+  void stridedLoop(Value start, Value end, Value stride,
+                   function_ref<void(Value)> body);
+  Value computeAlignment();
 
   const KernelModel &model;
   func::FuncOp func;
@@ -107,8 +125,12 @@ private:
   IRMapping uniform;
   DenseMap<Value, Value> widths;
   DenseMap<Value, Value> rowMemo;
-  DenseMap<std::pair<Value, Value>, Value> elementMemo;
+  DenseMap<std::pair<Value, Value>, Lanes> elementMemo;
   Value row;
+  /// Lanes of the loop being emitted: 1, or the schedule's vector width.
+  int64_t lanes = 1;
+  /// Uniform i1: every buffer and offset allows vector accesses.
+  Value aligned;
 };
 
 //===----------------------------------------------------------------------===//
@@ -150,8 +172,10 @@ void Emitter::createKernel() {
   kernel = gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(params, {}),
                                   TypeRange{sharedType});
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(schedule.threads), 1, 1}));
+  // No known_block_size: it becomes `.maxntid`, under which ptxas caps the
+  // registers to keep more CTAs resident and spills the vectorized pad and
+  // concat branches (silu_and_mul's backward: 8 bytes at 64 registers).
+  // The manifest carries the block size instead.
   shared = kernel.getWorkgroupAttributions().front();
 
   Block &entry = kernel.getBody().front();
@@ -254,6 +278,8 @@ LogicalResult Emitter::emitPrologue() {
       if (model.kindOf(result) != ValueKind::RowValue)
         (void)widthOf(result);
   }
+  if (schedule.vectorWidth > 1 && mode == Mode::Rows)
+    aligned = computeAlignment();
   // Workspace slots, one [ctas, width] block per cross-row reduction.
   Value offset = index(0);
   for (ReduceOp reduce : model.acrossRowReductions) {
@@ -366,8 +392,9 @@ Value Emitter::blockReduce(ReductionKind kind, Value value) {
   return total;
 }
 
-void Emitter::columnLoop(Value end, function_ref<void(Value)> body) {
-  auto loop = scf::ForOp::create(b, loc, tid, end, threads);
+void Emitter::stridedLoop(Value start, Value end, Value stride,
+                          function_ref<void(Value)> body) {
+  auto loop = scf::ForOp::create(b, loc, start, end, stride);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   auto saved = elementMemo;
@@ -375,26 +402,114 @@ void Emitter::columnLoop(Value end, function_ref<void(Value)> body) {
   elementMemo = std::move(saved);
 }
 
+void Emitter::columnLoop(Value end, function_ref<void(Value)> body) {
+  int64_t width = schedule.vectorWidth;
+  Value tail;
+  if (width > 1 && mode == Mode::Rows) {
+    Value vector = index(width);
+    Value groups = arith::DivUIOp::create(b, loc, end, vector);
+    auto branch = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(branch.thenBlock());
+      lanes = width;
+      stridedLoop(tid, groups, threads, [&](Value g) {
+        body(arith::MulIOp::create(b, loc, g, vector));
+      });
+      lanes = 1;
+    }
+    Value vectorized = arith::MulIOp::create(b, loc, groups, vector);
+    tail = arith::SelectOp::create(b, loc, aligned, vectorized, index(0));
+  }
+  Value start = width > 1 && mode == Mode::Rows
+                    ? Value(arith::AddIOp::create(b, loc, tail, tid))
+                    : tid;
+  stridedLoop(start, end, threads, body);
+}
+
+Value Emitter::computeAlignment() {
+  // Rows go `lanes` at a time only if every buffer is 16-byte aligned and
+  // every row, slice and pad starts at a multiple of the vector width.
+  Value ok = arith::ConstantIntOp::create(b, loc, 1, 1);
+  auto both = [&](Value condition) {
+    ok = arith::AndIOp::create(b, loc, ok, condition);
+  };
+  auto multipleOf = [&](Value value, int64_t n) {
+    Value rem = arith::RemUIOp::create(b, loc, value, index(n));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
+                                 index(0));
+  };
+  // Per-row buffers are read and written one value per row: exempt.
+  SmallVector<Value> buffers;
+  for (auto [arg, pointer] : pointers)
+    if (model.kindOf(arg) != ValueKind::RowValue)
+      buffers.push_back(pointer);
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [result, pointer] :
+       llvm::zip(returnOp.getOperands(), resultPointers))
+    if (model.kindOf(result) != ValueKind::RowValue)
+      buffers.push_back(pointer);
+  buffers.push_back(workspace);
+  for (Value buffer : buffers) {
+    Value address =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+    both(multipleOf(address, 16));
+  }
+  int64_t width = schedule.vectorWidth;
+  for (auto [value, w] : widths)
+    if (w)
+      both(multipleOf(w, width));
+  for (Operation &op : func.getBody().front()) {
+    if (auto slice = dyn_cast<SliceOp>(op))
+      both(multipleOf(uniformValue(slice.getOffset()), width));
+    if (auto pad = dyn_cast<PadOp>(op))
+      both(multipleOf(uniformValue(pad.getOffset()), width));
+  }
+  return ok;
+}
+
 Value Emitter::reduceRow(ReduceOp reduce) {
   Value input = reduce.getInput();
   prepareRowValues(input);
-  Value init = identity(reduce.getKind(), b.getF32Type());
-  auto loop = scf::ForOp::create(b, loc, tid, widthOf(input), threads,
-                                 ValueRange{init});
-  {
+  // Each thread folds its columns into one accumulator; a vector group is
+  // folded lane by lane, so the order is fixed for a given width.
+  Type f32Type = b.getF32Type();
+  Value acc = identity(reduce.getKind(), f32Type);
+  auto fold = [&](Value start, Value end, Value stride, int64_t width) {
+    auto loop = scf::ForOp::create(b, loc, start, end, stride, ValueRange{acc});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     auto saved = elementMemo;
-    Value element = elementAt(input, loop.getInductionVar());
-    Value acc = combine(reduce.getKind(), loop.getRegionIterArg(0), element);
-    scf::YieldOp::create(b, loc, acc);
+    lanes = width;
+    Value base = loop.getInductionVar();
+    if (width > 1)
+      base = arith::MulIOp::create(b, loc, base, index(width));
+    Value total = loop.getRegionIterArg(0);
+    for (Value element : group(input, base))
+      total = combine(reduce.getKind(), total, element);
+    lanes = 1;
+    scf::YieldOp::create(b, loc, total);
     elementMemo = std::move(saved);
+    return loop.getResult(0);
+  };
+  Value end = widthOf(input);
+  Value tail;
+  int64_t width = schedule.vectorWidth;
+  if (width > 1) {
+    Value groups = arith::DivUIOp::create(b, loc, end, index(width));
+    Value vectorGroups =
+        arith::SelectOp::create(b, loc, aligned, groups, index(0));
+    acc = fold(tid, vectorGroups, threads, width);
+    tail = arith::MulIOp::create(b, loc, vectorGroups, index(width));
   }
-  Value total = blockReduce(reduce.getKind(), loop.getResult(0));
+  Value start =
+      width > 1 ? Value(arith::AddIOp::create(b, loc, tail, tid)) : tid;
+  acc = fold(start, end, threads, 1);
+  Value total = blockReduce(reduce.getKind(), acc);
   if (reduce.getKind() == ReductionKind::Mean)
     total = arith::DivFOp::create(b, loc, total, indexToF32(widthOf(input)));
-  if (Value acc = reduce.getInit())
-    total = combine(reduce.getKind(), rowValue(acc), total);
+  if (Value init = reduce.getInit())
+    total = combine(reduce.getKind(), rowValue(init), total);
   return total;
 }
 
@@ -466,90 +581,129 @@ Value Emitter::acrossRowsTotal(ReduceOp reduce, Value col) {
   return total;
 }
 
-Value Emitter::elementAt(Value value, Value col) {
+Lanes Emitter::loadGroup(Value buffer, Value at) {
+  if (lanes == 1)
+    return {memref::LoadOp::create(b, loc, buffer, ValueRange{at})};
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  Value vector = vector::LoadOp::create(
+      b, loc, VectorType::get({lanes}, element), buffer, ValueRange{at},
+      /*nontemporal=*/false, llvm::MaybeAlign(16));
+  Lanes values;
+  for (int64_t l = 0; l < lanes; ++l)
+    values.push_back(vector::ExtractOp::create(b, loc, vector, l));
+  return values;
+}
+
+void Emitter::storeGroup(ArrayRef<Value> values, Value buffer, Value at) {
+  if (values.size() == 1) {
+    memref::StoreOp::create(b, loc, values[0], buffer, ValueRange{at});
+    return;
+  }
+  auto type = VectorType::get({static_cast<int64_t>(values.size())},
+                              values[0].getType());
+  Value vector = vector::FromElementsOp::create(b, loc, type, values);
+  vector::StoreOp::create(b, loc, vector, buffer, ValueRange{at},
+                          /*nontemporal=*/false, llvm::MaybeAlign(16));
+}
+
+Lanes Emitter::branch(Value condition, function_ref<Lanes()> then,
+                      function_ref<Lanes()> otherwise, Type type) {
+  SmallVector<Type> types(lanes, type);
+  auto ifOp = scf::IfOp::create(b, loc, types, condition,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  auto saved = elementMemo;
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  scf::YieldOp::create(b, loc, ValueRange(then()));
+  elementMemo = saved;
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, loc, ValueRange(otherwise()));
+  elementMemo = std::move(saved);
+  return Lanes(ifOp.getResults().begin(), ifOp.getResults().end());
+}
+
+Lanes Emitter::group(Value value, Value base) {
   if (!isTensor(value))
-    return uniformValue(value);
+    return Lanes(lanes, uniformValue(value));
   ValueKind kind = model.kindOf(value);
   if (kind == ValueKind::RowValue)
-    return rowValue(value);
-  auto key = std::make_pair(value, col);
-  if (Value known = elementMemo.lookup(key))
-    return known;
+    return Lanes(lanes, rowValue(value));
+  auto key = std::make_pair(value, base);
+  if (auto known = elementMemo.find(key); known != elementMemo.end())
+    return known->second;
 
-  Value result;
+  Lanes result;
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    Value at = col;
+    Value at = base;
     if (kind == ValueKind::Element)
       at = arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, row, widthOf(arg)), col);
-    result =
-        memref::LoadOp::create(b, loc, pointers.lookup(arg), ValueRange{at});
+          b, loc, arith::MulIOp::create(b, loc, row, widthOf(arg)), base);
+    result = loadGroup(pointers.lookup(arg), at);
   } else {
     Operation *def = value.getDefiningOp();
     if (auto reduce = dyn_cast<ReduceOp>(def)) {
-      result = acrossRowsTotal(reduce, col);
+      result = {acrossRowsTotal(reduce, base)};
     } else if (auto broadcast = dyn_cast<BroadcastOp>(def)) {
-      result = elementAt(broadcast.getInput(), col);
+      result = group(broadcast.getInput(), base);
     } else if (auto slice = dyn_cast<SliceOp>(def)) {
       Value shifted =
-          arith::AddIOp::create(b, loc, col, uniformValue(slice.getOffset()));
-      result = elementAt(slice.getInput(), shifted);
+          arith::AddIOp::create(b, loc, base, uniformValue(slice.getOffset()));
+      result = group(slice.getInput(), shifted);
     } else if (auto pad = dyn_cast<PadOp>(def)) {
+      // With vectors, pad offsets and widths are multiples of the width, so
+      // a group is wholly inside or outside: one test covers its lanes.
       Value offset = uniformValue(pad.getOffset());
       Value end =
           arith::AddIOp::create(b, loc, offset, widthOf(pad.getInput()));
       Value inside = arith::AndIOp::create(
           b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, col, offset),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col, end));
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, base,
+                                offset),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, base, end));
       Type type = elementTypeOf(value);
-      auto branch = scf::IfOp::create(b, loc, TypeRange{type}, inside,
-                                      /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        auto saved = elementMemo;
-        b.setInsertionPointToStart(branch.thenBlock());
-        Value shifted = arith::SubIOp::create(b, loc, col, offset);
-        scf::YieldOp::create(b, loc, elementAt(pad.getInput(), shifted));
-        b.setInsertionPointToStart(branch.elseBlock());
-        scf::YieldOp::create(
-            b, loc,
-            arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, 0.0))
-                .getResult());
-        elementMemo = std::move(saved);
-      }
-      result = branch.getResult(0);
+      result = branch(
+          inside,
+          [&] {
+            return group(pad.getInput(),
+                         arith::SubIOp::create(b, loc, base, offset));
+          },
+          [&] {
+            Value zero = arith::ConstantOp::create(b, loc, type,
+                                                   b.getFloatAttr(type, 0.0));
+            return Lanes(lanes, zero);
+          },
+          type);
     } else if (auto concat = dyn_cast<ConcatOp>(def)) {
-      result = emitConcat(concat.getInputs(), col);
+      result = emitConcat(concat.getInputs(), base);
     } else {
-      SmallVector<Value> operands;
+      SmallVector<Lanes> operands;
       for (Value operand : def->getOperands())
-        operands.push_back(elementAt(operand, col));
-      result = emitScalarOp(def, operands);
+        operands.push_back(group(operand, base));
+      for (int64_t l = 0; l < lanes; ++l) {
+        SmallVector<Value> laneOperands;
+        for (Lanes &operand : operands)
+          laneOperands.push_back(operand[l]);
+        result.push_back(emitScalarOp(def, laneOperands));
+      }
     }
   }
   elementMemo[key] = result;
   return result;
 }
-Value Emitter::emitConcat(ValueRange inputs, Value col) {
+
+Lanes Emitter::emitConcat(ValueRange inputs, Value base) {
   if (inputs.size() == 1)
-    return elementAt(inputs.front(), col);
+    return group(inputs.front(), base);
   Value width = widthOf(inputs.front());
   Value inFirst =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col, width);
-  Type type = elementTypeOf(inputs.front());
-  auto branch = scf::IfOp::create(b, loc, TypeRange{type}, inFirst,
-                                  /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  auto saved = elementMemo;
-  b.setInsertionPointToStart(branch.thenBlock());
-  scf::YieldOp::create(b, loc, elementAt(inputs.front(), col));
-  elementMemo = saved;
-  b.setInsertionPointToStart(branch.elseBlock());
-  Value rest = arith::SubIOp::create(b, loc, col, width);
-  scf::YieldOp::create(b, loc, emitConcat(inputs.drop_front(), rest));
-  elementMemo = std::move(saved);
-  return branch.getResult(0);
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, base, width);
+  return branch(
+      inFirst, [&] { return group(inputs.front(), base); },
+      [&] {
+        return emitConcat(inputs.drop_front(),
+                          arith::SubIOp::create(b, loc, base, width));
+      },
+      elementTypeOf(inputs.front()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -569,7 +723,7 @@ void Emitter::emitRowBody() {
     Value zero = identity(reduce.getKind(), b.getF32Type());
     columnLoop(width, [&](Value col) {
       Value at = arith::AddIOp::create(b, loc, base, col);
-      memref::StoreOp::create(b, loc, zero, workspace, ValueRange{at});
+      storeGroup(Lanes(lanes, zero), workspace, at);
     });
   }
 
@@ -612,22 +766,20 @@ void Emitter::emitRowBody() {
     Value rowStart = arith::MulIOp::create(b, loc, row, width);
     columnLoop(width, [&](Value col) {
       for (Sink &sink : sinks) {
-        Value element = elementAt(sink.value, col);
+        Lanes values = group(sink.value, col);
         if (sink.pointer) {
           Value at = arith::AddIOp::create(b, loc, rowStart, col);
-          memref::StoreOp::create(b, loc, element, sink.pointer,
-                                  ValueRange{at});
+          storeGroup(values, sink.pointer, at);
           continue;
         }
         Value at = arith::AddIOp::create(
             b, loc, workspaceBase.lookup(sink.partialOf),
             arith::AddIOp::create(
                 b, loc, arith::MulIOp::create(b, loc, bid, width), col));
-        Value partial =
-            memref::LoadOp::create(b, loc, workspace, ValueRange{at});
-        memref::StoreOp::create(
-            b, loc, combine(sink.partialOf.getKind(), partial, element),
-            workspace, ValueRange{at});
+        Lanes partials = loadGroup(workspace, at);
+        for (auto [partial, value] : llvm::zip(partials, values))
+          partial = combine(sink.partialOf.getKind(), partial, value);
+        storeGroup(partials, workspace, at);
       }
     });
   }

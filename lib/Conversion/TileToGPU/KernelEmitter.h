@@ -24,6 +24,8 @@ namespace mlir::tile::gpu_lowering {
 struct Schedule {
   /// Threads per CTA (a multiple of 32, at most 1024).
   int64_t threads = 256;
+  /// Columns a thread handles at once with 16-byte accesses; 1 for scalar.
+  int64_t vectorWidth = 1;
 };
 
 /// Adds the kernels of `model` to `module` (created if null). Returns

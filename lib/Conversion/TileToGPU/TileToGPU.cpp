@@ -39,7 +39,9 @@ struct ConvertTileToGPUPass final
         gpu::GPUModuleOp::create(builder, module.getLoc(), "tile_kernels");
     for (func::FuncOp kernel : kernels) {
       gpu_lowering::Schedule schedule;
-      schedule.threads = getSchedule(kernel).threads;
+      KernelSchedule chosen = getSchedule(kernel);
+      schedule.threads = chosen.threads;
+      schedule.vectorWidth = chosen.vectorWidth;
       FailureOr<gpu_lowering::KernelModel> model =
           gpu_lowering::KernelModel::analyze(kernel);
       if (failed(model) ||

@@ -20,6 +20,14 @@ KernelSchedule mlir::tile::defaultSchedule(func::FuncOp func) {
   KernelSchedule schedule;
   if (reducesAcrossRows(func))
     schedule.ctas = KernelSchedule::kDefaultPersistentCtas;
+  // 16 bytes of the narrowest storage type the kernel moves.
+  unsigned narrowest = 4;
+  for (Type type :
+       llvm::concat<const Type>(func.getArgumentTypes(), func.getResultTypes()))
+    if (auto tensor = dyn_cast<RankedTensorType>(type))
+      narrowest = std::min(narrowest,
+                           tensor.getElementType().getIntOrFloatBitWidth() / 8);
+  schedule.vectorWidth = 16 / std::max(narrowest, 1u);
   return schedule;
 }
 
@@ -27,11 +35,15 @@ KernelSchedule mlir::tile::getSchedule(func::FuncOp func) {
   auto dict = func->getAttrOfType<DictionaryAttr>(kScheduleAttr);
   if (!dict)
     return defaultSchedule(func);
-  KernelSchedule schedule;
+  // Entries a hand-written schedule leaves out keep their defaults.
+  KernelSchedule schedule = defaultSchedule(func);
+  schedule.ctas = 0;
   if (auto threads = dyn_cast_or_null<IntegerAttr>(dict.get("threads")))
     schedule.threads = threads.getInt();
   if (auto ctas = dyn_cast_or_null<IntegerAttr>(dict.get("ctas")))
     schedule.ctas = ctas.getInt();
+  if (auto width = dyn_cast_or_null<IntegerAttr>(dict.get("vector_width")))
+    schedule.vectorWidth = width.getInt();
   return schedule;
 }
 
@@ -46,6 +58,8 @@ void mlir::tile::setSchedule(func::FuncOp func,
   if (schedule.ctas)
     entries.push_back(
         b.getNamedAttr("ctas", b.getI64IntegerAttr(schedule.ctas)));
+  entries.push_back(b.getNamedAttr("vector_width",
+                                   b.getI64IntegerAttr(schedule.vectorWidth)));
   func->setAttr(kScheduleAttr, b.getDictionaryAttr(entries));
 }
 
@@ -58,7 +72,7 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
   auto threads = dyn_cast_or_null<IntegerAttr>(dict.get("threads"));
   auto ctas = dyn_cast_or_null<IntegerAttr>(dict.get("ctas"));
   for (NamedAttribute entry : dict)
-    if (!llvm::is_contained({"grid", "threads", "ctas"},
+    if (!llvm::is_contained({"grid", "threads", "ctas", "vector_width"},
                             entry.getName().getValue()))
       return op->emitError("'tile.schedule' has an unknown entry '")
              << entry.getName().getValue() << "'";
@@ -69,6 +83,11 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
       threads.getInt() % 32)
     return op->emitError("'tile.schedule' needs threads, a multiple of 32 "
                          "from 32 to 1024");
+  if (auto width = dyn_cast_or_null<IntegerAttr>(dict.get("vector_width")))
+    if (width.getInt() < 1 || width.getInt() > 16 ||
+        !llvm::isPowerOf2_64(width.getInt()))
+      return op->emitError("'tile.schedule' vector_width must be a power of "
+                           "two from 1 to 16");
   bool persistent = grid.getValue() == "persistent";
   if (persistent != static_cast<bool>(ctas) || (ctas && ctas.getInt() <= 0))
     return op->emitError("'tile.schedule' needs a positive ctas exactly "

@@ -33,6 +33,8 @@ struct TileSchedulePass final
         schedule.threads = threads;
       if (ctas && reducesAcrossRows(func))
         schedule.ctas = ctas;
+      if (vectorWidth)
+        schedule.vectorWidth = vectorWidth;
       setSchedule(func, schedule);
       if (failed(verifySchedule(func, func->getAttr("tile.schedule"))))
         return signalPassFailure();

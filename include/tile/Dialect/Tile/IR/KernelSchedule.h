@@ -27,6 +27,8 @@ struct KernelSchedule {
   int64_t threads = 256;
   /// CTAs of a persistent grid; 0 for one CTA per row.
   int64_t ctas = 0;
+  /// Columns per thread and access (a power of two, at most 16).
+  int64_t vectorWidth = 1;
 
   /// Two CTAs per SM on a 132-SM H100 or H200: enough to hide latency,
   /// few enough that the partials stay small.

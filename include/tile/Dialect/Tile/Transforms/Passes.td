@@ -81,7 +81,8 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
   let summary = "chooses how each kernel is mapped onto the GPU";
   let description = [{
     Writes `tile.schedule` on every `tile.kernel` function: the threads per
-    CTA and the grid. A kernel without a cross-row reduction gets
+    CTA, the grid, and the vector width (columns per thread and 16-byte
+    access; rows that turn out misaligned at run time go scalar). A kernel without a cross-row reduction gets
     `grid = "rows"` (one CTA per row); one with a cross-row reduction gets a
     persistent grid of `ctas` CTAs, each accumulating the partials of its
     rows. convert-tile-to-gpu follows the attribute. Options override the
@@ -97,7 +98,10 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
     Option<"threads", "threads", "int64_t", "0",
            "threads per CTA (0: keep, or the default 256)">,
     Option<"ctas", "ctas", "int64_t", "0",
-           "CTAs of a persistent grid (0: keep, or the default 264)">
+           "CTAs of a persistent grid (0: keep, or the default 264)">,
+    Option<"vectorWidth", "vector-width", "int64_t", "0",
+           "columns per thread and access (0: keep, or 16 bytes of the "
+           "narrowest storage type; 1: scalar)">
   ];
 }
 
