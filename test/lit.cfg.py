@@ -32,7 +32,7 @@ config.substitutions.append(
 
 tool_dirs = [config.tile_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["tile-opt", "tile-translate", "tile-run"], tool_dirs)
+    ["tile-opt", "tile-translate", "tile-run", "tile-rt-info"], tool_dirs)
 
 
 
@@ -56,6 +56,14 @@ def cuda_device_present():
 # Tests that need a GPU say `REQUIRES: cuda`.
 if config.enable_gpu_tests or cuda_device_present():
     config.available_features.add("cuda")
+
+# The toolkit's stub libcuda lets runtime tests see how a machine without a
+# driver is reported.
+stub = os.path.join(cuda_root_default := (os.environ.get("CUDA_HOME") or "/usr/local/cuda"),
+                    "lib64", "stubs", "libcuda.so")
+if os.path.exists(stub):
+    config.available_features.add("cuda-stub")
+    config.substitutions.append(("%cuda_stub", stub))
 
 # PTX tests assemble what they emit with the CUDA toolkit's ptxas, where the
 # machine has one (`REQUIRES: ptxas`); the rest of each test runs anyway.

@@ -1,0 +1,139 @@
+//===- Runtime.h - launch Tile's kernels on an NVIDIA GPU -------*- C++ -*-===//
+//
+// `tile::rt` depends on libc and libdl only: no MLIR, no LLVM, no link-time
+// libcuda (the driver is opened at run time, Driver.h). It owns device
+// memory (RAII), loads PTX into modules through the driver's JIT, checks
+// tensors against what a kernel expects, and launches on a stream. Every
+// failure is a returned Status with a message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_RUNTIME_RUNTIME_H
+#define TILE_RUNTIME_RUNTIME_H
+
+#include "tile/Runtime/Driver.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tile::rt {
+
+enum class DType { BF16, F16, F32 };
+
+size_t byteSize(DType dtype);
+const char *name(DType dtype);
+
+/// The current device: its primary context, made current on the calling
+/// thread by `open`.
+class Device {
+public:
+  static StatusOr<Device> open(int ordinal = 0);
+
+  const DriverApi &driver() const { return *api; }
+  /// major * 10 + minor, e.g. 90 for an H100.
+  int computeCapability() const { return capability; }
+  int multiprocessors() const { return smCount; }
+  const std::string &name() const { return deviceName; }
+  /// "sm_90a" on compute capability 9.0, "sm_80" on 8.x, ...
+  std::string chip() const;
+
+private:
+  const DriverApi *api = nullptr;
+  cu::Device handle = 0;
+  int capability = 0, smCount = 0;
+  std::string deviceName;
+};
+
+/// Device memory, freed on destruction.
+class DeviceBuffer {
+public:
+  static StatusOr<DeviceBuffer> allocate(const Device &device, size_t bytes);
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer &&other) noexcept;
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer();
+
+  cu::DevicePtr data() const { return ptr; }
+  size_t size() const { return bytes; }
+  Status copyFromHost(const void *source, size_t count);
+  Status copyToHost(void *destination, size_t count) const;
+  /// Sets every byte (0xFF poisons floats with NaN).
+  Status fill(unsigned char byte);
+
+private:
+  const DriverApi *api = nullptr;
+  cu::DevicePtr ptr = 0;
+  size_t bytes = 0;
+};
+
+/// A loaded module: PTX compiled by the driver's JIT, or a cubin.
+class Module {
+public:
+  /// Compiles `image` (PTX text or cubin); a PTX error returns the JIT log.
+  static StatusOr<Module> load(const Device &device, const std::string &image);
+  Module() = default;
+  Module(Module &&other) noexcept;
+  Module &operator=(Module &&other) noexcept;
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+  ~Module();
+
+  StatusOr<cu::Function> function(const std::string &name) const;
+
+private:
+  const DriverApi *api = nullptr;
+  cu::Module handle = nullptr;
+};
+
+/// A tensor in device memory: pointer, shape, strides (in elements; empty
+/// means contiguous row-major) and dtype.
+struct TensorView {
+  cu::DevicePtr data = 0;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  DType dtype = DType::F32;
+
+  int64_t numElements() const;
+  bool isContiguous() const;
+};
+
+/// Checks `view` (called `what` in messages) against a kernel's
+/// expectation: dtype, rank, the sizes given (-1: any), contiguous rows,
+/// and a non-null pointer aligned to its element size.
+Status checkTensor(const TensorView &view, const std::string &what, DType dtype,
+                   const std::vector<int64_t> &shape);
+
+/// Kernel arguments in launch order: each stored in its own 8-byte slot.
+class KernelArgs {
+public:
+  void pointer(cu::DevicePtr value) { push(&value, sizeof(value)); }
+  void index(int64_t value) { push(&value, sizeof(value)); }
+  void f32(float value) { push(&value, sizeof(value)); }
+  void i32(int32_t value) { push(&value, sizeof(value)); }
+  std::vector<void *> pointers();
+
+private:
+  void push(const void *value, size_t size);
+  std::vector<uint64_t> slots;
+};
+
+struct LaunchConfig {
+  unsigned grid = 1;
+  unsigned block = 256;
+  unsigned sharedBytes = 0;
+  cu::Stream stream = nullptr;
+};
+
+/// Launches `kernel`; a zero grid launches nothing (an empty tensor).
+Status launch(const Device &device, cu::Function kernel,
+              const LaunchConfig &config, KernelArgs &args);
+
+/// Waits for the device; reports any error a kernel raised.
+Status synchronize(const Device &device);
+
+} // namespace tile::rt
+
+#endif // TILE_RUNTIME_RUNTIME_H

@@ -1,0 +1,172 @@
+//===- Driver.cpp - the CUDA driver API, opened at run time --------------===//
+
+#include "tile/Runtime/Driver.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+
+namespace tile::rt {
+
+std::string driverErrorName(cu::Result code) {
+  const char *name = nullptr;
+  switch (code) {
+  case 0:
+    name = "CUDA_SUCCESS";
+    break;
+  case 1:
+    name = "CUDA_ERROR_INVALID_VALUE";
+    break;
+  case 2:
+    name = "CUDA_ERROR_OUT_OF_MEMORY";
+    break;
+  case 3:
+    name = "CUDA_ERROR_NOT_INITIALIZED";
+    break;
+  case 4:
+    name = "CUDA_ERROR_DEINITIALIZED";
+    break;
+  case 34:
+    name = "CUDA_ERROR_STUB_LIBRARY";
+    break;
+  case 35:
+    name = "CUDA_ERROR_INSUFFICIENT_DRIVER";
+    break;
+  case 100:
+    name = "CUDA_ERROR_NO_DEVICE";
+    break;
+  case 101:
+    name = "CUDA_ERROR_INVALID_DEVICE";
+    break;
+  case 200:
+    name = "CUDA_ERROR_INVALID_IMAGE";
+    break;
+  case 201:
+    name = "CUDA_ERROR_INVALID_CONTEXT";
+    break;
+  case 209:
+    name = "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    break;
+  case 218:
+    name = "CUDA_ERROR_INVALID_PTX";
+    break;
+  case 221:
+    name = "CUDA_ERROR_JIT_COMPILER_NOT_FOUND";
+    break;
+  case 222:
+    name = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+    break;
+  case 400:
+    name = "CUDA_ERROR_INVALID_HANDLE";
+    break;
+  case 500:
+    name = "CUDA_ERROR_NOT_FOUND";
+    break;
+  case 700:
+    name = "CUDA_ERROR_ILLEGAL_ADDRESS";
+    break;
+  case 701:
+    name = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    break;
+  case 716:
+    name = "CUDA_ERROR_MISALIGNED_ADDRESS";
+    break;
+  case 719:
+    name = "CUDA_ERROR_LAUNCH_FAILED";
+    break;
+  case 803:
+    name = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    break;
+  default:
+    name = "CUDA error";
+    break;
+  }
+  return std::string(name) + " (" + std::to_string(code) + ")";
+}
+
+Status check(cu::Result result, const char *what) {
+  if (result == 0)
+    return Status::ok();
+  return Status::error(std::string(what) +
+                       " failed: " + driverErrorName(result));
+}
+
+namespace {
+
+template <typename Fn>
+bool resolve(void *library, const char *name, Fn &slot, std::string &missing) {
+  slot = reinterpret_cast<Fn>(dlsym(library, name));
+  if (!slot && missing.empty())
+    missing = name;
+  return slot != nullptr;
+}
+
+StatusOr<DriverApi> load(const char *path) {
+  void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char *reason = dlerror();
+    return Status::error(
+        std::string("no CUDA driver: cannot open ") + path + " (" +
+        (reason ? reason : "unknown reason") +
+        "); install the NVIDIA driver or set TILE_LIBCUDA to libcuda's path");
+  }
+  DriverApi api{};
+  std::string missing;
+  resolve(library, "cuInit", api.init, missing);
+  resolve(library, "cuDeviceGetCount", api.deviceGetCount, missing);
+  resolve(library, "cuDeviceGet", api.deviceGet, missing);
+  resolve(library, "cuDeviceGetAttribute", api.deviceGetAttribute, missing);
+  resolve(library, "cuDeviceGetName", api.deviceGetName, missing);
+  resolve(library, "cuDevicePrimaryCtxRetain", api.primaryCtxRetain, missing);
+  resolve(library, "cuDevicePrimaryCtxRelease_v2", api.primaryCtxRelease,
+          missing);
+  resolve(library, "cuCtxSetCurrent", api.ctxSetCurrent, missing);
+  resolve(library, "cuCtxSynchronize", api.ctxSynchronize, missing);
+  resolve(library, "cuMemAlloc_v2", api.memAlloc, missing);
+  resolve(library, "cuMemFree_v2", api.memFree, missing);
+  resolve(library, "cuMemcpyHtoD_v2", api.memcpyHtoD, missing);
+  resolve(library, "cuMemcpyDtoH_v2", api.memcpyDtoH, missing);
+  resolve(library, "cuMemsetD8_v2", api.memsetD8, missing);
+  resolve(library, "cuModuleLoadDataEx", api.moduleLoadDataEx, missing);
+  resolve(library, "cuModuleUnload", api.moduleUnload, missing);
+  resolve(library, "cuModuleGetFunction", api.moduleGetFunction, missing);
+  resolve(library, "cuLaunchKernel", api.launchKernel, missing);
+  resolve(library, "cuStreamSynchronize", api.streamSynchronize, missing);
+  resolve(library, "cuGetErrorName", api.getErrorName, missing);
+  if (!missing.empty())
+    return Status::error(std::string("the CUDA driver at ") + path + " lacks " +
+                         missing + "; the driver is too old");
+  cu::Result init = api.init(0);
+  if (init == 34)
+    return Status::error(
+        std::string("no CUDA driver: ") + path +
+        " is the CUDA toolkit's stub library (CUDA_ERROR_STUB_LIBRARY), "
+        "not a driver; this machine has no usable GPU driver");
+  if (init == 100)
+    return Status::error("no GPU: the CUDA driver finds no device "
+                         "(CUDA_ERROR_NO_DEVICE)");
+  if (Status status = check(init, "cuInit"); !status)
+    return status;
+  int count = 0;
+  if (Status status = check(api.deviceGetCount(&count), "cuDeviceGetCount");
+      !status)
+    return status;
+  if (count == 0)
+    return Status::error("no GPU: the CUDA driver finds no device");
+  return api;
+}
+} // namespace
+
+StatusOr<DriverApi> loadDriver(const char *path) { return load(path); }
+
+StatusOr<const DriverApi *> openDriver() {
+  // Opened once; the result, success or the reason for failure, is kept.
+  static StatusOr<DriverApi> driver = [] {
+    const char *override = std::getenv("TILE_LIBCUDA");
+    return load(override && *override ? override : "libcuda.so.1");
+  }();
+  if (!driver)
+    return Status::error(driver.message());
+  return &*driver;
+}
+
+} // namespace tile::rt

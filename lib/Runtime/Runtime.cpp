@@ -1,0 +1,286 @@
+//===- Runtime.cpp - launch Tile's kernels on an NVIDIA GPU --------------===//
+
+#include "tile/Runtime/Runtime.h"
+
+#include <cstring>
+
+namespace tile::rt {
+
+size_t byteSize(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+
+const char *name(DType dtype) {
+  switch (dtype) {
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  case DType::F32:
+    return "f32";
+  }
+  return "?";
+}
+
+//===----------------------------------------------------------------------===//
+// Device
+//===----------------------------------------------------------------------===//
+
+StatusOr<Device> Device::open(int ordinal) {
+  StatusOr<const DriverApi *> driver = openDriver();
+  if (!driver)
+    return driver.takeStatus();
+  Device device;
+  device.api = *driver;
+  const DriverApi &api = **driver;
+  int count = 0;
+  if (Status s = check(api.deviceGetCount(&count), "cuDeviceGetCount"); !s)
+    return s;
+  if (ordinal < 0 || ordinal >= count)
+    return Status::error("no GPU " + std::to_string(ordinal) +
+                         ": the driver "
+                         "sees " +
+                         std::to_string(count) + " device(s)");
+  if (Status s = check(api.deviceGet(&device.handle, ordinal), "cuDeviceGet");
+      !s)
+    return s;
+  // 75/76: compute capability major/minor; 16: multiprocessor count.
+  int major = 0, minor = 0;
+  if (Status s = check(api.deviceGetAttribute(&major, 75, device.handle),
+                       "cuDeviceGetAttribute");
+      !s)
+    return s;
+  (void)api.deviceGetAttribute(&minor, 76, device.handle);
+  (void)api.deviceGetAttribute(&device.smCount, 16, device.handle);
+  device.capability = major * 10 + minor;
+  char text[256] = {0};
+  (void)api.deviceGetName(text, sizeof(text) - 1, device.handle);
+  device.deviceName = text;
+  // The primary context avoids cuCtxCreate, whose signature CUDA 13 changed.
+  cu::Context context = nullptr;
+  if (Status s = check(api.primaryCtxRetain(&context, device.handle),
+                       "cuDevicePrimaryCtxRetain");
+      !s)
+    return s;
+  if (Status s = check(api.ctxSetCurrent(context), "cuCtxSetCurrent"); !s)
+    return s;
+  return device;
+}
+
+std::string Device::chip() const {
+  if (capability == 90)
+    return "sm_90a";
+  return "sm_" + std::to_string(capability);
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceBuffer
+//===----------------------------------------------------------------------===//
+
+StatusOr<DeviceBuffer> DeviceBuffer::allocate(const Device &device,
+                                              size_t bytes) {
+  DeviceBuffer buffer;
+  buffer.api = &device.driver();
+  buffer.bytes = bytes;
+  if (bytes == 0)
+    return buffer;
+  cu::Result result = buffer.api->memAlloc(&buffer.ptr, bytes);
+  if (result == 2)
+    return Status::error("out of device memory allocating " +
+                         std::to_string(bytes) + " bytes");
+  if (Status s = check(result, "cuMemAlloc"); !s)
+    return s;
+  return buffer;
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer &&other) noexcept
+    : api(other.api), ptr(other.ptr), bytes(other.bytes) {
+  other.ptr = 0;
+  other.bytes = 0;
+}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+  if (this != &other) {
+    if (ptr)
+      api->memFree(ptr);
+    api = other.api;
+    ptr = other.ptr;
+    bytes = other.bytes;
+    other.ptr = 0;
+    other.bytes = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr)
+    api->memFree(ptr);
+}
+
+Status DeviceBuffer::copyFromHost(const void *source, size_t count) {
+  if (count > bytes)
+    return Status::error("copying " + std::to_string(count) +
+                         " bytes into a buffer of " + std::to_string(bytes));
+  if (count == 0)
+    return Status::ok();
+  return check(api->memcpyHtoD(ptr, source, count), "cuMemcpyHtoD");
+}
+
+Status DeviceBuffer::copyToHost(void *destination, size_t count) const {
+  if (count > bytes)
+    return Status::error("copying " + std::to_string(count) +
+                         " bytes out of a buffer of " + std::to_string(bytes));
+  if (count == 0)
+    return Status::ok();
+  return check(api->memcpyDtoH(destination, ptr, count), "cuMemcpyDtoH");
+}
+
+Status DeviceBuffer::fill(unsigned char byte) {
+  if (bytes == 0)
+    return Status::ok();
+  return check(api->memsetD8(ptr, byte, bytes), "cuMemsetD8");
+}
+
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+StatusOr<Module> Module::load(const Device &device, const std::string &image) {
+  Module module;
+  module.api = &device.driver();
+  // The JIT's error log says which PTX line it rejected.
+  char log[8192] = {0};
+  int options[] = {5 /*CU_JIT_ERROR_LOG_BUFFER*/,
+                   6 /*CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES*/};
+  void *values[] = {log, reinterpret_cast<void *>(sizeof(log) - 1)};
+  cu::Result result = module.api->moduleLoadDataEx(
+      &module.handle, image.c_str(), 2, options, values);
+  if (result != 0)
+    return Status::error(
+        "loading the module failed: " + driverErrorName(result) +
+        (log[0] ? std::string(": ") + log : std::string()));
+  return module;
+}
+
+Module::Module(Module &&other) noexcept : api(other.api), handle(other.handle) {
+  other.handle = nullptr;
+}
+
+Module &Module::operator=(Module &&other) noexcept {
+  if (this != &other) {
+    if (handle)
+      api->moduleUnload(handle);
+    api = other.api;
+    handle = other.handle;
+    other.handle = nullptr;
+  }
+  return *this;
+}
+
+Module::~Module() {
+  if (handle)
+    api->moduleUnload(handle);
+}
+
+StatusOr<cu::Function> Module::function(const std::string &name) const {
+  cu::Function function = nullptr;
+  cu::Result result = api->moduleGetFunction(&function, handle, name.c_str());
+  if (result == 500)
+    return Status::error("the module has no kernel named '" + name + "'");
+  if (Status s = check(result, "cuModuleGetFunction"); !s)
+    return s;
+  return function;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors and launches
+//===----------------------------------------------------------------------===//
+
+int64_t TensorView::numElements() const {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
+
+bool TensorView::isContiguous() const {
+  if (strides.empty())
+    return true;
+  if (strides.size() != shape.size())
+    return false;
+  int64_t expected = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != expected)
+      return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+namespace {
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") +
+            (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return text + "]";
+}
+} // namespace
+
+Status checkTensor(const TensorView &view, const std::string &what, DType dtype,
+                   const std::vector<int64_t> &shape) {
+  if (view.dtype != dtype)
+    return Status::error(what + " has dtype " + name(view.dtype) +
+                         ", expected " + name(dtype));
+  if (view.shape.size() != shape.size())
+    return Status::error(what + " has shape " + formatShape(view.shape) +
+                         ", expected rank " + std::to_string(shape.size()) +
+                         " " + formatShape(shape));
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (view.shape[i] < 0)
+      return Status::error(what + " has a negative size in " +
+                           formatShape(view.shape));
+    if (shape[i] >= 0 && view.shape[i] != shape[i])
+      return Status::error(what + " has shape " + formatShape(view.shape) +
+                           ", expected " + formatShape(shape));
+  }
+  if (!view.isContiguous())
+    return Status::error(what + " is not contiguous; the kernels read dense "
+                                "row-major rows");
+  if (view.numElements() > 0 && view.data == 0)
+    return Status::error(what + " is a null pointer");
+  if (view.data % byteSize(dtype) != 0)
+    return Status::error(what + " is misaligned: address " +
+                         std::to_string(view.data) + " is not a multiple of " +
+                         std::to_string(byteSize(dtype)) + " bytes");
+  return Status::ok();
+}
+
+void KernelArgs::push(const void *value, size_t size) {
+  uint64_t slot = 0;
+  std::memcpy(&slot, value, size);
+  slots.push_back(slot);
+}
+
+std::vector<void *> KernelArgs::pointers() {
+  std::vector<void *> result;
+  for (uint64_t &slot : slots)
+    result.push_back(&slot);
+  return result;
+}
+
+Status launch(const Device &device, cu::Function kernel,
+              const LaunchConfig &config, KernelArgs &args) {
+  if (config.grid == 0)
+    return Status::ok();
+  std::vector<void *> params = args.pointers();
+  return check(device.driver().launchKernel(
+                   kernel, config.grid, 1, 1, config.block, 1, 1,
+                   config.sharedBytes, config.stream, params.data(), nullptr),
+               "cuLaunchKernel");
+}
+
+Status synchronize(const Device &device) {
+  return check(device.driver().ctxSynchronize(),
+               "the kernel (cuCtxSynchronize)");
+}
+
+} // namespace tile::rt
