@@ -36,12 +36,6 @@ MemRefType flatBuffer(Type elementType) {
 
 Type elementTypeOf(Value value) { return getElementTypeOrSelf(value); }
 
-bool isTensor(Value value) { return isa<RankedTensorType>(value.getType()); }
-
-int64_t rankOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getRank();
-}
-
 enum class Mode { Rows, Finalize };
 
 using Lanes = SmallVector<Value, 8>;

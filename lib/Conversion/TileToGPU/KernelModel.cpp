@@ -31,11 +31,6 @@ StringRef gpu_lowering::stringifyKind(ValueKind kind) {
 }
 
 namespace {
-bool isTensor(Value value) { return isa<RankedTensorType>(value.getType()); }
-
-int64_t rankOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getRank();
-}
 
 /// Propagation state: known kinds, and whether anything changed.
 struct Propagator {

@@ -44,6 +44,14 @@ struct KernelParam {
 
 StringRef stringifyKind(ValueKind kind);
 
+inline bool isTensor(Value value) {
+  return isa<RankedTensorType>(value.getType());
+}
+
+inline int64_t rankOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getRank();
+}
+
 struct KernelModel {
   func::FuncOp func;
   DenseMap<Value, ValueKind> kinds;

@@ -28,8 +28,6 @@ std::string dtypeOf(Type type) {
   return text;
 }
 
-bool isTensor(Value value) { return isa<RankedTensorType>(value.getType()); }
-
 class ShapeNames {
 public:
   explicit ShapeNames(const KernelModel &model) : model(model) {}
