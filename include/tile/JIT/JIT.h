@@ -1,0 +1,77 @@
+//===- JIT.h - compile tile kernels in-process, with a cache ----*- C++ -*-===//
+//
+// `tile::jit` turns tile IR text into PTX and a kernel manifest through the
+// same pipeline builder the tools use, optionally deriving the backward
+// kernels and specializing the storage dtype first. Results are cached in
+// memory and on disk (TILE_CACHE_DIR, else $XDG_CACHE_HOME/tile, else
+// ~/.cache/tile), keyed by a hash of the IR, the options, the target chip
+// and the compiler version. A corrupt or truncated cache entry is detected
+// and rebuilt. A Jit may be used from several threads at once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_JIT_JIT_H
+#define TILE_JIT_JIT_H
+
+#include "tile/Runtime/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace tile::jit {
+
+struct CompileOptions {
+  /// Target chip, e.g. "sm_90a" (rt::Device::chip()); never guessed.
+  std::string chip = "sm_80";
+  /// "", or "bf16"/"f16"/"f32": the storage type every bf16/f16 tensor of
+  /// the kernels becomes (one kernel source serves all dtypes).
+  std::string dtype;
+  /// Also derive the backward kernels (tile-differentiate).
+  bool differentiate = false;
+  /// "recompute" or "save-row-stats".
+  std::string policy = "recompute";
+  bool mainGrad = false;
+  /// Overrides tile-schedule's threads per CTA (0: its default).
+  int64_t threads = 0;
+};
+
+struct CompiledKernels {
+  std::string ptx;
+  /// tile-translate --tile-manifest's JSON for the compiled kernels.
+  std::string manifest;
+  /// The cache key (hex), for logs and tests.
+  std::string key;
+};
+
+struct CacheStats {
+  uint64_t memoryHits = 0, diskHits = 0, compiles = 0, corruptEntries = 0;
+};
+
+class Jit {
+public:
+  /// `cacheDir`: empty for the default directory, "none" for no disk cache.
+  explicit Jit(std::string cacheDir = "");
+  ~Jit();
+
+  rt::StatusOr<CompiledKernels> compile(const std::string &source,
+                                        const CompileOptions &options);
+
+  CacheStats stats() const;
+  const std::string &cacheDirectory() const { return directory; }
+
+  /// The compiler version that is part of every key.
+  static std::string compilerVersion();
+
+private:
+  std::string directory;
+  mutable std::mutex mutex;
+  std::map<std::string, CompiledKernels> memory;
+  CacheStats counters;
+};
+
+} // namespace tile::jit
+
+#endif // TILE_JIT_JIT_H

@@ -1,0 +1,305 @@
+//===- JIT.cpp - compile tile kernels in-process, with a cache -----------===//
+//
+// A disk entry is `<key>.tile`: a header line `TILEJIT1 <key> <ptx bytes>
+// <manifest bytes> <checksum>` followed by the PTX and the manifest. It is
+// written to a temporary file and renamed, so readers never see half an
+// entry; one whose header, sizes or checksum do not match is recompiled and
+// replaced. Compiling happens outside the lock, each in its own
+// MLIRContext, so threads compile in parallel; two threads that miss on the
+// same key both compile and store the same bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/JIT/JIT.h"
+
+#include "tile/Conversion/TileToGPU/Manifest.h"
+#include "tile/Dialect/Tile/IR/KernelSchedule.h"
+#include "tile/Dialect/Tile/IR/TileDialect.h"
+#include "tile/Dialect/Tile/Transforms/Differentiate.h"
+#include "tile/InitTile.h"
+#include "tile/Pipelines/Pipelines.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <sstream>
+
+using namespace mlir;
+
+namespace tile::jit {
+
+namespace {
+/// Bumped whenever generated code changes for the same input.
+constexpr const char *kFormatVersion = "tile-jit-3";
+
+uint64_t fnv1a(const std::string &text, uint64_t hash = 0xcbf29ce484222325ULL) {
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+std::string hex(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(value));
+  return text;
+}
+
+std::string keyOf(const std::string &source, const CompileOptions &options) {
+  std::ostringstream all;
+  all << Jit::compilerVersion() << '\0' << options.chip << '\0' << options.dtype
+      << '\0' << options.differentiate << '\0' << options.policy << '\0'
+      << options.mainGrad << '\0' << options.threads << '\0' << source;
+  std::string text = all.str();
+  // Two independent 64-bit hashes: collisions are not a practical concern.
+  return hex(fnv1a(text)) + hex(fnv1a(text, 0x84222325cbf29ce4ULL));
+}
+
+std::string defaultDirectory() {
+  if (const char *dir = std::getenv("TILE_CACHE_DIR"); dir && *dir)
+    return dir;
+  llvm::SmallString<256> path;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    path = xdg;
+  else if (const char *home = std::getenv("HOME"); home && *home)
+    llvm::sys::path::append(path, home, ".cache");
+  else
+    return "none";
+  llvm::sys::path::append(path, "tile");
+  return std::string(path);
+}
+
+/// Changes every bf16/f16 tensor of the kernels to `dtype`, so that one
+/// source serves every storage type: casts to f32 stay casts (or fold).
+LogicalResult specializeStorage(ModuleOp module, StringRef dtype) {
+  MLIRContext *context = module.getContext();
+  Type target = llvm::StringSwitch<Type>(dtype)
+                    .Case("bf16", BFloat16Type::get(context))
+                    .Case("f16", Float16Type::get(context))
+                    .Case("f32", Float32Type::get(context))
+                    .Default(Type());
+  if (!target)
+    return module.emitError("unknown dtype '") << dtype << "'";
+  auto convert = [&](Type type) -> Type {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (tensor &&
+        (tensor.getElementType().isBF16() || tensor.getElementType().isF16()))
+      return tensor.clone(target);
+    return type;
+  };
+  module.walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      result.setType(convert(result.getType()));
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          arg.setType(convert(arg.getType()));
+    if (auto func = dyn_cast<func::FuncOp>(op)) {
+      SmallVector<Type> inputs, results;
+      for (Type type : func.getArgumentTypes())
+        inputs.push_back(convert(type));
+      for (Type type : func.getResultTypes())
+        results.push_back(convert(type));
+      func.setFunctionType(FunctionType::get(context, inputs, results));
+    }
+  });
+  return success();
+}
+
+/// Parses, derives, specializes and lowers; diagnostics become the error.
+rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
+                                         const CompileOptions &options) {
+  DialectRegistry registry;
+  mlir::tile::registerTileDialects(registry);
+  mlir::tile::registerGpuTargets(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diagnostic) {
+    llvm::raw_string_ostream os(diagnostics);
+    // file:line:col, as the tools print it.
+    if (auto at = dyn_cast<FileLineColLoc>(diagnostic.getLocation()))
+      os << at.getFilename().getValue() << ':' << at.getLine() << ':'
+         << at.getColumn();
+    else
+      os << diagnostic.getLocation();
+    os << ": " << diagnostic << "\n";
+    return success();
+  });
+  auto fail = [&](const char *stage) {
+    return rt::Status::error(std::string("tile JIT: ") + stage + " failed" +
+                             (diagnostics.empty() ? "" : ":\n" + diagnostics));
+  };
+
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(source, ParserConfig(&context), "kernel");
+  if (!module)
+    return fail("parsing the kernel");
+  if (!options.dtype.empty() &&
+      (failed(specializeStorage(*module, options.dtype)) ||
+       failed(mlir::verify(*module))))
+    return fail("specializing the dtype");
+  if (options.differentiate) {
+    mlir::tile::DifferentiateOptions derive;
+    if (options.policy == "save-row-stats")
+      derive.policy = mlir::tile::RecomputePolicy::SaveRowStats;
+    else if (options.policy != "recompute")
+      return rt::Status::error("tile JIT: unknown recompute policy '" +
+                               options.policy + "'");
+    derive.mainGrad = options.mainGrad;
+    SmallVector<func::FuncOp> kernels;
+    for (auto func : module->getOps<func::FuncOp>())
+      if (func->hasAttr(mlir::tile::TileDialect::getKernelAttrName()))
+        kernels.push_back(func);
+    for (func::FuncOp kernel : kernels)
+      if (failed(mlir::tile::differentiateKernel(kernel, derive)))
+        return fail("differentiating");
+    PassManager cleanup(&context);
+    cleanup.addPass(createCanonicalizerPass());
+    cleanup.addPass(createCSEPass());
+    if (failed(cleanup.run(*module)))
+      return fail("simplifying the derived kernels");
+  }
+  if (options.threads) {
+    // tile-schedule keeps a schedule it finds: give it the threads.
+    for (auto func : module->getOps<func::FuncOp>())
+      if (func->hasAttr(mlir::tile::TileDialect::getKernelAttrName())) {
+        mlir::tile::KernelSchedule schedule = mlir::tile::getSchedule(func);
+        schedule.threads = options.threads;
+        mlir::tile::setSchedule(func, schedule);
+      }
+    if (failed(mlir::verify(*module)))
+      return fail("applying the schedule");
+  }
+  mlir::tile::PtxOptions ptxOptions;
+  ptxOptions.chip = options.chip;
+  auto ptx = mlir::tile::compileToPtx(*module, ptxOptions);
+  if (failed(ptx))
+    return fail("lowering to PTX");
+  CompiledKernels result;
+  for (auto &[name, text] : *ptx)
+    result.ptx += text;
+  llvm::raw_string_ostream manifest(result.manifest);
+  if (failed(mlir::tile::writeKernelManifest(*module, manifest)))
+    return fail("writing the manifest");
+  return result;
+}
+
+std::string entryPath(const std::string &directory, const std::string &key) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, key + ".tile");
+  return std::string(path);
+}
+
+std::optional<CompiledKernels>
+readEntry(const std::string &path, const std::string &key, bool &corrupt) {
+  corrupt = false;
+  auto file = llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return std::nullopt;
+  std::string data = (*file)->getBuffer().str();
+  corrupt = true;
+  size_t newline = data.find('\n');
+  if (newline == std::string::npos)
+    return std::nullopt;
+  std::istringstream header(data.substr(0, newline));
+  std::string magic, storedKey, checksum;
+  size_t ptxSize = 0, manifestSize = 0;
+  header >> magic >> storedKey >> ptxSize >> manifestSize >> checksum;
+  if (!header || magic != "TILEJIT1" || storedKey != key ||
+      data.size() != newline + 1 + ptxSize + manifestSize)
+    return std::nullopt;
+  CompiledKernels entry;
+  entry.ptx = data.substr(newline + 1, ptxSize);
+  entry.manifest = data.substr(newline + 1 + ptxSize, manifestSize);
+  if (hex(fnv1a(entry.ptx + entry.manifest)) != checksum)
+    return std::nullopt;
+  corrupt = false;
+  entry.key = key;
+  return entry;
+}
+
+void writeEntry(const std::string &directory, const std::string &path,
+                const CompiledKernels &entry) {
+  if (llvm::sys::fs::create_directories(directory))
+    return; // an unwritable cache only costs a recompile next time
+  llvm::SmallString<256> temporary;
+  int fd;
+  if (llvm::sys::fs::createUniqueFile(path + ".%%%%%%.tmp", fd, temporary))
+    return;
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << "TILEJIT1 " << entry.key << ' ' << entry.ptx.size() << ' '
+       << entry.manifest.size() << ' ' << hex(fnv1a(entry.ptx + entry.manifest))
+       << '\n'
+       << entry.ptx << entry.manifest;
+  }
+  if (llvm::sys::fs::rename(temporary, path))
+    llvm::sys::fs::remove(temporary);
+}
+} // namespace
+
+std::string Jit::compilerVersion() {
+  return std::string(kFormatVersion) + " llvm-" + LLVM_VERSION_STRING;
+}
+
+Jit::Jit(std::string cacheDir)
+    : directory(cacheDir.empty() ? defaultDirectory() : std::move(cacheDir)) {}
+
+Jit::~Jit() = default;
+
+CacheStats Jit::stats() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return counters;
+}
+
+rt::StatusOr<CompiledKernels> Jit::compile(const std::string &source,
+                                           const CompileOptions &options) {
+  std::string key = keyOf(source, options);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = memory.find(key); it != memory.end()) {
+      ++counters.memoryHits;
+      return it->second;
+    }
+  }
+  bool useDisk = directory != "none";
+  std::string path = useDisk ? entryPath(directory, key) : "";
+  bool corrupt = false;
+  std::optional<CompiledKernels> cached =
+      useDisk ? readEntry(path, key, corrupt) : std::nullopt;
+  if (cached) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++counters.diskHits;
+    memory.emplace(key, *cached);
+    return *cached;
+  }
+  rt::StatusOr<CompiledKernels> compiled = compileNow(source, options);
+  if (!compiled)
+    return compiled;
+  compiled->key = key;
+  if (useDisk)
+    writeEntry(directory, path, *compiled);
+  std::lock_guard<std::mutex> lock(mutex);
+  ++counters.compiles;
+  counters.corruptEntries += corrupt;
+  memory.emplace(key, *compiled);
+  return *compiled;
+}
+
+} // namespace tile::jit

@@ -1,0 +1,204 @@
+//===- JITTest.cpp - the JIT and its cache, without a GPU ----------------===//
+
+#include "tile/JIT/JIT.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "gtest/gtest.h"
+
+#include <fstream>
+#include <thread>
+#include <vector>
+
+using namespace tile::jit;
+
+namespace {
+std::string readExample(const std::string &name) {
+  auto file = llvm::MemoryBuffer::getFile(std::string(TILE_EXAMPLES_DIR) + "/" +
+                                          name + ".mlir");
+  return file ? (*file)->getBuffer().str() : std::string();
+}
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+class JITTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    llvm::SmallString<128> path;
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("tile-jit-test", path));
+    dir = std::string(path);
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
+  std::string entryFile(const std::string &key) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, key + ".tile");
+    return std::string(path);
+  }
+  std::string dir;
+};
+
+TEST_F(JITTest, CompilesForwardAndBackwardToPtxAndManifest) {
+  Jit jit(dir);
+  CompileOptions options;
+  options.differentiate = true;
+  auto kernels = jit.compile(readExample("rms_norm"), options);
+  ASSERT_TRUE(kernels) << kernels.message();
+  EXPECT_TRUE(contains(kernels->ptx, ".target sm_80"));
+  EXPECT_TRUE(contains(kernels->ptx, ".visible .entry rms_norm("));
+  EXPECT_TRUE(contains(kernels->ptx, ".visible .entry rms_norm_bwd_finalize("));
+  EXPECT_FALSE(contains(kernels->ptx, "__nv_"));
+  EXPECT_TRUE(contains(kernels->manifest, "\"function\": \"rms_norm_bwd\""));
+}
+
+TEST_F(JITTest, SecondCompileIsAMemoryHitAndANewJitADiskHit) {
+  std::string source = readExample("swiglu");
+  CompileOptions options;
+  {
+    Jit jit(dir);
+    auto first = jit.compile(source, options);
+    auto second = jit.compile(source, options);
+    ASSERT_TRUE(first && second);
+    EXPECT_EQ(first->ptx, second->ptx);
+    EXPECT_EQ(jit.stats().compiles, 1u);
+    EXPECT_EQ(jit.stats().memoryHits, 1u);
+  }
+  Jit fresh(dir);
+  auto third = fresh.compile(source, options);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(fresh.stats().compiles, 0u);
+  EXPECT_EQ(fresh.stats().diskHits, 1u);
+}
+
+TEST_F(JITTest, EveryOptionIsPartOfTheKey) {
+  Jit jit(dir);
+  std::string source = readExample("swiglu");
+  CompileOptions base;
+  auto plain = jit.compile(source, base);
+  ASSERT_TRUE(plain);
+  CompileOptions hopper = base;
+  hopper.chip = "sm_90a";
+  auto sm90 = jit.compile(source, hopper);
+  ASSERT_TRUE(sm90);
+  EXPECT_NE(plain->key, sm90->key);
+  EXPECT_TRUE(contains(sm90->ptx, ".target sm_90a"));
+  CompileOptions half = base;
+  half.dtype = "f16";
+  auto f16 = jit.compile(source, half);
+  ASSERT_TRUE(f16);
+  EXPECT_NE(plain->key, f16->key);
+  EXPECT_TRUE(contains(f16->manifest, "\"dtype\": \"f16\""));
+  EXPECT_FALSE(contains(f16->manifest, "bf16"));
+  CompileOptions derived = base;
+  derived.differentiate = true;
+  auto backward = jit.compile(source, derived);
+  ASSERT_TRUE(backward);
+  EXPECT_TRUE(contains(backward->ptx, ".entry swiglu_bwd("));
+  CompileOptions narrow = base;
+  narrow.threads = 128;
+  auto threads = jit.compile(readExample("rms_norm"), narrow);
+  ASSERT_TRUE(threads) << threads.message();
+  EXPECT_TRUE(contains(threads->manifest, "\"block\": 128"));
+  auto changedSource = jit.compile(source + "\n// a comment\n", base);
+  ASSERT_TRUE(changedSource);
+  EXPECT_NE(plain->key, changedSource->key);
+  EXPECT_EQ(jit.stats().compiles, 6u);
+}
+
+TEST_F(JITTest, CorruptOrTruncatedEntriesAreRebuilt) {
+  std::string source = readExample("silu_and_mul");
+  CompileOptions options;
+  std::string key, ptx;
+  {
+    Jit jit(dir);
+    auto kernels = jit.compile(source, options);
+    ASSERT_TRUE(kernels);
+    key = kernels->key;
+    ptx = kernels->ptx;
+  }
+  std::string path = entryFile(key);
+  auto original = llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(static_cast<bool>(original));
+  std::string bytes = (*original)->getBuffer().str();
+  for (std::string damaged :
+       {bytes.substr(0, bytes.size() / 2),                     // truncated
+        std::string(bytes).replace(bytes.size() - 10, 1, "#"), // one byte
+        std::string("garbage")}) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << damaged;
+    Jit jit(dir);
+    auto kernels = jit.compile(source, options);
+    ASSERT_TRUE(kernels) << kernels.message();
+    EXPECT_EQ(kernels->ptx, ptx);
+    EXPECT_EQ(jit.stats().corruptEntries, 1u);
+    EXPECT_EQ(jit.stats().compiles, 1u);
+    // The entry was rewritten whole.
+    Jit after(dir);
+    ASSERT_TRUE(after.compile(source, options));
+    EXPECT_EQ(after.stats().diskHits, 1u);
+  }
+}
+
+TEST_F(JITTest, ConcurrentCompilesAgree) {
+  Jit jit(dir);
+  std::vector<std::string> sources = {readExample("swiglu"),
+                                      readExample("rms_norm")};
+  std::vector<std::string> results(8);
+  std::vector<std::string> errors(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      CompileOptions options;
+      options.chip = t % 4 < 2 ? "sm_80" : "sm_90a";
+      auto kernels = jit.compile(sources[t % 2], options);
+      if (kernels)
+        results[t] = kernels->ptx;
+      else
+        errors[t] = kernels.message();
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (int t = 0; t < 8; ++t) {
+    EXPECT_TRUE(errors[t].empty()) << errors[t];
+    EXPECT_EQ(results[t], results[t % 4]) << "thread " << t;
+  }
+  CacheStats stats = jit.stats();
+  EXPECT_EQ(stats.compiles + stats.memoryHits + stats.diskHits, 8u);
+}
+
+TEST_F(JITTest, ErrorsCarryTheDiagnostics) {
+  Jit jit(dir);
+  auto malformed = jit.compile("func.func @f( {", CompileOptions());
+  ASSERT_FALSE(malformed);
+  EXPECT_TRUE(contains(malformed.message(), "parsing the kernel failed"))
+      << malformed.message();
+  EXPECT_TRUE(contains(malformed.message(), "kernel:1:"))
+      << malformed.message();
+  CompileOptions derive;
+  derive.differentiate = true;
+  auto noRule = jit.compile(R"mlir(
+    func.func @k(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {tile.kernel} {
+      %0 = math.atan %x : tensor<?x?xf32>
+      return %0 : tensor<?x?xf32>
+    })mlir",
+                            derive);
+  ASSERT_FALSE(noRule);
+  EXPECT_TRUE(
+      contains(noRule.message(), "'math.atan' op has no derivative rule"))
+      << noRule.message();
+  CompileOptions badDtype;
+  badDtype.dtype = "f8";
+  auto dtype = jit.compile(readExample("swiglu"), badDtype);
+  ASSERT_FALSE(dtype);
+  EXPECT_TRUE(contains(dtype.message(), "unknown dtype 'f8'"))
+      << dtype.message();
+}
+
+TEST(JITCacheDirectory, EnvironmentChoosesTheDirectory) {
+  setenv("TILE_CACHE_DIR", "/tmp/tile-cache-from-env", 1);
+  EXPECT_EQ(Jit().cacheDirectory(), "/tmp/tile-cache-from-env");
+  unsetenv("TILE_CACHE_DIR");
+  EXPECT_EQ(Jit("none").cacheDirectory(), "none");
+}
+} // namespace
