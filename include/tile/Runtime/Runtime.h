@@ -114,6 +114,9 @@ public:
   void f32(float value) { push(&value, sizeof(value)); }
   void i32(int32_t value) { push(&value, sizeof(value)); }
   std::vector<void *> pointers();
+  size_t size() const { return slots.size(); }
+  /// Replaces argument `index` with a pointer (the launcher's workspace).
+  void setPointer(size_t index, cu::DevicePtr value) { slots[index] = value; }
 
 private:
   void push(const void *value, size_t size);

@@ -266,7 +266,7 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
   if (!columns.empty())
     kernels.push_back(
         llvm::json::Object{{"name", (func.getSymName() + "_finalize").str()},
-                           {"grid", "ceil(" + columns + " / " + threads + ")"},
+                           {"grid", "ceildiv(" + columns + ", " + threads + ")"},
                            {"block", schedule.threads},
                            {"static_shared_bytes", 128},
                            {"after", func.getSymName()}});

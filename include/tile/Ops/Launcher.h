@@ -1,0 +1,99 @@
+//===- Launcher.h - launch compiled kernels by their manifest ---*- C++ -*-===//
+//
+// Binds a call's tensors and scalars to a compiled function's kernels as the
+// manifest describes them: checks every tensor's dtype and shape (binding
+// the symbols `rows`, `w<i>`, `arg<i>`), checks the shape constraints,
+// evaluates the launch rules, provides the workspace, and launches the row
+// kernel and, after it, the finalize kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_OPS_LAUNCHER_H
+#define TILE_OPS_LAUNCHER_H
+
+#include "tile/JIT/JIT.h"
+#include "tile/Runtime/Runtime.h"
+
+#include <map>
+#include <memory>
+#include <variant>
+#include <vector>
+
+namespace tile::ops {
+
+/// One argument of a call: a tensor, or a scalar (f32 or integer).
+using Argument = std::variant<rt::TensorView, float, int64_t>;
+
+/// Evaluates a manifest expression (`(w0 / 2) + 1`, `min(rows, 264)`,
+/// `ceildiv(w4, 256)`) with the symbols bound in `symbols`.
+rt::StatusOr<int64_t> evaluate(const std::string &expression,
+                               const std::map<std::string, int64_t> &symbols);
+
+/// What the manifest says about each function, without a GPU: enough to
+/// check a call's tensors and to work out its launches.
+class LaunchPlan {
+public:
+  static rt::StatusOr<LaunchPlan> parse(const std::string &manifest);
+  LaunchPlan();
+  ~LaunchPlan();
+  LaunchPlan(LaunchPlan &&);
+  LaunchPlan &operator=(LaunchPlan &&);
+
+  /// A call bound to its kernels: launches in order and the values of the
+  /// parameters that are not the caller's tensors.
+  struct Bound {
+    struct Launch {
+      std::string kernel;
+      unsigned grid = 0, block = 0;
+    };
+    std::vector<Launch> launches;
+    /// One per kernel parameter, in order: a tensor's pointer, a scalar's
+    /// bits, a size, or (workspace) 0 to be filled by the launcher.
+    rt::KernelArgs args;
+    size_t workspaceBytes = 0;
+    /// The index of the workspace parameter in `args`.
+    size_t workspaceParam = 0;
+  };
+
+  /// Checks `arguments` (one per function argument) and `results` against
+  /// `function`'s manifest entry: dtypes, shapes (binding rows and widths),
+  /// the shape constraints, pointers. Errors name the tensor and the rule.
+  rt::StatusOr<Bound> bind(const std::string &function,
+                           const std::vector<Argument> &arguments,
+                           const std::vector<rt::TensorView> &results) const;
+
+  /// The kernel names the manifest lists, for loading.
+  std::vector<std::string> kernelNames() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+class Launcher {
+public:
+  /// Loads `kernels` on `device`; fails on a malformed manifest or a module
+  /// the driver rejects.
+  static rt::StatusOr<std::unique_ptr<Launcher>>
+  create(const rt::Device &device, const jit::CompiledKernels &kernels);
+  ~Launcher();
+
+  /// Runs `function` (e.g. "rms_norm_bwd") on `arguments` writing
+  /// `results`, on the default stream (asynchronously; rt::synchronize
+  /// waits).
+  rt::Status run(const std::string &function,
+                 const std::vector<Argument> &arguments,
+                 const std::vector<rt::TensorView> &results);
+
+private:
+  Launcher() = default;
+  const rt::Device *device = nullptr;
+  LaunchPlan plan;
+  rt::Module module;
+  std::map<std::string, rt::cu::Function> functions;
+  rt::DeviceBuffer workspace;
+};
+
+} // namespace tile::ops
+
+#endif // TILE_OPS_LAUNCHER_H

@@ -1,0 +1,80 @@
+//===- Ops.h - SwiGLU and RMSNorm, forward and derived backward -*- C++ -*-===//
+//
+// C++ operators over the JIT and the runtime. The kernels are the ones in
+// examples/ — nothing is written by hand for the GPU: the forward is what a
+// user wrote, the backward what tile-differentiate derived, both compiled
+// for the device's chip on first use (and cached). Tensors are contiguous,
+// any leading shape (flattened into rows), bf16, f16 or f32; every call
+// checks shapes, dtypes and pointers and returns a Status.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_OPS_OPS_H
+#define TILE_OPS_OPS_H
+
+#include "tile/JIT/JIT.h"
+#include "tile/Ops/Launcher.h"
+#include "tile/Runtime/Runtime.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace tile::ops {
+
+using rt::Status;
+using rt::TensorView;
+
+/// silu_and_mul's input must be [..., 2H]: an odd width would silently drop
+/// a column, so it is an error.
+Status checkSiluAndMulInput(const TensorView &x);
+
+class Operators {
+public:
+  /// Opens device `ordinal`; `cacheDir` as for jit::Jit.
+  static rt::StatusOr<std::unique_ptr<Operators>>
+  create(int ordinal = 0, std::string cacheDir = "");
+
+  const rt::Device &device() const { return dev; }
+
+  /// c = silu(a) · b.
+  Status swigluForward(const TensorView &a, const TensorView &b,
+                       const TensorView &c);
+  /// da, db from dc.
+  Status swigluBackward(const TensorView &a, const TensorView &b,
+                        const TensorView &dc, const TensorView &da,
+                        const TensorView &db);
+  /// x is [..., 2H] (gate a, then up b); out = silu(a) · b is [..., H].
+  Status siluAndMulForward(const TensorView &x, const TensorView &out);
+  /// dx [..., 2H] from dout [..., H].
+  Status siluAndMulBackward(const TensorView &x, const TensorView &dout,
+                            const TensorView &dx);
+  /// y = x · rsqrt(mean(x²) + eps) · (w + offset).
+  Status rmsNormForward(const TensorView &x, const TensorView &w, float eps,
+                        float offset, const TensorView &y);
+  /// dx, and dw in w's dtype (overwritten).
+  Status rmsNormBackward(const TensorView &x, const TensorView &w, float eps,
+                         float offset, const TensorView &dy,
+                         const TensorView &dx, const TensorView &dw);
+  /// dx, and main_grad (fp32, shaped like w) += dW: no separate gradient.
+  Status rmsNormBackwardAccumulate(const TensorView &x, const TensorView &w,
+                                   float eps, float offset,
+                                   const TensorView &dy, const TensorView &dx,
+                                   const TensorView &mainGrad);
+
+  jit::Jit &compiler() { return jit; }
+
+private:
+  Operators(rt::Device device, std::string cacheDir);
+  rt::StatusOr<Launcher *> launcher(const char *kernel, rt::DType dtype,
+                                    bool mainGrad);
+
+  rt::Device dev;
+  jit::Jit jit;
+  std::mutex mutex;
+  std::map<std::string, std::unique_ptr<Launcher>> launchers;
+};
+
+} // namespace tile::ops
+
+#endif // TILE_OPS_OPS_H

@@ -1,0 +1,498 @@
+//===- Launcher.cpp - launch compiled kernels by their manifest ----------===//
+
+#include "tile/Ops/Launcher.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <cctype>
+
+namespace tile::ops {
+
+using rt::Status;
+using rt::StatusOr;
+
+//===----------------------------------------------------------------------===//
+// Manifest expressions
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Recursive descent over `+ - * / %`, parentheses, integers, symbols and
+/// min/max/ceildiv calls: the whole language the manifest writes.
+class Parser {
+public:
+  Parser(const std::string &text, const std::map<std::string, int64_t> &env)
+      : text(text), env(env) {}
+
+  StatusOr<int64_t> parse() {
+    StatusOr<int64_t> value = sum();
+    skip();
+    if (value && pos != text.size())
+      return Status::error("unexpected '" + text.substr(pos) + "' in '" + text +
+                           "'");
+    return value;
+  }
+
+private:
+  void skip() {
+    while (pos < text.size() && std::isspace(text[pos]))
+      ++pos;
+  }
+  bool eat(char c) {
+    skip();
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+  StatusOr<int64_t> sum() {
+    StatusOr<int64_t> left = product();
+    while (left) {
+      if (eat('+')) {
+        StatusOr<int64_t> right = product();
+        if (!right)
+          return right;
+        *left += *right;
+      } else if (eat('-')) {
+        StatusOr<int64_t> right = product();
+        if (!right)
+          return right;
+        *left -= *right;
+      } else {
+        break;
+      }
+    }
+    return left;
+  }
+  StatusOr<int64_t> product() {
+    StatusOr<int64_t> left = atom();
+    while (left) {
+      char op = 0;
+      for (char c : {'*', '/', '%'})
+        if (eat(c)) {
+          op = c;
+          break;
+        }
+      if (!op)
+        break;
+      StatusOr<int64_t> right = atom();
+      if (!right)
+        return right;
+      if (op != '*' && *right == 0)
+        return Status::error("division by zero in '" + text + "'");
+      *left = op == '*'   ? *left * *right
+              : op == '/' ? *left / *right
+                          : *left % *right;
+    }
+    return left;
+  }
+  StatusOr<int64_t> atom() {
+    skip();
+    if (eat('(')) {
+      StatusOr<int64_t> inner = sum();
+      if (inner && !eat(')'))
+        return Status::error("missing ')' in '" + text + "'");
+      return inner;
+    }
+    size_t start = pos;
+    if (pos < text.size() && std::isdigit(text[pos])) {
+      while (pos < text.size() && std::isdigit(text[pos]))
+        ++pos;
+      return static_cast<int64_t>(std::stoll(text.substr(start, pos - start)));
+    }
+    while (pos < text.size() && (std::isalnum(text[pos]) || text[pos] == '_'))
+      ++pos;
+    std::string name = text.substr(start, pos - start);
+    if (name.empty())
+      return Status::error("expected a value at '" + text.substr(start) +
+                           "' in '" + text + "'");
+    if (eat('(')) {
+      StatusOr<int64_t> a = sum();
+      if (!a || !eat(','))
+        return a ? StatusOr<int64_t>(
+                       Status::error("expected ',' in '" + text + "'"))
+                 : a;
+      StatusOr<int64_t> b = sum();
+      if (!b || !eat(')'))
+        return b ? StatusOr<int64_t>(
+                       Status::error("expected ')' in '" + text + "'"))
+                 : b;
+      if (name == "min")
+        return std::min(*a, *b);
+      if (name == "max")
+        return std::max(*a, *b);
+      if (name == "ceildiv" && *b > 0)
+        return (*a + *b - 1) / *b;
+      return Status::error("unknown function '" + name + "' in '" + text + "'");
+    }
+    auto it = env.find(name);
+    if (it == env.end())
+      return Status::error("unbound symbol '" + name + "' in '" + text + "'");
+    return it->second;
+  }
+
+  const std::string &text;
+  const std::map<std::string, int64_t> &env;
+  size_t pos = 0;
+};
+} // namespace
+
+StatusOr<int64_t> evaluate(const std::string &expression,
+                           const std::map<std::string, int64_t> &symbols) {
+  return Parser(expression, symbols).parse();
+}
+
+//===----------------------------------------------------------------------===//
+// Launcher
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct Param {
+  enum class Kind { Argument, Result, Rows, Width, Ctas, Workspace } kind;
+  int64_t index = 0;
+  std::string dtype;
+  bool buffer = false;
+  std::vector<std::string> shape;
+};
+
+struct Kernel {
+  std::string name;
+  std::string grid;
+  int64_t block = 256;
+  rt::cu::Function function = nullptr;
+};
+
+struct Function {
+  std::vector<Kernel> kernels;
+  std::vector<Param> params;
+  std::string ctas;
+  std::vector<std::string> constraints;
+  std::string workspace;
+};
+
+std::string str(const llvm::json::Object *object, llvm::StringRef key) {
+  if (!object)
+    return "";
+  if (auto value = object->getString(key))
+    return value->str();
+  return "";
+}
+
+std::optional<rt::DType> dtypeOf(const std::string &name) {
+  if (name == "bf16")
+    return rt::DType::BF16;
+  if (name == "f16")
+    return rt::DType::F16;
+  if (name == "f32")
+    return rt::DType::F32;
+  return std::nullopt;
+}
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+} // namespace
+
+struct LaunchPlan::Impl {
+  std::map<std::string, Function> functions;
+
+  Status bindTensor(const rt::TensorView &view, const Param &param,
+                    const std::string &what,
+                    std::map<std::string, int64_t> &symbols) const;
+};
+
+LaunchPlan::LaunchPlan() : impl(std::make_unique<Impl>()) {}
+LaunchPlan::~LaunchPlan() = default;
+LaunchPlan::LaunchPlan(LaunchPlan &&) = default;
+LaunchPlan &LaunchPlan::operator=(LaunchPlan &&) = default;
+
+std::vector<std::string> LaunchPlan::kernelNames() const {
+  std::vector<std::string> names;
+  for (auto &[name, function] : impl->functions)
+    for (const Kernel &kernel : function.kernels)
+      names.push_back(kernel.name);
+  return names;
+}
+
+StatusOr<LaunchPlan> LaunchPlan::parse(const std::string &manifest) {
+  LaunchPlan plan;
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(manifest);
+  if (!parsed)
+    return Status::error("malformed kernel manifest: " +
+                         llvm::toString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  const llvm::json::Array *list = root ? root->getArray("functions") : nullptr;
+  if (!list)
+    return Status::error("malformed kernel manifest: no functions");
+  for (const llvm::json::Value &entry : *list) {
+    const llvm::json::Object *object = entry.getAsObject();
+    if (!object)
+      return Status::error("malformed kernel manifest: a function is not an "
+                           "object");
+    Function function;
+    function.ctas = str(object, "ctas");
+    function.workspace = str(object, "workspace_f32_elements");
+    if (const llvm::json::Array *constraints =
+            object->getArray("shape_constraints"))
+      for (const llvm::json::Value &c : *constraints)
+        if (auto text = c.getAsString())
+          function.constraints.push_back(text->str());
+    if (const llvm::json::Array *ks = object->getArray("kernels"))
+      for (const llvm::json::Value &k : *ks) {
+        const llvm::json::Object *ko = k.getAsObject();
+        if (!ko)
+          continue;
+        Kernel kernel;
+        kernel.name = str(ko, "name");
+        kernel.grid = str(ko, "grid");
+        kernel.block = ko->getInteger("block").value_or(256);
+        function.kernels.push_back(kernel);
+      }
+    if (const llvm::json::Array *ps = object->getArray("params"))
+      for (const llvm::json::Value &p : *ps) {
+        const llvm::json::Object *po = p.getAsObject();
+        if (!po)
+          continue;
+        Param param{Param::Kind::Rows};
+        std::string of = str(po, "of");
+        param.kind = of == "argument" ? Param::Kind::Argument
+                     : of == "result" ? Param::Kind::Result
+                     : of == "rows"   ? Param::Kind::Rows
+                     : of == "width"  ? Param::Kind::Width
+                     : of == "ctas"   ? Param::Kind::Ctas
+                                      : Param::Kind::Workspace;
+        param.index = po->getInteger("index").value_or(0);
+        param.dtype = str(po, "dtype");
+        param.buffer = str(po, "kind") == "buffer";
+        if (const llvm::json::Array *shape = po->getArray("shape"))
+          for (const llvm::json::Value &dim : *shape)
+            param.shape.push_back(dim.getAsString() ? dim.getAsString()->str()
+                                                    : "");
+        function.params.push_back(param);
+      }
+    plan.impl->functions[str(object, "function")] = std::move(function);
+  }
+  return plan;
+}
+
+Status
+LaunchPlan::Impl::bindTensor(const rt::TensorView &view, const Param &param,
+                             const std::string &what,
+                             std::map<std::string, int64_t> &symbols) const {
+
+  std::optional<rt::DType> dtype = dtypeOf(param.dtype);
+  if (!dtype)
+    return Status::error("the manifest gives " + what + " the unknown dtype " +
+                         param.dtype);
+  // Leading dimensions flatten into rows.
+  std::vector<int64_t> flat;
+  if (param.shape.size() == 2) {
+    if (view.shape.empty())
+      return Status::error(what + " has shape [], expected [rows, width]");
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < view.shape.size(); ++i)
+      rows *= view.shape[i];
+    flat = {rows, view.shape.back()};
+  } else {
+    int64_t count = 1;
+    for (int64_t size : view.shape)
+      count *= size;
+    flat = {count};
+    if (param.shape.size() == 1 && param.shape[0] != "rows" &&
+        view.shape.size() != 1)
+      return Status::error(what + " has shape " + formatShape(view.shape) +
+                           ", expected a vector");
+  }
+  rt::TensorView flatView = view;
+  flatView.shape = flat;
+  if (Status status = rt::checkTensor(flatView, what, *dtype,
+                                      std::vector<int64_t>(flat.size(), -1));
+      !status)
+    return status;
+  for (size_t i = 0; i < param.shape.size(); ++i) {
+    const std::string &symbol = param.shape[i];
+    bool plain = !symbol.empty() &&
+                 std::all_of(symbol.begin(), symbol.end(), [](char c) {
+                   return std::isalnum(c) || c == '_';
+                 });
+    if (plain && !symbols.count(symbol) && !std::isdigit(symbol[0])) {
+      symbols[symbol] = flat[i];
+      continue;
+    }
+    StatusOr<int64_t> expected = evaluate(symbol, symbols);
+    if (!expected)
+      return expected.takeStatus();
+    if (*expected != flat[i])
+      return Status::error(
+          what + " has shape " + formatShape(view.shape) + ": its " +
+          (param.shape.size() == 2 && i == 0 ? "row count" : "width") + " " +
+          std::to_string(flat[i]) + " should be " + symbol + " = " +
+          std::to_string(*expected));
+  }
+  return Status::ok();
+}
+
+StatusOr<LaunchPlan::Bound>
+LaunchPlan::bind(const std::string &name,
+                 const std::vector<Argument> &arguments,
+                 const std::vector<rt::TensorView> &results) const {
+  auto found = impl->functions.find(name);
+  if (found == impl->functions.end())
+    return Status::error("no compiled function '" + name + "'");
+  const Function &function = found->second;
+  std::map<std::string, int64_t> symbols;
+  // Bind arguments first (they define rows and widths), then check results.
+  for (const Param &param : function.params) {
+    if (param.kind != Param::Kind::Argument)
+      continue;
+    if (param.index >= static_cast<int64_t>(arguments.size()))
+      return Status::error(name + " takes more than " +
+                           std::to_string(arguments.size()) + " arguments");
+    const Argument &argument = arguments[param.index];
+    std::string what = name + " argument #" + std::to_string(param.index);
+    if (param.buffer) {
+      const auto *view = std::get_if<rt::TensorView>(&argument);
+      if (!view)
+        return Status::error(what + " must be a tensor");
+      if (Status s = impl->bindTensor(*view, param, what, symbols); !s)
+        return s;
+    } else if (const auto *integer = std::get_if<int64_t>(&argument)) {
+      symbols["arg" + std::to_string(param.index)] = *integer;
+    } else if (!std::holds_alternative<float>(argument)) {
+      return Status::error(what + " must be a scalar");
+    }
+  }
+  for (const Param &param : function.params) {
+    if (param.kind != Param::Kind::Result)
+      continue;
+    if (param.index >= static_cast<int64_t>(results.size()))
+      return Status::error(name + " writes " + std::to_string(param.index + 1) +
+                           " or more results, " +
+                           std::to_string(results.size()) + " given");
+    if (Status s = impl->bindTensor(
+            results[param.index], param,
+            name + " result #" + std::to_string(param.index), symbols);
+        !s)
+      return s;
+  }
+  for (const std::string &constraint : function.constraints) {
+    size_t at = constraint.find("==");
+    bool equal = at != std::string::npos;
+    if (!equal)
+      at = constraint.find("<=");
+    if (at == std::string::npos)
+      return Status::error("malformed shape constraint '" + constraint + "'");
+    StatusOr<int64_t> lhs = evaluate(constraint.substr(0, at), symbols);
+    StatusOr<int64_t> rhs = evaluate(constraint.substr(at + 2), symbols);
+    if (!lhs)
+      return lhs.takeStatus();
+    if (!rhs)
+      return rhs.takeStatus();
+    if (equal ? *lhs != *rhs : *lhs > *rhs)
+      return Status::error(name + ": the shapes do not fit together: " +
+                           constraint + " is " + std::to_string(*lhs) +
+                           (equal ? " == " : " <= ") + std::to_string(*rhs));
+  }
+  StatusOr<int64_t> ctas = evaluate(function.ctas, symbols);
+  if (!ctas)
+    return ctas.takeStatus();
+  symbols["ctas"] = *ctas;
+  StatusOr<int64_t> workspaceElements = evaluate(function.workspace, symbols);
+  if (!workspaceElements)
+    return workspaceElements.takeStatus();
+  Bound bound;
+  bound.workspaceBytes = std::max<size_t>(16, *workspaceElements * 4);
+  rt::KernelArgs &args = bound.args;
+  for (const Param &param : function.params) {
+    switch (param.kind) {
+    case Param::Kind::Argument: {
+      const Argument &argument = arguments[param.index];
+      if (const auto *view = std::get_if<rt::TensorView>(&argument))
+        args.pointer(view->data);
+      else if (const auto *f = std::get_if<float>(&argument))
+        args.f32(*f);
+      else
+        args.index(std::get<int64_t>(argument));
+      break;
+    }
+    case Param::Kind::Result:
+      args.pointer(results[param.index].data);
+      break;
+    case Param::Kind::Rows:
+      args.index(symbols["rows"]);
+      break;
+    case Param::Kind::Width:
+      args.index(symbols["w" + std::to_string(param.index)]);
+      break;
+    case Param::Kind::Ctas:
+      args.index(*ctas);
+      break;
+    case Param::Kind::Workspace:
+      bound.workspaceParam = args.size();
+      args.pointer(0);
+      break;
+    }
+  }
+  for (const Kernel &kernel : function.kernels) {
+    StatusOr<int64_t> grid = evaluate(kernel.grid, symbols);
+    if (!grid)
+      return grid.takeStatus();
+    bound.launches.push_back({kernel.name, static_cast<unsigned>(*grid),
+                              static_cast<unsigned>(kernel.block)});
+  }
+  return bound;
+}
+
+StatusOr<std::unique_ptr<Launcher>>
+Launcher::create(const rt::Device &device,
+                 const jit::CompiledKernels &kernels) {
+  StatusOr<LaunchPlan> plan = LaunchPlan::parse(kernels.manifest);
+  if (!plan)
+    return plan.takeStatus();
+  StatusOr<rt::Module> module = rt::Module::load(device, kernels.ptx);
+  if (!module)
+    return module.takeStatus();
+  std::unique_ptr<Launcher> launcher(new Launcher());
+  launcher->device = &device;
+  launcher->plan = std::move(*plan);
+  launcher->module = std::move(*module);
+  for (const std::string &name : launcher->plan.kernelNames()) {
+    StatusOr<rt::cu::Function> function = launcher->module.function(name);
+    if (!function)
+      return function.takeStatus();
+    launcher->functions[name] = *function;
+  }
+  return launcher;
+}
+
+Launcher::~Launcher() = default;
+
+Status Launcher::run(const std::string &function,
+                     const std::vector<Argument> &arguments,
+                     const std::vector<rt::TensorView> &results) {
+  StatusOr<LaunchPlan::Bound> bound = plan.bind(function, arguments, results);
+  if (!bound)
+    return bound.takeStatus();
+  if (workspace.size() < bound->workspaceBytes) {
+    auto buffer = rt::DeviceBuffer::allocate(*device, bound->workspaceBytes);
+    if (!buffer)
+      return buffer.takeStatus();
+    workspace = std::move(*buffer);
+  }
+  bound->args.setPointer(bound->workspaceParam, workspace.data());
+  for (const LaunchPlan::Bound::Launch &launch : bound->launches) {
+    rt::LaunchConfig config;
+    config.grid = launch.grid;
+    config.block = launch.block;
+    if (Status s =
+            rt::launch(*device, functions[launch.kernel], config, bound->args);
+        !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+} // namespace tile::ops

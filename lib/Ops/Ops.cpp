@@ -1,0 +1,137 @@
+//===- Ops.cpp - SwiGLU and RMSNorm, forward and derived backward --------===//
+
+#include "tile/Ops/Ops.h"
+
+namespace tile::ops {
+
+namespace {
+// examples/*.mlir, embedded at build time (ExampleKernels.inc).
+#include "ExampleKernels.inc"
+
+const char *source(const std::string &kernel) {
+  if (kernel == "swiglu")
+    return kSwigluSource;
+  if (kernel == "silu_and_mul")
+    return kSiluAndMulSource;
+  return kRmsNormSource;
+}
+} // namespace
+
+Operators::Operators(rt::Device device, std::string cacheDir)
+    : dev(std::move(device)), jit(std::move(cacheDir)) {}
+
+rt::StatusOr<std::unique_ptr<Operators>>
+Operators::create(int ordinal, std::string cacheDir) {
+  rt::StatusOr<rt::Device> device = rt::Device::open(ordinal);
+  if (!device)
+    return device.takeStatus();
+  return std::unique_ptr<Operators>(
+      new Operators(std::move(*device), std::move(cacheDir)));
+}
+
+rt::StatusOr<Launcher *> Operators::launcher(const char *kernel,
+                                             rt::DType dtype, bool mainGrad) {
+  jit::CompileOptions options;
+  options.chip = dev.chip();
+  options.dtype = rt::name(dtype);
+  options.differentiate = true; // forward and backward in one module
+  options.mainGrad = mainGrad;
+  std::string key = std::string(kernel) + "/" + options.dtype +
+                    (mainGrad ? "/main-grad" : "");
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = launchers.find(key); it != launchers.end())
+    return it->second.get();
+  rt::StatusOr<jit::CompiledKernels> compiled =
+      jit.compile(source(kernel), options);
+  if (!compiled)
+    return compiled.takeStatus();
+  rt::StatusOr<std::unique_ptr<Launcher>> created =
+      Launcher::create(dev, *compiled);
+  if (!created)
+    return created.takeStatus();
+  Launcher *result = created->get();
+  launchers[key] = std::move(*created);
+  return result;
+}
+
+Status Operators::swigluForward(const TensorView &a, const TensorView &b,
+                                const TensorView &c) {
+  auto run = launcher("swiglu", a.dtype, false);
+  if (!run)
+    return run.takeStatus();
+  return (*run)->run("swiglu", {a, b}, {c});
+}
+
+Status Operators::swigluBackward(const TensorView &a, const TensorView &b,
+                                 const TensorView &dc, const TensorView &da,
+                                 const TensorView &db) {
+  auto run = launcher("swiglu", a.dtype, false);
+  if (!run)
+    return run.takeStatus();
+  return (*run)->run("swiglu_bwd", {a, b, dc}, {da, db});
+}
+
+Status checkSiluAndMulInput(const TensorView &x) {
+  if (x.shape.empty() || x.shape.back() % 2 != 0)
+    return Status::error(
+        "silu_and_mul needs an even last dimension [..., 2H], got " +
+        (x.shape.empty() ? std::string("a scalar")
+                         : std::to_string(x.shape.back())));
+  return Status::ok();
+}
+
+Status Operators::siluAndMulForward(const TensorView &x,
+                                    const TensorView &out) {
+  if (Status s = checkSiluAndMulInput(x); !s)
+    return s;
+  auto run = launcher("silu_and_mul", x.dtype, false);
+  if (!run)
+    return run.takeStatus();
+  return (*run)->run("silu_and_mul", {x}, {out});
+}
+
+Status Operators::siluAndMulBackward(const TensorView &x,
+                                     const TensorView &dout,
+                                     const TensorView &dx) {
+  if (Status s = checkSiluAndMulInput(x); !s)
+    return s;
+  auto run = launcher("silu_and_mul", x.dtype, false);
+  if (!run)
+    return run.takeStatus();
+  return (*run)->run("silu_and_mul_bwd", {x, dout}, {dx});
+}
+
+Status Operators::rmsNormForward(const TensorView &x, const TensorView &w,
+                                 float eps, float offset, const TensorView &y) {
+  auto run = launcher("rms_norm", x.dtype, false);
+  if (!run)
+    return run.takeStatus();
+  return (*run)->run("rms_norm", {x, w, eps, offset}, {y});
+}
+
+Status Operators::rmsNormBackward(const TensorView &x, const TensorView &w,
+                                  float eps, float offset, const TensorView &dy,
+                                  const TensorView &dx, const TensorView &dw) {
+  auto run = launcher("rms_norm", x.dtype, false);
+  if (!run)
+    return run.takeStatus();
+  return (*run)->run("rms_norm_bwd", {x, w, eps, offset, dy}, {dx, dw});
+}
+
+Status Operators::rmsNormBackwardAccumulate(const TensorView &x,
+                                            const TensorView &w, float eps,
+                                            float offset, const TensorView &dy,
+                                            const TensorView &dx,
+                                            const TensorView &mainGrad) {
+  if (mainGrad.dtype != rt::DType::F32)
+    return Status::error(std::string("main_grad must be f32, got ") +
+                         rt::name(mainGrad.dtype));
+  auto run = launcher("rms_norm", x.dtype, true);
+  if (!run)
+    return run.takeStatus();
+  // The finalize reads main_grad and writes main_grad + dW in place.
+  return (*run)->run("rms_norm_bwd", {x, w, eps, offset, dy, mainGrad},
+                     {dx, mainGrad});
+}
+
+} // namespace tile::ops

@@ -1,0 +1,142 @@
+//===- LaunchPlanTest.cpp - operator argument checks, without a GPU ------===//
+//
+// The operators bind a call through the manifest before anything reaches a
+// GPU: these tests compile the examples with the JIT (no GPU needed) and
+// check what a wrong call is told, and what a right call launches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Ops/Launcher.h"
+#include "tile/Ops/Ops.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "gtest/gtest.h"
+
+using namespace tile;
+using namespace tile::ops;
+
+namespace {
+std::string example(const std::string &name) {
+  auto file = llvm::MemoryBuffer::getFile(std::string(TILE_EXAMPLES_DIR) + "/" +
+                                          name + ".mlir");
+  return file ? (*file)->getBuffer().str() : std::string();
+}
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+rt::TensorView tensor(std::vector<int64_t> shape,
+                      rt::DType dtype = rt::DType::BF16,
+                      rt::cu::DevicePtr data = 0x100000) {
+  rt::TensorView view;
+  view.data = data;
+  view.shape = std::move(shape);
+  view.dtype = dtype;
+  return view;
+}
+
+LaunchPlan plan(const std::string &kernel, bool mainGrad = false) {
+  jit::Jit jit("none");
+  jit::CompileOptions options;
+  options.differentiate = true;
+  options.mainGrad = mainGrad;
+  auto compiled = jit.compile(example(kernel), options);
+  EXPECT_TRUE(compiled) << compiled.message();
+  auto parsed = LaunchPlan::parse(compiled ? compiled->manifest : "");
+  EXPECT_TRUE(parsed) << parsed.message();
+  return parsed ? std::move(*parsed) : LaunchPlan();
+}
+
+TEST(ExpressionTest, ArithmeticAndCalls) {
+  std::map<std::string, int64_t> env = {{"rows", 7}, {"w0", 13}, {"ctas", 3}};
+  EXPECT_EQ(*evaluate("(w0 / 2) + (w0 / 2)", env), 12);
+  EXPECT_EQ(*evaluate("min(rows, 264)", env), 7);
+  EXPECT_EQ(*evaluate("ceildiv(w0, 4)", env), 4);
+  EXPECT_EQ(*evaluate("ctas * w0 + 1 - 2 % 2", env), 40);
+  EXPECT_FALSE(evaluate("w9", env));
+  EXPECT_TRUE(contains(evaluate("w9", env).message(), "unbound symbol 'w9'"));
+  EXPECT_FALSE(evaluate("w0 / 0", env));
+  EXPECT_FALSE(evaluate("frob(1, 2)", env));
+}
+TEST(LaunchPlanTest, ARightCallBindsSizesAndLaunches) {
+  LaunchPlan rms = plan("rms_norm");
+  // Leading dimensions flatten into rows: [2, 3, 1000] is 6 rows.
+  auto bound = rms.bind(
+      "rms_norm_bwd",
+      {tensor({2, 3, 1000}), tensor({1000}), 1e-6f, 0.0f, tensor({2, 3, 1000})},
+      {tensor({2, 3, 1000}), tensor({1000})});
+  ASSERT_TRUE(bound) << bound.message();
+  ASSERT_EQ(bound->launches.size(), 2u);
+  EXPECT_EQ(bound->launches[0].kernel, "rms_norm_bwd");
+  EXPECT_EQ(bound->launches[0].grid, 6u); // min(rows, 264)
+  EXPECT_EQ(bound->launches[1].kernel, "rms_norm_bwd_finalize");
+  EXPECT_EQ(bound->launches[1].grid, 4u); // ceildiv(1000, 256)
+  EXPECT_EQ(bound->workspaceBytes, 6u * 1000 * 4);
+  // x, w, eps, offset, dy, dx, dw, rows, 3 widths, ctas, workspace.
+  EXPECT_EQ(bound->args.size(), 13u);
+  std::vector<void *> params = bound->args.pointers();
+  EXPECT_EQ(*static_cast<int64_t *>(params[7]), 6);    // rows
+  EXPECT_EQ(*static_cast<int64_t *>(params[8]), 1000); // width of x
+  EXPECT_EQ(bound->workspaceParam, 12u);
+}
+
+TEST(LaunchPlanTest, AWrongCallIsToldWhatIsWrong) {
+  LaunchPlan rms = plan("rms_norm");
+  auto call = [&](std::vector<Argument> args,
+                  std::vector<rt::TensorView> results) {
+    auto bound = rms.bind("rms_norm_bwd", args, results);
+    EXPECT_FALSE(bound);
+    return bound ? std::string() : bound.message();
+  };
+  rt::TensorView x = tensor({7, 13}), w = tensor({13}), dy = tensor({7, 13});
+  EXPECT_EQ(call({tensor({7, 13}, rt::DType::F16), w, 1e-6f, 0.0f, dy}, {x, w}),
+            "rms_norm_bwd argument #0 has dtype f16, expected bf16");
+  std::string widths = call({x, tensor({12}), 1e-6f, 0.0f, dy}, {x, w});
+  EXPECT_TRUE(contains(widths, "the shapes do not fit together: w1 == w0 is "
+                               "12 == 13"))
+      << widths;
+  std::string rows = call({x, w, 1e-6f, 0.0f, tensor({8, 13})}, {x, w});
+  EXPECT_TRUE(contains(rows, "argument #4 has shape [8, 13]: its row count 8 "
+                             "should be rows = 7"))
+      << rows;
+  std::string output = call({x, w, 1e-6f, 0.0f, dy}, {tensor({7, 14}), w});
+  EXPECT_TRUE(contains(output, "result #0 has shape [7, 14]")) << output;
+  EXPECT_EQ(
+      call({x, w, 1e-6f, 0.0f, tensor({7, 13}, rt::DType::BF16, 0)}, {x, w}),
+      "rms_norm_bwd argument #4 is a null pointer");
+  EXPECT_TRUE(contains(
+      call({x, w, 1e-6f, 0.0f, tensor({7, 13}, rt::DType::BF16, 0x100001)},
+           {x, w}),
+      "argument #4 is misaligned"));
+  EXPECT_EQ(call({x, 1.0f, 1e-6f, 0.0f, dy}, {x, w}),
+            "rms_norm_bwd argument #1 must be a tensor");
+  EXPECT_TRUE(contains(call({x, w, 1e-6f, 0.0f, dy}, {x}), "results"));
+  auto unknown = rms.bind("rms_norm_bwdd", {}, {});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.message(), "no compiled function 'rms_norm_bwdd'");
+}
+
+TEST(LaunchPlanTest, SiluAndMulOutputIsHalfTheInput) {
+  LaunchPlan sam = plan("silu_and_mul");
+  EXPECT_TRUE(sam.bind("silu_and_mul", {tensor({7, 26})}, {tensor({7, 13})}));
+  auto wrong = sam.bind("silu_and_mul", {tensor({7, 26})}, {tensor({7, 26})});
+  ASSERT_FALSE(wrong);
+  EXPECT_TRUE(contains(wrong.message(), "its width 26 should be (w0 / 2) = 13"))
+      << wrong.message();
+  EXPECT_TRUE(checkSiluAndMulInput(tensor({7, 26})));
+  EXPECT_EQ(checkSiluAndMulInput(tensor({7, 13})).message(),
+            "silu_and_mul needs an even last dimension [..., 2H], got 13");
+}
+
+TEST(LaunchPlanTest, MainGradIsAnFp32ArgumentAndTheResult) {
+  LaunchPlan rms = plan("rms_norm", /*mainGrad=*/true);
+  rt::TensorView x = tensor({7, 13}), w = tensor({13});
+  rt::TensorView mg = tensor({13}, rt::DType::F32);
+  EXPECT_TRUE(rms.bind("rms_norm_bwd", {x, w, 1e-6f, 0.0f, x, mg}, {x, mg}));
+  auto bf16 = rms.bind("rms_norm_bwd", {x, w, 1e-6f, 0.0f, x, w}, {x, w});
+  ASSERT_FALSE(bf16);
+  EXPECT_EQ(bf16.message(),
+            "rms_norm_bwd argument #5 has dtype bf16, expected f32");
+}
+} // namespace
