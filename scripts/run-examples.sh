@@ -4,8 +4,8 @@
 # kernel (tile-differentiate), runs both in the float64 reference evaluator,
 # checks the derived gradients against finite differences, and compiles
 # forward and backward to GPU kernels and PTX (assembled with ptxas when the
-# CUDA toolkit is installed). Running them on a GPU needs the runtime, which
-# is not built yet: scripts/gpu/ has an interim check.
+# CUDA toolkit is installed). Where a GPU is present, the operators built on
+# these kernels then run on it with a numeric check against float64.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TILE_BUILD_DIR:-$root/build}
@@ -63,4 +63,11 @@ for example in swiglu silu_and_mul rms_norm; do
       grep -E 'Compiling|Used' | sed 's/^ptxas info *: /  /'
   fi
 done
+echo "=== on the GPU"
+if gpu=$("$bin/tile-rt-info" 2>&1); then
+  echo "$gpu"
+  "$bin/tile-gpu-tests" --small
+else
+  echo "no GPU here, so the kernels were compiled but not run: $gpu"
+fi
 echo "=== examples done"

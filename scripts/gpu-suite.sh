@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The GPU test suite in two steps.
+#
+#   ./scripts/gpu-suite.sh build   here (no GPU needed): builds the static
+#                                  bundle in build-static/gpu-bundle
+#   ./scripts/gpu-suite.sh run     on the GPU machine, from the repository
+#                                  root with the bundle carried along: runs
+#                                  everything, ends with "N passed, N failed"
+#
+# The bundle needs nothing on the GPU machine but the driver: the programs
+# are linked statically against LLVM/MLIR (the JIT compiles in-process) and
+# open libcuda at run time. compute-sanitizer is used where installed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+static=${TILE_STATIC_BUILD_DIR:-$root/build-static}
+bundle=$static/gpu-bundle
+
+case "${1:-}" in
+build)
+  "$root/scripts/install-deps.sh"
+  cmake -G Ninja -S "$root" -B "$static" -DCMAKE_BUILD_TYPE=Release \
+    -DTILE_STATIC_TOOLS=ON >/dev/null
+  ninja -C "$static" tile-gpu-tests tile-rt-info tile-rt-smoke tile-translate
+  rm -rf "$bundle" && mkdir -p "$bundle"
+  # Stripped and xz-compressed: the bundle must stay well under the 64 MiB a
+  # device call carries.
+  for tool in tile-gpu-tests tile-rt-info tile-rt-smoke; do
+    strip -o "$bundle/$tool" "$static/bin/$tool"
+    xz -T0 -9 "$bundle/$tool"
+  done
+  "$static/bin/tile-translate" --tile-to-ptx "$root/examples/swiglu.mlir" \
+    -o "$bundle/swiglu.ptx"
+  du -sh "$bundle"
+  echo "bundle ready: carry build-static/gpu-bundle and run: ./scripts/gpu-suite.sh run"
+  ;;
+run)
+  [ -d "$bundle" ] || { echo "error: no bundle at $bundle; run '$0 build' first" >&2; exit 1; }
+  export TILE_CACHE_DIR=${TILE_CACHE_DIR:-$(mktemp -d)}
+  work=$(mktemp -d)
+  for packed in "$bundle"/*.xz; do
+    xz -dc "$packed" >"$work/$(basename "$packed" .xz)"
+    chmod +x "$work/$(basename "$packed" .xz)"
+  done
+  cp "$bundle/swiglu.ptx" "$work/"
+  bundle=$work
+  passed=0 failed=0
+  step() { # name, command...: counts one pass or fail
+    local name=$1; shift
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
+  }
+  "$bundle/tile-rt-info"
+  for shape in "4096 1000" "13 333" "1 1"; do
+    step "tile-rt-smoke $shape" "$bundle/tile-rt-smoke" "$bundle/swiglu.ptx" $shape
+  done
+  # The operator suite reports its own counts.
+  set +e
+  "$bundle/tile-gpu-tests" | tee "$TILE_CACHE_DIR/suite.log"
+  set -e
+  counts=$(tail -n 1 "$TILE_CACHE_DIR/suite.log")
+  if [[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2]))
+  else
+    failed=$((failed + 1)); echo "FAIL tile-gpu-tests did not finish"
+  fi
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  if [ -x "$sanitizer" ]; then
+    for tool in memcheck racecheck; do
+      step "compute-sanitizer $tool" "$sanitizer" --tool "$tool" --error-exitcode 1 \
+        "$bundle/tile-gpu-tests" --small
+    done
+  else
+    echo "compute-sanitizer not found: memcheck and racecheck skipped"
+  fi
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  ;;
+*)
+  sed -n '2,13p' "$0"
+  exit 2
+  ;;
+esac
