@@ -20,11 +20,12 @@ build)
   "$root/scripts/install-deps.sh"
   cmake -G Ninja -S "$root" -B "$static" -DCMAKE_BUILD_TYPE=Release \
     -DTILE_STATIC_TOOLS=ON >/dev/null
-  ninja -C "$static" tile-gpu-tests tile-rt-info tile-rt-smoke tile-translate
+  ninja -C "$static" tile-gpu-tests tile-rt-info tile-rt-smoke \
+    tile-embed-example tile-translate
   rm -rf "$bundle" && mkdir -p "$bundle"
   # Stripped and xz-compressed: the bundle must stay well under the 64 MiB a
   # device call carries.
-  for tool in tile-gpu-tests tile-rt-info tile-rt-smoke; do
+  for tool in tile-gpu-tests tile-rt-info tile-rt-smoke tile-embed-example; do
     strip -o "$bundle/$tool" "$static/bin/$tool"
     xz -T0 -9 "$bundle/$tool"
   done
@@ -52,6 +53,7 @@ run)
   for shape in "4096 1000" "13 333" "1 1"; do
     step "tile-rt-smoke $shape" "$bundle/tile-rt-smoke" "$bundle/swiglu.ptx" $shape
   done
+  step "tile-embed-example" "$bundle/tile-embed-example"
   # The operator suite reports its own counts.
   set +e
   "$bundle/tile-gpu-tests" | tee "$TILE_CACHE_DIR/suite.log"

@@ -63,6 +63,8 @@ for example in swiglu silu_and_mul rms_norm; do
       grep -E 'Compiling|Used' | sed 's/^ptxas info *: /  /'
   fi
 done
+echo "=== embedding: a kernel in a string, compiled and differentiated by the JIT"
+"$bin/tile-embed-example"
 echo "=== on the GPU"
 if gpu=$("$bin/tile-rt-info" 2>&1); then
   echo "$gpu"

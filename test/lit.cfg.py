@@ -32,7 +32,7 @@ config.substitutions.append(
 
 tool_dirs = [config.tile_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["tile-opt", "tile-translate", "tile-run", "tile-rt-info", "tile-rt-smoke"], tool_dirs)
+    ["tile-opt", "tile-translate", "tile-run", "tile-rt-info", "tile-rt-smoke", "tile-embed-example"], tool_dirs)
 
 
 

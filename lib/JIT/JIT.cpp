@@ -254,6 +254,14 @@ void writeEntry(const std::string &directory, const std::string &path,
 }
 } // namespace
 
+rt::StatusOr<CompiledKernels> Jit::compile(ModuleOp module,
+                                           const CompileOptions &options) {
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  module.print(os, OpPrintingFlags().enableDebugInfo(true, false));
+  return compile(source, options);
+}
+
 std::string Jit::compilerVersion() {
   return std::string(kFormatVersion) + " llvm-" + LLVM_VERSION_STRING;
 }

@@ -1,6 +1,11 @@
 //===- JITTest.cpp - the JIT and its cache, without a GPU ----------------===//
 
 #include "tile/JIT/JIT.h"
+#include "tile/InitTile.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -193,6 +198,20 @@ TEST_F(JITTest, ErrorsCarryTheDiagnostics) {
   ASSERT_FALSE(dtype);
   EXPECT_TRUE(contains(dtype.message(), "unknown dtype 'f8'"))
       << dtype.message();
+}
+
+TEST_F(JITTest, AModuleBuiltInCppCompilesLikeItsText) {
+  mlir::DialectRegistry registry;
+  mlir::tile::registerTileDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  auto module =
+      mlir::parseSourceString<mlir::ModuleOp>(readExample("swiglu"), &context);
+  ASSERT_TRUE(module);
+  Jit jit(dir);
+  auto fromModule = jit.compile(*module, CompileOptions());
+  ASSERT_TRUE(fromModule) << fromModule.message();
+  EXPECT_TRUE(contains(fromModule->ptx, ".visible .entry swiglu("));
 }
 
 TEST(JITCacheDirectory, EnvironmentChoosesTheDirectory) {

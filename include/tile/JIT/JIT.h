@@ -21,6 +21,10 @@
 #include <mutex>
 #include <string>
 
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
 namespace tile::jit {
 
 struct CompileOptions {
@@ -57,6 +61,10 @@ public:
   ~Jit();
 
   rt::StatusOr<CompiledKernels> compile(const std::string &source,
+                                        const CompileOptions &options);
+  /// The same for a module built in C++: its printed form is the source
+  /// (and the cache key), so it is compiled in a context of the JIT's own.
+  rt::StatusOr<CompiledKernels> compile(mlir::ModuleOp module,
                                         const CompileOptions &options);
 
   CacheStats stats() const;
