@@ -64,7 +64,10 @@ std::string keyOf(const std::string &source, const CompileOptions &options) {
   std::ostringstream all;
   all << Jit::compilerVersion() << '\0' << options.chip << '\0' << options.dtype
       << '\0' << options.differentiate << '\0' << options.policy << '\0'
-      << options.mainGrad << '\0' << options.threads << '\0' << source;
+      << options.mainGrad << '\0' << options.threads << '\0';
+  for (auto [index, width] : options.widths)
+    all << 'w' << index << '=' << width << ',';
+  all << '\0' << source;
   std::string text = all.str();
   // Two independent 64-bit hashes: collisions are not a practical concern.
   return hex(fnv1a(text)) + hex(fnv1a(text, 0x84222325cbf29ce4ULL));
@@ -185,6 +188,23 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
       }
     if (failed(mlir::verify(*module)))
       return fail("applying the schedule");
+  }
+  if (!options.widths.empty()) {
+    Builder b(&context);
+    for (auto func : module->getOps<func::FuncOp>()) {
+      if (!func->hasAttr(mlir::tile::TileDialect::getKernelAttrName()))
+        continue;
+      SmallVector<NamedAttribute> entries;
+      for (auto [index, width] : options.widths)
+        if (index < func.getNumArguments() &&
+            isa<RankedTensorType>(func.getArgument(index).getType()))
+          entries.push_back(b.getNamedAttr("w" + std::to_string(index),
+                                           b.getI64IntegerAttr(width)));
+      func->setAttr(mlir::tile::TileDialect::getSpecializeAttrName(),
+                    b.getDictionaryAttr(entries));
+    }
+    if (failed(mlir::verify(*module)))
+      return fail("specializing the widths");
   }
   mlir::tile::PtxOptions ptxOptions;
   ptxOptions.chip = options.chip;

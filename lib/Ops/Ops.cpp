@@ -15,6 +15,16 @@ const char *source(const std::string &kernel) {
     return kSiluAndMulSource;
   return kRmsNormSource;
 }
+/// The last dimension of each tensor, by argument index: what the kernels
+/// are specialized for. A mismatch between them is reported by the
+/// launcher, which checks every call against the manifest.
+std::map<unsigned, int64_t> widthsOf(std::vector<const TensorView *> tensors) {
+  std::map<unsigned, int64_t> widths;
+  for (unsigned index = 0; index < tensors.size(); ++index)
+    if (tensors[index] && !tensors[index]->shape.empty())
+      widths[index] = tensors[index]->shape.back();
+  return widths;
+}
 } // namespace
 
 Operators::Operators(rt::Device device, std::string cacheDir)
@@ -29,15 +39,19 @@ Operators::create(int ordinal, std::string cacheDir) {
       new Operators(std::move(*device), std::move(cacheDir)));
 }
 
-rt::StatusOr<Launcher *> Operators::launcher(const char *kernel,
-                                             rt::DType dtype, bool mainGrad) {
+rt::StatusOr<Launcher *>
+Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
+                    const std::map<unsigned, int64_t> &widths) {
   jit::CompileOptions options;
   options.chip = dev.chip();
   options.dtype = rt::name(dtype);
   options.differentiate = true; // forward and backward in one module
   options.mainGrad = mainGrad;
+  options.widths = widths;
   std::string key = std::string(kernel) + "/" + options.dtype +
                     (mainGrad ? "/main-grad" : "");
+  for (auto [index, width] : widths)
+    key += "/w" + std::to_string(index) + "=" + std::to_string(width);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = launchers.find(key); it != launchers.end())
     return it->second.get();
@@ -56,7 +70,7 @@ rt::StatusOr<Launcher *> Operators::launcher(const char *kernel,
 
 Status Operators::swigluForward(const TensorView &a, const TensorView &b,
                                 const TensorView &c) {
-  auto run = launcher("swiglu", a.dtype, false);
+  auto run = launcher("swiglu", a.dtype, false, widthsOf({&a, &b}));
   if (!run)
     return run.takeStatus();
   return (*run)->run("swiglu", {a, b}, {c});
@@ -65,7 +79,7 @@ Status Operators::swigluForward(const TensorView &a, const TensorView &b,
 Status Operators::swigluBackward(const TensorView &a, const TensorView &b,
                                  const TensorView &dc, const TensorView &da,
                                  const TensorView &db) {
-  auto run = launcher("swiglu", a.dtype, false);
+  auto run = launcher("swiglu", a.dtype, false, widthsOf({&a, &b}));
   if (!run)
     return run.takeStatus();
   return (*run)->run("swiglu_bwd", {a, b, dc}, {da, db});
@@ -84,7 +98,7 @@ Status Operators::siluAndMulForward(const TensorView &x,
                                     const TensorView &out) {
   if (Status s = checkSiluAndMulInput(x); !s)
     return s;
-  auto run = launcher("silu_and_mul", x.dtype, false);
+  auto run = launcher("silu_and_mul", x.dtype, false, widthsOf({&x}));
   if (!run)
     return run.takeStatus();
   return (*run)->run("silu_and_mul", {x}, {out});
@@ -95,7 +109,7 @@ Status Operators::siluAndMulBackward(const TensorView &x,
                                      const TensorView &dx) {
   if (Status s = checkSiluAndMulInput(x); !s)
     return s;
-  auto run = launcher("silu_and_mul", x.dtype, false);
+  auto run = launcher("silu_and_mul", x.dtype, false, widthsOf({&x}));
   if (!run)
     return run.takeStatus();
   return (*run)->run("silu_and_mul_bwd", {x, dout}, {dx});
@@ -103,7 +117,7 @@ Status Operators::siluAndMulBackward(const TensorView &x,
 
 Status Operators::rmsNormForward(const TensorView &x, const TensorView &w,
                                  float eps, float offset, const TensorView &y) {
-  auto run = launcher("rms_norm", x.dtype, false);
+  auto run = launcher("rms_norm", x.dtype, false, widthsOf({&x, &w}));
   if (!run)
     return run.takeStatus();
   return (*run)->run("rms_norm", {x, w, eps, offset}, {y});
@@ -112,7 +126,7 @@ Status Operators::rmsNormForward(const TensorView &x, const TensorView &w,
 Status Operators::rmsNormBackward(const TensorView &x, const TensorView &w,
                                   float eps, float offset, const TensorView &dy,
                                   const TensorView &dx, const TensorView &dw) {
-  auto run = launcher("rms_norm", x.dtype, false);
+  auto run = launcher("rms_norm", x.dtype, false, widthsOf({&x, &w}));
   if (!run)
     return run.takeStatus();
   return (*run)->run("rms_norm_bwd", {x, w, eps, offset, dy}, {dx, dw});
@@ -126,7 +140,7 @@ Status Operators::rmsNormBackwardAccumulate(const TensorView &x,
   if (mainGrad.dtype != rt::DType::F32)
     return Status::error(std::string("main_grad must be f32, got ") +
                          rt::name(mainGrad.dtype));
-  auto run = launcher("rms_norm", x.dtype, true);
+  auto run = launcher("rms_norm", x.dtype, true, widthsOf({&x, &w}));
   if (!run)
     return run.takeStatus();
   // The finalize reads main_grad and writes main_grad + dW in place.

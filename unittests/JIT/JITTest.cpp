@@ -106,10 +106,20 @@ TEST_F(JITTest, EveryOptionIsPartOfTheKey) {
   auto threads = jit.compile(readExample("rms_norm"), narrow);
   ASSERT_TRUE(threads) << threads.message();
   EXPECT_TRUE(contains(threads->manifest, "\"block\": 128"));
+  CompileOptions specialized = base;
+  specialized.widths = {{0, 4096}, {1, 4096}};
+  auto wide = jit.compile(source, specialized);
+  ASSERT_TRUE(wide) << wide.message();
+  EXPECT_NE(plain->key, wide->key);
+  EXPECT_TRUE(contains(wide->manifest, "\"w0 == 4096\""));
+  // The width is a constant in the kernel: the width parameter (#4) is read
+  // by the general kernel and not by the specialized one.
+  EXPECT_TRUE(contains(plain->ptx, "[swiglu_param_4]"));
+  EXPECT_FALSE(contains(wide->ptx, "[swiglu_param_4]"));
   auto changedSource = jit.compile(source + "\n// a comment\n", base);
   ASSERT_TRUE(changedSource);
   EXPECT_NE(plain->key, changedSource->key);
-  EXPECT_EQ(jit.stats().compiles, 6u);
+  EXPECT_EQ(jit.stats().compiles, 7u);
 }
 
 TEST_F(JITTest, CorruptOrTruncatedEntriesAreRebuilt) {

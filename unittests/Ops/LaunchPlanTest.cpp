@@ -36,11 +36,13 @@ rt::TensorView tensor(std::vector<int64_t> shape,
   return view;
 }
 
-LaunchPlan plan(const std::string &kernel, bool mainGrad = false) {
+LaunchPlan plan(const std::string &kernel, bool mainGrad = false,
+                std::map<unsigned, int64_t> widths = {}) {
   jit::Jit jit("none");
   jit::CompileOptions options;
   options.differentiate = true;
   options.mainGrad = mainGrad;
+  options.widths = std::move(widths);
   auto compiled = jit.compile(example(kernel), options);
   EXPECT_TRUE(compiled) << compiled.message();
   auto parsed = LaunchPlan::parse(compiled ? compiled->manifest : "");
@@ -127,6 +129,17 @@ TEST(LaunchPlanTest, SiluAndMulOutputIsHalfTheInput) {
   EXPECT_TRUE(checkSiluAndMulInput(tensor({7, 26})));
   EXPECT_EQ(checkSiluAndMulInput(tensor({7, 13})).message(),
             "silu_and_mul needs an even last dimension [..., 2H], got 13");
+}
+
+TEST(LaunchPlanTest, KernelsSpecializedForAWidthRefuseOthers) {
+  LaunchPlan swiglu = plan("swiglu", false, {{0, 13}, {1, 13}});
+  EXPECT_TRUE(swiglu.bind("swiglu", {tensor({7, 13}), tensor({7, 13})},
+                          {tensor({7, 13})}));
+  auto other = swiglu.bind("swiglu", {tensor({7, 14}), tensor({7, 14})},
+                           {tensor({7, 14})});
+  ASSERT_FALSE(other);
+  EXPECT_TRUE(contains(other.message(), "w0 == 13 is 14 == 13"))
+      << other.message();
 }
 
 TEST(LaunchPlanTest, MainGradIsAnFp32ArgumentAndTheResult) {

@@ -40,6 +40,10 @@ struct CompileOptions {
   bool mainGrad = false;
   /// Overrides tile-schedule's threads per CTA (0: its default).
   int64_t threads = 0;
+  /// Widths to specialize for, by tensor argument index, of every kernel
+  /// (forward and derived backward share their leading arguments): the
+  /// GPU kernels use them as constants, and calls must match them.
+  std::map<unsigned, int64_t> widths;
 };
 
 struct CompiledKernels {

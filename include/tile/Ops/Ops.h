@@ -3,9 +3,9 @@
 // C++ operators over the JIT and the runtime. The kernels are the ones in
 // examples/ — nothing is written by hand for the GPU: the forward is what a
 // user wrote, the backward what tile-differentiate derived, both compiled
-// for the device's chip on first use (and cached). Tensors are contiguous,
-// any leading shape (flattened into rows), bf16, f16 or f32; every call
-// checks shapes, dtypes and pointers and returns a Status.
+// for the device's chip, dtype and row width on first use (and cached). Tensors
+// are contiguous, any leading shape (flattened into rows), bf16, f16 or f32;
+// every call checks shapes, dtypes and pointers and returns a Status.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,8 +66,11 @@ public:
 
 private:
   Operators(rt::Device device, std::string cacheDir);
+  /// The compiled kernels for `kernel` at `dtype`, specialized for the
+  /// widths of the call's tensors (by argument index).
   rt::StatusOr<Launcher *> launcher(const char *kernel, rt::DType dtype,
-                                    bool mainGrad);
+                                    bool mainGrad,
+                                    const std::map<unsigned, int64_t> &widths);
 
   rt::Device dev;
   jit::Jit jit;

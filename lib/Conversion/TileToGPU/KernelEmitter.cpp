@@ -201,6 +201,17 @@ void Emitter::createKernel() {
   }
 
   b.setInsertionPointToStart(&entry);
+  // Widths the JIT specialized for are constants: loop bounds, offsets and
+  // the alignment test fold. The parameters stay, so the call is the same.
+  if (auto specialized = func->getAttrOfType<DictionaryAttr>(
+          TileDialect::getSpecializeAttrName()))
+    for (NamedAttribute entry : specialized) {
+      // `w<i>`, checked by the dialect's attribute verifier.
+      unsigned index = 0;
+      (void)entry.getName().getValue().drop_front(1).getAsInteger(10, index);
+      argWidths[func.getArgument(index)] = arith::ConstantIndexOp::create(
+          b, loc, cast<IntegerAttr>(entry.getValue()).getInt());
+    }
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   threads = index(schedule.threads);
   bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);

@@ -196,6 +196,11 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
     if (seen.insert(constraint).second)
       constraints.push_back(constraint);
   };
+  if (auto specialized = func->getAttrOfType<DictionaryAttr>(
+          TileDialect::getSpecializeAttrName()))
+    for (NamedAttribute entry : specialized)
+      require(entry.getName().getValue().str() + " == " +
+              std::to_string(cast<IntegerAttr>(entry.getValue()).getInt()));
   for (Operation &op : func.getBody().front()) {
     SmallVector<Value> sameWidth;
     if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
@@ -264,12 +269,12 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
     columns = columns.empty() ? *w : "max(" + columns + ", " + *w + ")";
   }
   if (!columns.empty())
-    kernels.push_back(
-        llvm::json::Object{{"name", (func.getSymName() + "_finalize").str()},
-                           {"grid", "ceildiv(" + columns + ", " + threads + ")"},
-                           {"block", schedule.threads},
-                           {"static_shared_bytes", 128},
-                           {"after", func.getSymName()}});
+    kernels.push_back(llvm::json::Object{
+        {"name", (func.getSymName() + "_finalize").str()},
+        {"grid", "ceildiv(" + columns + ", " + threads + ")"},
+        {"block", schedule.threads},
+        {"static_shared_bytes", 128},
+        {"after", func.getSymName()}});
 
   return llvm::json::Object{
       {"function", func.getSymName()},

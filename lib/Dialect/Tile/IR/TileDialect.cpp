@@ -76,6 +76,26 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == "tile.schedule")
     return verifySchedule(op, attr.getValue());
+  if (name == getSpecializeAttrName()) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto func = dyn_cast<func::FuncOp>(op);
+    if (!dict || !func)
+      return op->emitError("'tile.specialize' must be a dictionary on a "
+                           "func.func");
+    for (NamedAttribute entry : dict) {
+      StringRef key = entry.getName().getValue();
+      unsigned index = 0;
+      auto width = dyn_cast<IntegerAttr>(entry.getValue());
+      if (!key.consume_front("w") || key.getAsInteger(10, index) ||
+          index >= func.getNumArguments() ||
+          !isa<RankedTensorType>(func.getArgument(index).getType()) || !width ||
+          width.getInt() < 0)
+        return op->emitError("'tile.specialize' entry '")
+               << entry.getName().getValue()
+               << "' must be w<i> = width, for tensor argument i";
+    }
+    return success();
+  }
   if (name == getSaveAttrName() || name == getRecomputeAttrName())
     return verifyPolicyAttr(op, attr);
   if (name == getBackwardOfAttrName() || name == getForwardOfAttrName()) {

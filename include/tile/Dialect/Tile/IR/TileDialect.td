@@ -68,6 +68,12 @@ def Tile_Dialect : Dialect {
       return ::llvm::StringLiteral("tile.recompute");
     }
 
+    // On a kernel: widths the JIT specialized it for, {w<i> = N : i64}
+    // (tensor argument i is N wide); the GPU kernels use them as constants.
+    static constexpr ::llvm::StringLiteral getSpecializeAttrName() {
+      return ::llvm::StringLiteral("tile.specialize");
+    }
+
     // Written by tile-differentiate. On functions: `@f_bwd` is the backward
     // of `@f`, `@f_fwd` the forward variant that also returns saved values.
     static constexpr ::llvm::StringLiteral getBackwardOfAttrName() {
