@@ -584,3 +584,19 @@ func.func @schedule_unknown(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
     attributes {tile.schedule = {grid = "rows", threads = 128 : i64, vector = 4 : i64}} {
   return %x : tensor<?x?xf32>
 }
+
+// -----
+
+// expected-error@+1 {{'tile.specialize' entry 'w1' must be w<i> = width, for tensor argument i}}
+func.func @specialize_scalar(%x: tensor<?x?xf32>, %s: f32) -> tensor<?x?xf32>
+    attributes {tile.specialize = {w1 = 8 : i64}} {
+  return %x : tensor<?x?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.specialize' entry 'x0' must be w<i> = width, for tensor argument i}}
+func.func @specialize_name(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.specialize = {x0 = 8 : i64}} {
+  return %x : tensor<?x?xf32>
+}
