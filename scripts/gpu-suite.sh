@@ -64,11 +64,23 @@ run)
   else
     failed=$((failed + 1)); echo "FAIL tile-gpu-tests did not finish"
   fi
+  # Several rows per CTA (groups of warps sharing a CTA): the quick shapes.
+  set +e
+  "$bundle/tile-gpu-tests" --quick --rows-per-cta=4 | tee "$TILE_CACHE_DIR/rows.log"
+  set -e
+  counts=$(tail -n 1 "$TILE_CACHE_DIR/rows.log")
+  if [[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2]))
+  else
+    failed=$((failed + 1)); echo "FAIL tile-gpu-tests --rows-per-cta=4 did not finish"
+  fi
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ -x "$sanitizer" ]; then
     for tool in memcheck racecheck; do
       step "compute-sanitizer $tool" "$sanitizer" --tool "$tool" --error-exitcode 1 \
         "$bundle/tile-gpu-tests" --small
+      step "compute-sanitizer $tool, 4 rows per CTA" "$sanitizer" --tool "$tool" \
+        --error-exitcode 1 "$bundle/tile-gpu-tests" --small --rows-per-cta=4
     done
   else
     echo "compute-sanitizer not found: memcheck and racecheck skipped"

@@ -64,7 +64,8 @@ std::string keyOf(const std::string &source, const CompileOptions &options) {
   std::ostringstream all;
   all << Jit::compilerVersion() << '\0' << options.chip << '\0' << options.dtype
       << '\0' << options.differentiate << '\0' << options.policy << '\0'
-      << options.mainGrad << '\0' << options.threads << '\0';
+      << options.mainGrad << '\0' << options.threads << '\0'
+      << options.rowsPerCta << '\0';
   for (auto [index, width] : options.widths)
     all << 'w' << index << '=' << width << ',';
   all << '\0' << source;
@@ -178,12 +179,15 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
     if (failed(cleanup.run(*module)))
       return fail("simplifying the derived kernels");
   }
-  if (options.threads) {
+  if (options.threads || options.rowsPerCta) {
     // tile-schedule keeps a schedule it finds: give it the threads.
     for (auto func : module->getOps<func::FuncOp>())
       if (func->hasAttr(mlir::tile::TileDialect::getKernelAttrName())) {
         mlir::tile::KernelSchedule schedule = mlir::tile::getSchedule(func);
-        schedule.threads = options.threads;
+        if (options.threads)
+          schedule.threads = options.threads;
+        if (options.rowsPerCta)
+          schedule.rowsPerCta = options.rowsPerCta;
         mlir::tile::setSchedule(func, schedule);
       }
     if (failed(mlir::verify(*module)))

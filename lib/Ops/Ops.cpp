@@ -27,16 +27,18 @@ std::map<unsigned, int64_t> widthsOf(std::vector<const TensorView *> tensors) {
 }
 } // namespace
 
-Operators::Operators(rt::Device device, std::string cacheDir)
-    : dev(std::move(device)), jit(std::move(cacheDir)) {}
+Operators::Operators(rt::Device device, std::string cacheDir,
+                     int64_t rowsPerCta)
+    : dev(std::move(device)), jit(std::move(cacheDir)), rowsPerCta(rowsPerCta) {
+}
 
 rt::StatusOr<std::unique_ptr<Operators>>
-Operators::create(int ordinal, std::string cacheDir) {
+Operators::create(int ordinal, std::string cacheDir, int64_t rowsPerCta) {
   rt::StatusOr<rt::Device> device = rt::Device::open(ordinal);
   if (!device)
     return device.takeStatus();
   return std::unique_ptr<Operators>(
-      new Operators(std::move(*device), std::move(cacheDir)));
+      new Operators(std::move(*device), std::move(cacheDir), rowsPerCta));
 }
 
 rt::StatusOr<Launcher *>
@@ -48,6 +50,7 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
   options.differentiate = true; // forward and backward in one module
   options.mainGrad = mainGrad;
   options.widths = widths;
+  options.rowsPerCta = rowsPerCta;
   std::string key = std::string(kernel) + "/" + options.dtype +
                     (mainGrad ? "/main-grad" : "");
   for (auto [index, width] : widths)

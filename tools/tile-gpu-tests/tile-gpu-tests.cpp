@@ -7,7 +7,7 @@
 // dW bitwise identical across runs; main_grad accumulation gives g1 + g2.
 // Ends with "N passed, N failed"; exit status 1 if anything failed.
 //
-//   tile-gpu-tests [--quick | --small]
+//   tile-gpu-tests [--quick | --small] [--rows-per-cta=N]
 //     --quick: rows {1, 7, 13} only
 //     --small: one small case per operator and dtype (for compute-sanitizer)
 //
@@ -319,15 +319,31 @@ struct Suite {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string mode = argc > 1 ? argv[1] : "";
-  bool quick = mode == "--quick", small = mode == "--small";
-  auto ops = ops::Operators::create();
+  bool quick = false, small = false;
+  int64_t rowsPerCta = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--quick")
+      quick = true;
+    else if (arg == "--small")
+      small = true;
+    else if (arg.rfind("--rows-per-cta=", 0) == 0)
+      rowsPerCta = std::atoll(arg.c_str() + 15);
+    else {
+      std::fprintf(stderr, "error: unknown option %s\n", arg.c_str());
+      return 2;
+    }
+  }
+  auto ops = ops::Operators::create(0, "", rowsPerCta);
   if (!ops) {
     std::fprintf(stderr, "error: %s\n", ops.message().c_str());
     return 1;
   }
-  std::printf("device: %s (%s)\n", (*ops)->device().name().c_str(),
-              (*ops)->device().chip().c_str());
+  std::printf(
+      "device: %s (%s)%s\n", (*ops)->device().name().c_str(),
+      (*ops)->device().chip().c_str(),
+      rowsPerCta ? (", " + std::to_string(rowsPerCta) + " rows per CTA").c_str()
+                 : "");
   Suite suite{**ops};
   // Argument errors reach the caller as messages, on the GPU path too.
   Tensor odd = suite.make({7, 13}, DType::BF16, true);

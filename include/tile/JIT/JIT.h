@@ -38,8 +38,10 @@ struct CompileOptions {
   /// "recompute" or "save-row-stats".
   std::string policy = "recompute";
   bool mainGrad = false;
-  /// Overrides tile-schedule's threads per CTA (0: its default).
+  /// Override tile-schedule's threads per CTA and rows per CTA (0: its
+  /// defaults).
   int64_t threads = 0;
+  int64_t rowsPerCta = 0;
   /// Widths to specialize for, by tensor argument index, of every kernel
   /// (forward and derived backward share their leading arguments): the
   /// GPU kernels use them as constants, and calls must match them.

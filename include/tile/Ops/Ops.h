@@ -32,8 +32,9 @@ Status checkSiluAndMulInput(const TensorView &x);
 class Operators {
 public:
   /// Opens device `ordinal`; `cacheDir` as for jit::Jit.
+  /// `rowsPerCta` overrides the schedule's rows per CTA (0: the default).
   static rt::StatusOr<std::unique_ptr<Operators>>
-  create(int ordinal = 0, std::string cacheDir = "");
+  create(int ordinal = 0, std::string cacheDir = "", int64_t rowsPerCta = 0);
 
   const rt::Device &device() const { return dev; }
 
@@ -65,7 +66,7 @@ public:
   jit::Jit &compiler() { return jit; }
 
 private:
-  Operators(rt::Device device, std::string cacheDir);
+  Operators(rt::Device device, std::string cacheDir, int64_t rowsPerCta);
   /// The compiled kernels for `kernel` at `dtype`, specialized for the
   /// widths of the call's tensors (by argument index).
   rt::StatusOr<Launcher *> launcher(const char *kernel, rt::DType dtype,
@@ -74,6 +75,7 @@ private:
 
   rt::Device dev;
   jit::Jit jit;
+  int64_t rowsPerCta = 0;
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Launcher>> launchers;
 };

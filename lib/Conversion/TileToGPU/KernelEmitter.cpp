@@ -114,6 +114,12 @@ private:
   DenseMap<Value, Value> argWidths;
   Value rows, ctas, workspace, shared;
   Value tid, threads, bid, grid;
+  /// A CTA works on rowsPerCta rows at once: `member` is a thread's index
+  /// within its row's group of `groupSize` threads, `rowGroup` the group's
+  /// index, and `partials` the rows of partials (CTAs × groups).
+  Value member, groupSize, rowGroup, partials;
+  /// i1: the group's row exists (only with several rows per CTA).
+  Value rowValid;
   DenseMap<Operation *, Value> workspaceBase; // across-rows reduce -> offset
 
   IRMapping uniform;
@@ -214,6 +220,15 @@ void Emitter::createKernel() {
     }
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   threads = index(schedule.threads);
+  if (schedule.rowsPerCta == 1) {
+    member = tid;
+    groupSize = threads;
+    rowGroup = index(0);
+  } else {
+    groupSize = index(schedule.threads / schedule.rowsPerCta);
+    member = arith::RemUIOp::create(b, loc, tid, groupSize);
+    rowGroup = arith::DivUIOp::create(b, loc, tid, groupSize);
+  }
   bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   grid = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
 }
@@ -286,10 +301,15 @@ LogicalResult Emitter::emitPrologue() {
   if (schedule.vectorWidth > 1 && mode == Mode::Rows)
     aligned = computeAlignment();
   // Workspace slots, one [ctas, width] block per cross-row reduction.
+  // A row of partials per row group of every CTA.
+  partials = schedule.rowsPerCta == 1
+                 ? ctas
+                 : Value(arith::MulIOp::create(b, loc, ctas,
+                                               index(schedule.rowsPerCta)));
   Value offset = index(0);
   for (ReduceOp reduce : model.acrossRowReductions) {
     workspaceBase[reduce] = offset;
-    Value size = arith::MulIOp::create(b, loc, ctas, widthOf(reduce));
+    Value size = arith::MulIOp::create(b, loc, partials, widthOf(reduce));
     offset = arith::AddIOp::create(b, loc, offset, size);
   }
   return success();
@@ -387,11 +407,20 @@ Value Emitter::blockReduce(ReductionKind kind, Value value) {
     memref::StoreOp::create(b, loc, value, shared, ValueRange{warp});
   }
   gpu::BarrierOp::create(b, loc);
-  Value total = memref::LoadOp::create(b, loc, shared, ValueRange{index(0)});
-  for (int64_t w = 1; w < schedule.threads / 32; ++w)
+  // The warps of this row's group: all of them with one row per CTA.
+  int64_t warps = schedule.threads / schedule.rowsPerCta / 32;
+  auto slot = [&](int64_t w) -> Value {
+    if (schedule.rowsPerCta == 1)
+      return index(w);
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, rowGroup, index(warps)),
+        index(w));
+  };
+  Value total = memref::LoadOp::create(b, loc, shared, ValueRange{slot(0)});
+  for (int64_t w = 1; w < warps; ++w)
     total =
         combine(kind, total,
-                memref::LoadOp::create(b, loc, shared, ValueRange{index(w)}));
+                memref::LoadOp::create(b, loc, shared, ValueRange{slot(w)}));
   // The next reduction may overwrite the slots only once all have read.
   gpu::BarrierOp::create(b, loc);
   return total;
@@ -418,7 +447,7 @@ void Emitter::columnLoop(Value end, function_ref<void(Value)> body) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(branch.thenBlock());
       lanes = width;
-      stridedLoop(tid, groups, threads, [&](Value g) {
+      stridedLoop(member, groups, groupSize, [&](Value g) {
         body(arith::MulIOp::create(b, loc, g, vector));
       });
       lanes = 1;
@@ -426,10 +455,12 @@ void Emitter::columnLoop(Value end, function_ref<void(Value)> body) {
     Value vectorized = arith::MulIOp::create(b, loc, groups, vector);
     tail = arith::SelectOp::create(b, loc, aligned, vectorized, index(0));
   }
+  Value first = mode == Mode::Rows ? member : tid;
+  Value step = mode == Mode::Rows ? groupSize : threads;
   Value start = width > 1 && mode == Mode::Rows
-                    ? Value(arith::AddIOp::create(b, loc, tail, tid))
-                    : tid;
-  stridedLoop(start, end, threads, body);
+                    ? Value(arith::AddIOp::create(b, loc, tail, first))
+                    : first;
+  stridedLoop(start, end, step, body);
 }
 
 Value Emitter::computeAlignment() {
@@ -504,12 +535,12 @@ Value Emitter::reduceRow(ReduceOp reduce) {
     Value groups = arith::DivUIOp::create(b, loc, end, index(width));
     Value vectorGroups =
         arith::SelectOp::create(b, loc, aligned, groups, index(0));
-    acc = fold(tid, vectorGroups, threads, width);
+    acc = fold(member, vectorGroups, groupSize, width);
     tail = arith::MulIOp::create(b, loc, vectorGroups, index(width));
   }
   Value start =
-      width > 1 ? Value(arith::AddIOp::create(b, loc, tail, tid)) : tid;
-  acc = fold(start, end, threads, 1);
+      width > 1 ? Value(arith::AddIOp::create(b, loc, tail, member)) : member;
+  acc = fold(start, end, groupSize, 1);
   Value total = blockReduce(reduce.getKind(), acc);
   if (reduce.getKind() == ReductionKind::Mean)
     total = arith::DivFOp::create(b, loc, total, indexToF32(widthOf(input)));
@@ -566,8 +597,8 @@ Value Emitter::acrossRowsTotal(ReduceOp reduce, Value col) {
   Value width = widthOf(reduce);
   Value base = arith::AddIOp::create(b, loc, workspaceBase.lookup(reduce), col);
   Value init = identity(reduce.getKind(), b.getF32Type());
-  auto loop =
-      scf::ForOp::create(b, loc, index(0), ctas, index(1), ValueRange{init});
+  auto loop = scf::ForOp::create(b, loc, index(0), partials, index(1),
+                                 ValueRange{init});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -718,13 +749,20 @@ Lanes Emitter::emitConcat(ValueRange inputs, Value base) {
 void Emitter::emitRowBody() {
   auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
 
-  // Each CTA owns one row of every workspace slot: zero it first, so that a
-  // CTA without rows contributes nothing.
+  // Each row group of each CTA owns one row of every workspace slot: zero it
+  // first, so that a group without rows contributes nothing.
+  Value partialRow =
+      schedule.rowsPerCta == 1
+          ? bid
+          : Value(arith::AddIOp::create(
+                b, loc,
+                arith::MulIOp::create(b, loc, bid, index(schedule.rowsPerCta)),
+                rowGroup));
   for (ReduceOp reduce : model.acrossRowReductions) {
     Value width = widthOf(reduce);
     Value base =
         arith::AddIOp::create(b, loc, workspaceBase.lookup(reduce),
-                              arith::MulIOp::create(b, loc, bid, width));
+                              arith::MulIOp::create(b, loc, partialRow, width));
     Value zero = identity(reduce.getKind(), b.getF32Type());
     columnLoop(width, [&](Value col) {
       Value at = arith::AddIOp::create(b, loc, base, col);
@@ -732,11 +770,38 @@ void Emitter::emitRowBody() {
     });
   }
 
-  auto rowLoop = scf::ForOp::create(b, loc, bid, rows, grid);
+  // The CTA walks blocks of rowsPerCta rows; every group takes every step
+  // (the barriers of a row reduction need the whole CTA), and a group past
+  // the last row computes on the last row but writes nothing.
+  Value start = schedule.rowsPerCta == 1
+                    ? bid
+                    : Value(arith::MulIOp::create(b, loc, bid,
+                                                  index(schedule.rowsPerCta)));
+  Value step = schedule.rowsPerCta == 1
+                   ? grid
+                   : Value(arith::MulIOp::create(b, loc, grid,
+                                                 index(schedule.rowsPerCta)));
+  auto rowLoop = scf::ForOp::create(b, loc, start, rows, step);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(rowLoop.getBody());
   row = rowLoop.getInductionVar();
+  if (schedule.rowsPerCta > 1) {
+    Value mine = arith::AddIOp::create(b, loc, row, rowGroup);
+    rowValid =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, mine, rows);
+    Value last = arith::SubIOp::create(b, loc, rows, index(1));
+    row = arith::MinUIOp::create(b, loc, mine, last);
+  }
   rowMemo.clear();
+  // Runs `body` only for a group whose row exists.
+  auto ifValid = [&](function_ref<void()> body) {
+    if (!rowValid)
+      return body();
+    auto branch = scf::IfOp::create(b, loc, rowValid, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    body();
+  };
 
   // What each column loop writes, grouped by width: outputs per element,
   // and the partials of the cross-row reductions.
@@ -772,19 +837,22 @@ void Emitter::emitRowBody() {
     columnLoop(width, [&](Value col) {
       for (Sink &sink : sinks) {
         Lanes values = group(sink.value, col);
-        if (sink.pointer) {
-          Value at = arith::AddIOp::create(b, loc, rowStart, col);
-          storeGroup(values, sink.pointer, at);
-          continue;
-        }
-        Value at = arith::AddIOp::create(
-            b, loc, workspaceBase.lookup(sink.partialOf),
-            arith::AddIOp::create(
-                b, loc, arith::MulIOp::create(b, loc, bid, width), col));
-        Lanes partials = loadGroup(workspace, at);
-        for (auto [partial, value] : llvm::zip(partials, values))
-          partial = combine(sink.partialOf.getKind(), partial, value);
-        storeGroup(partials, workspace, at);
+        ifValid([&] {
+          if (sink.pointer) {
+            Value at = arith::AddIOp::create(b, loc, rowStart, col);
+            storeGroup(values, sink.pointer, at);
+            return;
+          }
+          Value at = arith::AddIOp::create(
+              b, loc, workspaceBase.lookup(sink.partialOf),
+              arith::AddIOp::create(
+                  b, loc, arith::MulIOp::create(b, loc, partialRow, width),
+                  col));
+          Lanes sums = loadGroup(workspace, at);
+          for (auto [sum, value] : llvm::zip(sums, values))
+            sum = combine(sink.partialOf.getKind(), sum, value);
+          storeGroup(sums, workspace, at);
+        });
       }
     });
   }
@@ -793,8 +861,10 @@ void Emitter::emitRowBody() {
     SmallVector<Value> values;
     for (auto &[value, pointer] : rowOutputs)
       values.push_back(rowValue(value));
-    Value first =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, index(0));
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        member, index(0));
+    if (rowValid)
+      first = arith::AndIOp::create(b, loc, first, rowValid);
     auto store = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
     b.setInsertionPointToStart(store.thenBlock());
     for (auto [value, output] : llvm::zip(values, rowOutputs))
@@ -841,6 +911,12 @@ LogicalResult gpu_lowering::emitKernels(const KernelModel &model,
                                         const Schedule &schedule,
                                         gpu::GPUModuleOp module) {
   func::FuncOp func = model.func;
+  if (schedule.rowsPerCta < 1 ||
+      schedule.threads % (32 * schedule.rowsPerCta) != 0)
+    return func.emitOpError("rows per CTA must divide the threads into "
+                            "groups of whole warps, not ")
+           << schedule.rowsPerCta << " rows of " << schedule.threads
+           << " threads";
   if (schedule.threads % 32 != 0 || schedule.threads < 32 ||
       schedule.threads > 1024)
     return func.emitOpError("threads per CTA must be a multiple of 32 "

@@ -26,6 +26,8 @@ struct Schedule {
   int64_t threads = 256;
   /// Columns a thread handles at once with 16-byte accesses; 1 for scalar.
   int64_t vectorWidth = 1;
+  /// Rows a CTA works on at once, each by threads / rowsPerCta threads.
+  int64_t rowsPerCta = 1;
 };
 
 /// Adds the kernels of `model` to `module` (created if null). Returns

@@ -246,14 +246,23 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
     FailureOr<std::string> w = names.width(reduce);
     if (failed(w))
       return failure();
-    workspace += (workspace.empty() ? "ctas * " : " + ctas * ") + *w;
+    std::string partialRows =
+        schedule.rowsPerCta == 1
+            ? std::string("ctas")
+            : "ctas * " + std::to_string(schedule.rowsPerCta);
+    workspace += (workspace.empty() ? "" : " + ") + partialRows + " * " + *w;
   }
 
   std::string threads = std::to_string(schedule.threads);
   llvm::json::Array kernels;
-  std::string ctas = schedule.ctas
-                         ? "min(rows, " + std::to_string(schedule.ctas) + ")"
-                         : "rows";
+  // Row blocks of rows_per_cta rows; a persistent grid has at most `ctas`.
+  std::string blocks =
+      schedule.rowsPerCta == 1
+          ? std::string("rows")
+          : "ceildiv(rows, " + std::to_string(schedule.rowsPerCta) + ")";
+  std::string ctas = schedule.ctas ? "min(" + blocks + ", " +
+                                         std::to_string(schedule.ctas) + ")"
+                                   : blocks;
   kernels.push_back(llvm::json::Object{{"name", func.getSymName()},
                                        {"grid", ctas},
                                        {"block", schedule.threads},

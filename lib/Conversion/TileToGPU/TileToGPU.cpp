@@ -42,6 +42,7 @@ struct ConvertTileToGPUPass final
       KernelSchedule chosen = getSchedule(kernel);
       schedule.threads = chosen.threads;
       schedule.vectorWidth = chosen.vectorWidth;
+      schedule.rowsPerCta = chosen.rowsPerCta;
       FailureOr<gpu_lowering::KernelModel> model =
           gpu_lowering::KernelModel::analyze(kernel);
       if (failed(model) ||

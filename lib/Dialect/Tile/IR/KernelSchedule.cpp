@@ -44,6 +44,8 @@ KernelSchedule mlir::tile::getSchedule(func::FuncOp func) {
     schedule.ctas = ctas.getInt();
   if (auto width = dyn_cast_or_null<IntegerAttr>(dict.get("vector_width")))
     schedule.vectorWidth = width.getInt();
+  if (auto rows = dyn_cast_or_null<IntegerAttr>(dict.get("rows_per_cta")))
+    schedule.rowsPerCta = rows.getInt();
   return schedule;
 }
 
@@ -60,6 +62,9 @@ void mlir::tile::setSchedule(func::FuncOp func,
         b.getNamedAttr("ctas", b.getI64IntegerAttr(schedule.ctas)));
   entries.push_back(b.getNamedAttr("vector_width",
                                    b.getI64IntegerAttr(schedule.vectorWidth)));
+  if (schedule.rowsPerCta != 1)
+    entries.push_back(b.getNamedAttr("rows_per_cta",
+                                     b.getI64IntegerAttr(schedule.rowsPerCta)));
   func->setAttr(kScheduleAttr, b.getDictionaryAttr(entries));
 }
 
@@ -72,8 +77,9 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
   auto threads = dyn_cast_or_null<IntegerAttr>(dict.get("threads"));
   auto ctas = dyn_cast_or_null<IntegerAttr>(dict.get("ctas"));
   for (NamedAttribute entry : dict)
-    if (!llvm::is_contained({"grid", "threads", "ctas", "vector_width"},
-                            entry.getName().getValue()))
+    if (!llvm::is_contained(
+            {"grid", "threads", "ctas", "vector_width", "rows_per_cta"},
+            entry.getName().getValue()))
       return op->emitError("'tile.schedule' has an unknown entry '")
              << entry.getName().getValue() << "'";
   if (!grid || (grid.getValue() != "rows" && grid.getValue() != "persistent"))
@@ -88,6 +94,11 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
         !llvm::isPowerOf2_64(width.getInt()))
       return op->emitError("'tile.schedule' vector_width must be a power of "
                            "two from 1 to 16");
+  if (auto rows = dyn_cast_or_null<IntegerAttr>(dict.get("rows_per_cta")))
+    if (rows.getInt() < 1 || !llvm::isPowerOf2_64(rows.getInt()) ||
+        threads.getInt() % (32 * rows.getInt()) != 0)
+      return op->emitError("'tile.schedule' rows_per_cta must be a power of "
+                           "two that splits the threads into whole warps");
   bool persistent = grid.getValue() == "persistent";
   if (persistent != static_cast<bool>(ctas) || (ctas && ctas.getInt() <= 0))
     return op->emitError("'tile.schedule' needs a positive ctas exactly "

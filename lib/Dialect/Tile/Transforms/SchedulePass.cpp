@@ -35,6 +35,8 @@ struct TileSchedulePass final
         schedule.ctas = ctas;
       if (vectorWidth)
         schedule.vectorWidth = vectorWidth;
+      if (rowsPerCta)
+        schedule.rowsPerCta = rowsPerCta;
       setSchedule(func, schedule);
       if (failed(verifySchedule(func, func->getAttr("tile.schedule"))))
         return signalPassFailure();

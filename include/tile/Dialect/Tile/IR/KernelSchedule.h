@@ -29,6 +29,9 @@ struct KernelSchedule {
   int64_t ctas = 0;
   /// Columns per thread and access (a power of two, at most 16).
   int64_t vectorWidth = 1;
+  /// Rows a CTA works on at once, each by threads / rowsPerCta threads
+  /// (whole warps): narrow rows leave fewer threads idle.
+  int64_t rowsPerCta = 1;
 
   /// Two CTAs per SM on a 132-SM H100 or H200: enough to hide latency,
   /// few enough that the partials stay small.

@@ -99,6 +99,8 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
            "threads per CTA (0: keep, or the default 256)">,
     Option<"ctas", "ctas", "int64_t", "0",
            "CTAs of a persistent grid (0: keep, or the default 264)">,
+    Option<"rowsPerCta", "rows-per-cta", "int64_t", "0",
+           "rows a CTA works on at once (0: keep, or 1)">,
     Option<"vectorWidth", "vector-width", "int64_t", "0",
            "columns per thread and access (0: keep, or 16 bytes of the "
            "narrowest storage type; 1: scalar)">
