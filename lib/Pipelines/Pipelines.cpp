@@ -169,6 +169,14 @@ struct PtxPipelineOptions final : PassPipelineOptions<PtxPipelineOptions> {
       *this, "libdevice",
       llvm::cl::desc("path of libdevice.10.bc (default: from CUDA_HOME)"),
       llvm::cl::init("")};
+
+  PtxOptions toPtxOptions() const {
+    PtxOptions options;
+    options.chip = chip;
+    options.features = features;
+    options.libdevice = libdevice;
+    return options;
+  }
 };
 } // namespace
 
@@ -176,23 +184,15 @@ void mlir::tile::registerTilePipelines() {
   PassPipelineRegistration<PtxPipelineOptions>(
       "tile-gpu-to-ptx",
       "lowers every gpu.module to NVVM and serializes it to PTX",
-      [](OpPassManager &pm, const PtxPipelineOptions &pipelineOptions) {
-        PtxOptions options;
-        options.chip = pipelineOptions.chip;
-        options.features = pipelineOptions.features;
-        options.libdevice = pipelineOptions.libdevice;
-        buildGpuToPtxPipeline(pm, options);
+      [](OpPassManager &pm, const PtxPipelineOptions &options) {
+        buildGpuToPtxPipeline(pm, options.toPtxOptions());
       });
   PassPipelineRegistration<PtxPipelineOptions>(
       "tile-lower-to-ptx",
       "schedules and converts every tile kernel to GPU kernels and "
       "serializes them to PTX",
-      [](OpPassManager &pm, const PtxPipelineOptions &pipelineOptions) {
-        PtxOptions options;
-        options.chip = pipelineOptions.chip;
-        options.features = pipelineOptions.features;
-        options.libdevice = pipelineOptions.libdevice;
-        buildTileToPtxPipeline(pm, options);
+      [](OpPassManager &pm, const PtxPipelineOptions &options) {
+        buildTileToPtxPipeline(pm, options.toPtxOptions());
       });
 }
 
