@@ -170,8 +170,8 @@ struct PtxPipelineOptions final : PassPipelineOptions<PtxPipelineOptions> {
       llvm::cl::desc("path of libdevice.10.bc (default: from CUDA_HOME)"),
       llvm::cl::init("")};
 
-  PtxOptions toPtxOptions() const {
-    PtxOptions options;
+  tile::PtxOptions toPtxOptions() const {
+    tile::PtxOptions options;
     options.chip = chip;
     options.features = features;
     options.libdevice = libdevice;
