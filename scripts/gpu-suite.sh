@@ -6,6 +6,9 @@
 #   ./scripts/gpu-suite.sh run     on the GPU machine, from the repository
 #                                  root with the bundle carried along: runs
 #                                  everything, ends with "N passed, N failed"
+#   ./scripts/gpu-suite.sh bench   on the GPU machine: tile-bench, the table
+#                                  on stdout and every figure in
+#                                  $TILE_BENCH_JSON (default bench.json)
 #
 # The bundle needs nothing on the GPU machine but the driver: the programs
 # are linked statically against LLVM/MLIR (the JIT compiles in-process) and
@@ -21,11 +24,12 @@ build)
   cmake -G Ninja -S "$root" -B "$static" -DCMAKE_BUILD_TYPE=Release \
     -DTILE_STATIC_TOOLS=ON >/dev/null
   ninja -C "$static" tile-gpu-tests tile-rt-info tile-rt-smoke \
-    tile-embed-example tile-translate
+    tile-embed-example tile-bench tile-translate
   rm -rf "$bundle" && mkdir -p "$bundle"
   # Stripped and xz-compressed: the bundle must stay well under the 64 MiB a
   # device call carries.
-  for tool in tile-gpu-tests tile-rt-info tile-rt-smoke tile-embed-example; do
+  for tool in tile-gpu-tests tile-rt-info tile-rt-smoke tile-embed-example \
+    tile-bench; do
     strip -o "$bundle/$tool" "$static/bin/$tool"
     xz -T0 -9 "$bundle/$tool"
   done
@@ -88,8 +92,15 @@ run)
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]
   ;;
+bench)
+  [ -d "$bundle" ] || { echo "error: no bundle at $bundle; run '$0 build' first" >&2; exit 1; }
+  work=$(mktemp -d)
+  xz -dc "$bundle/tile-bench.xz" >"$work/tile-bench" && chmod +x "$work/tile-bench"
+  TILE_CACHE_DIR=${TILE_CACHE_DIR:-$work/cache} "$work/tile-bench" \
+    --json="${TILE_BENCH_JSON:-bench.json}" "${@:2}"
+  ;;
 *)
-  sed -n '2,13p' "$0"
+  sed -n '2,16p' "$0"
   exit 2
   ;;
 esac

@@ -132,6 +132,11 @@ StatusOr<DriverApi> load(const char *path) {
   resolve(library, "cuLaunchKernel", api.launchKernel, missing);
   resolve(library, "cuStreamSynchronize", api.streamSynchronize, missing);
   resolve(library, "cuGetErrorName", api.getErrorName, missing);
+  resolve(library, "cuEventCreate", api.eventCreate, missing);
+  resolve(library, "cuEventRecord", api.eventRecord, missing);
+  resolve(library, "cuEventSynchronize", api.eventSynchronize, missing);
+  resolve(library, "cuEventElapsedTime", api.eventElapsedTime, missing);
+  resolve(library, "cuEventDestroy_v2", api.eventDestroy, missing);
   if (!missing.empty())
     return Status::error(std::string("the CUDA driver at ") + path + " lacks " +
                          missing + "; the driver is too old");

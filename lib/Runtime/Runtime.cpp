@@ -283,4 +283,45 @@ Status synchronize(const Device &device) {
                "the kernel (cuCtxSynchronize)");
 }
 
+StatusOr<EventTimer> EventTimer::create(const Device &device) {
+  EventTimer timer;
+  timer.api = &device.driver();
+  if (Status s = check(timer.api->eventCreate(&timer.begin, 0), "cuEventCreate");
+      !s)
+    return s;
+  if (Status s = check(timer.api->eventCreate(&timer.end, 0), "cuEventCreate");
+      !s)
+    return s;
+  return timer;
+}
+
+EventTimer::EventTimer(EventTimer &&other) noexcept
+    : api(other.api), begin(other.begin), end(other.end) {
+  other.begin = other.end = nullptr;
+}
+
+EventTimer::~EventTimer() {
+  if (begin)
+    api->eventDestroy(begin);
+  if (end)
+    api->eventDestroy(end);
+}
+
+Status EventTimer::start() {
+  return check(api->eventRecord(begin, nullptr), "cuEventRecord");
+}
+
+StatusOr<float> EventTimer::stop() {
+  if (Status s = check(api->eventRecord(end, nullptr), "cuEventRecord"); !s)
+    return s;
+  if (Status s = check(api->eventSynchronize(end), "cuEventSynchronize"); !s)
+    return s;
+  float ms = 0.0f;
+  if (Status s = check(api->eventElapsedTime(&ms, begin, end),
+                       "cuEventElapsedTime");
+      !s)
+    return s;
+  return ms;
+}
+
 } // namespace tile::rt

@@ -54,6 +54,11 @@ struct DriverApi {
                              void **, void **);
   cu::Result (*streamSynchronize)(cu::Stream);
   cu::Result (*getErrorName)(cu::Result, const char **);
+  cu::Result (*eventCreate)(cu::Event *, unsigned);
+  cu::Result (*eventRecord)(cu::Event, cu::Stream);
+  cu::Result (*eventSynchronize)(cu::Event);
+  cu::Result (*eventElapsedTime)(float *, cu::Event, cu::Event);
+  cu::Result (*eventDestroy)(cu::Event);
 };
 
 /// The name of a driver error code, e.g. "CUDA_ERROR_STUB_LIBRARY (34)".

@@ -137,6 +137,25 @@ Status launch(const Device &device, cu::Function kernel,
 /// Waits for the device; reports any error a kernel raised.
 Status synchronize(const Device &device);
 
+/// A pair of CUDA events on the default stream: GPU time between start()
+/// and stop(), in milliseconds.
+class EventTimer {
+public:
+  static StatusOr<EventTimer> create(const Device &device);
+  EventTimer() = default;
+  EventTimer(EventTimer &&other) noexcept;
+  EventTimer &operator=(EventTimer &&other) = delete;
+  EventTimer(const EventTimer &) = delete;
+  ~EventTimer();
+
+  Status start();
+  StatusOr<float> stop();
+
+private:
+  const DriverApi *api = nullptr;
+  cu::Event begin = nullptr, end = nullptr;
+};
+
 } // namespace tile::rt
 
 #endif // TILE_RUNTIME_RUNTIME_H

@@ -1,0 +1,267 @@
+//===- tile-bench.cpp - GB/s of the operators, and the ceiling -----------===//
+//
+// Measures SwiGLU and RMSNorm, forward and backward, at bf16, f16 and f32,
+// and in the same run the streaming ceiling: a 2-read-1-write kernel (z =
+// x + y) of Tile's own, at 2^28 elements. CUDA events around each launch,
+// warm-up first, the median of many runs, input sets rotated when one set
+// would fit in L2. Bytes follow BENCHMARKS.md: each input read once, each
+// output written once, workspace not counted.
+//
+//   tile-bench [--json=FILE] [--iterations=N] [--dtypes=bf16,f16,f32]
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Ops/Launcher.h"
+#include "tile/Ops/Ops.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace tile;
+using rt::DType;
+
+namespace {
+constexpr size_t kRotateBelow = 512ull << 20; // a set this small may sit in L2
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+struct Result {
+  std::string kernel, dtype, shape;
+  double bytes = 0, ms = 0;
+  double gbps() const { return bytes / (ms * 1e-3) / 1e9; }
+};
+
+class Bench {
+public:
+  Bench(ops::Operators &ops, int iterations)
+      : ops(ops), iterations(iterations) {}
+
+  /// A tensor filled with a small finite value in every dtype (0x3C bytes).
+  rt::TensorView tensor(std::vector<int64_t> shape, DType dtype) {
+    size_t count = 1;
+    for (int64_t size : shape)
+      count *= static_cast<size_t>(size);
+    auto buffer = rt::DeviceBuffer::allocate(ops.device(),
+                                             count * rt::byteSize(dtype));
+    if (!buffer) {
+      error = buffer.message();
+      return {};
+    }
+    (void)buffer->fill(0x3C);
+    rt::TensorView view;
+    view.data = buffer->data();
+    view.shape = std::move(shape);
+    view.dtype = dtype;
+    buffers.push_back(std::move(*buffer));
+    return view;
+  }
+
+  /// Median milliseconds of `run(set)` over rotating sets.
+  rt::StatusOr<double> time(int sets,
+                            const std::function<rt::Status(int)> &run) {
+    auto timer = rt::EventTimer::create(ops.device());
+    if (!timer)
+      return timer.takeStatus();
+    for (int i = 0; i < 5; ++i)
+      if (rt::Status s = run(i % sets); !s)
+        return s;
+    std::vector<double> samples;
+    for (int i = 0; i < iterations; ++i) {
+      if (rt::Status s = timer->start(); !s)
+        return s;
+      if (rt::Status s = run(i % sets); !s)
+        return s;
+      auto ms = timer->stop();
+      if (!ms)
+        return ms.takeStatus();
+      samples.push_back(*ms);
+    }
+    std::sort(samples.begin(), samples.end());
+    return samples[samples.size() / 2];
+  }
+
+  static int setsFor(double bytes) {
+    return bytes >= kRotateBelow ? 1
+                                 : static_cast<int>(kRotateBelow / bytes) + 1;
+  }
+
+  void release() { buffers.clear(); }
+
+  ops::Operators &ops;
+  int iterations;
+  std::string error;
+
+private:
+  std::vector<rt::DeviceBuffer> buffers;
+};
+
+std::string shapeText(int64_t m, int64_t n) {
+  return std::to_string(m) + "x" + std::to_string(n);
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string jsonPath;
+  int iterations = 50;
+  std::vector<DType> dtypes = {DType::BF16, DType::F16, DType::F32};
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--json=", 0) == 0)
+      jsonPath = arg.substr(7);
+    else if (arg.rfind("--iterations=", 0) == 0)
+      iterations = std::max(1, std::atoi(arg.c_str() + 13));
+    else if (arg.rfind("--dtypes=", 0) == 0) {
+      dtypes.clear();
+      std::string list = arg.substr(9) + ",";
+      for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
+           at = comma + 1) {
+        std::string name = list.substr(at, comma - at);
+        if (name == "bf16")
+          dtypes.push_back(DType::BF16);
+        else if (name == "f16")
+          dtypes.push_back(DType::F16);
+        else if (name == "f32")
+          dtypes.push_back(DType::F32);
+        else
+          return fail("unknown dtype " + name);
+      }
+    } else
+      return fail("unknown option " + arg);
+  }
+  auto created = ops::Operators::create();
+  if (!created)
+    return fail(created.message());
+  ops::Operators &ops = **created;
+  Bench bench(ops, iterations);
+  std::vector<Result> results;
+  std::printf("device: %s (%s, %d SMs), median of %d runs\n",
+              ops.device().name().c_str(), ops.device().chip().c_str(),
+              ops.device().multiprocessors(), iterations);
+
+  // The ceiling: z = x + y over 2^28 f32 elements, Tile's own kernel.
+  {
+    jit::CompileOptions options;
+    options.chip = ops.device().chip();
+    const char *stream = R"mlir(
+      func.func @stream(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>)
+          -> tensor<?x?xf32> attributes {tile.kernel} {
+        %z = arith.addf %x, %y : tensor<?x?xf32>
+        return %z : tensor<?x?xf32>
+      })mlir";
+    auto compiled = ops.compiler().compile(stream, options);
+    if (!compiled)
+      return fail(compiled.message());
+    auto launcher = ops::Launcher::create(ops.device(), *compiled);
+    if (!launcher)
+      return fail(launcher.message());
+    int64_t m = 16384, n = 16384;
+    rt::TensorView x = bench.tensor({m, n}, DType::F32),
+                   y = bench.tensor({m, n}, DType::F32),
+                   z = bench.tensor({m, n}, DType::F32);
+    if (!bench.error.empty())
+      return fail(bench.error);
+    auto ms = bench.time(1, [&](int) {
+      return (*launcher)->run("stream", {x, y}, {z});
+    });
+    if (!ms)
+      return fail(ms.message());
+    results.push_back({"ceiling (2 reads, 1 write)", "f32", shapeText(m, n),
+                       3.0 * m * n * 4, *ms});
+    bench.release();
+  }
+  double ceiling = results.front().gbps();
+
+  for (DType dtype : dtypes) {
+    double e = rt::byteSize(dtype);
+    for (int64_t m : {1024, 4096, 16384})
+      for (int64_t h : {2048, 4096, 11008}) {
+        double bytes = 3.0 * m * h * e;
+        int sets = Bench::setsFor(bytes);
+        std::vector<std::vector<rt::TensorView>> io;
+        for (int s = 0; s < sets; ++s)
+          io.push_back({bench.tensor({m, h}, dtype), bench.tensor({m, h}, dtype),
+                        bench.tensor({m, h}, dtype), bench.tensor({m, h}, dtype),
+                        bench.tensor({m, h}, dtype)});
+        if (!bench.error.empty())
+          return fail(bench.error);
+        auto fwd = bench.time(sets, [&](int s) {
+          auto &t = io[s];
+          return ops.swigluForward(t[0], t[1], t[2]);
+        });
+        auto bwd = bench.time(sets, [&](int s) {
+          auto &t = io[s];
+          return ops.swigluBackward(t[0], t[1], t[2], t[3], t[4]);
+        });
+        if (!fwd || !bwd)
+          return fail(!fwd ? fwd.message() : bwd.message());
+        results.push_back({"swiglu fwd", rt::name(dtype), shapeText(m, h),
+                           3.0 * m * h * e, *fwd});
+        results.push_back({"swiglu bwd", rt::name(dtype), shapeText(m, h),
+                           5.0 * m * h * e, *bwd});
+        bench.release();
+      }
+    for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{
+             {16384, 4096},
+             {32768, 8192},
+             {65536, 1024},
+             {4096, 16384},
+             {4096, 4096},
+             {4096, 1024}}) {
+      double bytes = 3.0 * m * n * e;
+      int sets = Bench::setsFor(bytes);
+      std::vector<std::vector<rt::TensorView>> io;
+      for (int s = 0; s < sets; ++s)
+        io.push_back({bench.tensor({m, n}, dtype), bench.tensor({n}, dtype),
+                      bench.tensor({m, n}, dtype), bench.tensor({m, n}, dtype),
+                      bench.tensor({m, n}, dtype), bench.tensor({n}, dtype)});
+      if (!bench.error.empty())
+        return fail(bench.error);
+      auto fwd = bench.time(sets, [&](int s) {
+        auto &t = io[s];
+        return ops.rmsNormForward(t[0], t[1], 1e-6f, 0.0f, t[2]);
+      });
+      auto bwd = bench.time(sets, [&](int s) {
+        auto &t = io[s];
+        return ops.rmsNormBackward(t[0], t[1], 1e-6f, 0.0f, t[3], t[4], t[5]);
+      });
+      if (!fwd || !bwd)
+        return fail(!fwd ? fwd.message() : bwd.message());
+      // RMSNorm fwd 2·M·N·e (+ w), bwd 3·M·N·e (+ w, + dW).
+      results.push_back({"rms_norm fwd", rt::name(dtype), shapeText(m, n),
+                         2.0 * m * n * e + n * e, *fwd});
+      results.push_back({"rms_norm bwd", rt::name(dtype), shapeText(m, n),
+                         3.0 * m * n * e + 2.0 * n * e, *bwd});
+      bench.release();
+    }
+  }
+
+  std::printf("\n%-28s %-6s %-12s %10s %10s %8s\n", "kernel", "dtype", "shape",
+              "ms", "GB/s", "ceiling");
+  for (const Result &r : results)
+    std::printf("%-28s %-6s %-12s %10.4f %10.0f %8.2f\n", r.kernel.c_str(),
+                r.dtype.c_str(), r.shape.c_str(), r.ms, r.gbps(),
+                r.gbps() / ceiling);
+  if (!jsonPath.empty()) {
+    std::ofstream json(jsonPath);
+    json << "{\n  \"device\": \"" << ops.device().name() << "\",\n"
+         << "  \"iterations\": " << iterations << ",\n  \"results\": [\n";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result &r = results[i];
+      json << "    {\"kernel\": \"" << r.kernel << "\", \"dtype\": \"" << r.dtype
+           << "\", \"shape\": \"" << r.shape << "\", \"bytes\": " << r.bytes
+           << ", \"ms\": " << r.ms << ", \"gbps\": " << r.gbps()
+           << ", \"ceiling_ratio\": " << r.gbps() / ceiling << "}"
+           << (i + 1 < results.size() ? ",\n" : "\n");
+    }
+    json << "  ]\n}\n";
+  }
+  return 0;
+}
