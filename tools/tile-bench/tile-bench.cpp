@@ -8,6 +8,7 @@
 // output written once, workspace not counted.
 //
 //   tile-bench [--json=FILE] [--iterations=N] [--dtypes=bf16,f16,f32]
+//              [--rows-per-cta=N]   (a schedule override, for experiments)
 //
 //===----------------------------------------------------------------------===//
 
@@ -111,6 +112,7 @@ std::string shapeText(int64_t m, int64_t n) {
 int main(int argc, char **argv) {
   std::string jsonPath;
   int iterations = 50;
+  int64_t rowsPerCta = 0;
   std::vector<DType> dtypes = {DType::BF16, DType::F16, DType::F32};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -118,6 +120,8 @@ int main(int argc, char **argv) {
       jsonPath = arg.substr(7);
     else if (arg.rfind("--iterations=", 0) == 0)
       iterations = std::max(1, std::atoi(arg.c_str() + 13));
+    else if (arg.rfind("--rows-per-cta=", 0) == 0)
+      rowsPerCta = std::atoll(arg.c_str() + 15);
     else if (arg.rfind("--dtypes=", 0) == 0) {
       dtypes.clear();
       std::string list = arg.substr(9) + ",";
@@ -136,15 +140,19 @@ int main(int argc, char **argv) {
     } else
       return fail("unknown option " + arg);
   }
-  auto created = ops::Operators::create();
+  auto created = ops::Operators::create(0, "", rowsPerCta);
   if (!created)
     return fail(created.message());
   ops::Operators &ops = **created;
   Bench bench(ops, iterations);
   std::vector<Result> results;
-  std::printf("device: %s (%s, %d SMs), median of %d runs\n",
+  std::printf("device: %s (%s, %d SMs), median of %d runs%s\n",
               ops.device().name().c_str(), ops.device().chip().c_str(),
-              ops.device().multiprocessors(), iterations);
+              ops.device().multiprocessors(), iterations,
+              rowsPerCta ? (", " + std::to_string(rowsPerCta) +
+                            " rows per CTA")
+                               .c_str()
+                         : "");
 
   // The ceiling: z = x + y over 2^28 f32 elements, Tile's own kernel.
   {
