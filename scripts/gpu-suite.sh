@@ -41,6 +41,7 @@ build)
 run)
   [ -d "$bundle" ] || { echo "error: no bundle at $bundle; run '$0 build' first" >&2; exit 1; }
   export TILE_CACHE_DIR=${TILE_CACHE_DIR:-$(mktemp -d)}
+  mkdir -p "$TILE_CACHE_DIR"
   work=$(mktemp -d)
   for packed in "$bundle"/*.xz; do
     xz -dc "$packed" >"$work/$(basename "$packed" .xz)"
@@ -58,26 +59,21 @@ run)
     step "tile-rt-smoke $shape" "$bundle/tile-rt-smoke" "$bundle/swiglu.ptx" $shape
   done
   step "tile-embed-example" "$bundle/tile-embed-example"
-  # The operator suite reports its own counts.
-  set +e
-  "$bundle/tile-gpu-tests" | tee "$TILE_CACHE_DIR/suite.log"
-  set -e
-  counts=$(tail -n 1 "$TILE_CACHE_DIR/suite.log")
-  if [[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2]))
-  else
-    failed=$((failed + 1)); echo "FAIL tile-gpu-tests did not finish"
-  fi
+  suite() { # args...: runs tile-gpu-tests and adds the counts it reports
+    local log; log=$(mktemp -p "$TILE_CACHE_DIR")
+    set +e
+    "$bundle/tile-gpu-tests" "$@" | tee "$log"
+    set -e
+    local counts; counts=$(tail -n 1 "$log")
+    if [[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+      passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2]))
+    else
+      failed=$((failed + 1)); echo "FAIL tile-gpu-tests $* did not finish"
+    fi
+  }
+  suite
   # Several rows per CTA (groups of warps sharing a CTA): the quick shapes.
-  set +e
-  "$bundle/tile-gpu-tests" --quick --rows-per-cta=4 | tee "$TILE_CACHE_DIR/rows.log"
-  set -e
-  counts=$(tail -n 1 "$TILE_CACHE_DIR/rows.log")
-  if [[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2]))
-  else
-    failed=$((failed + 1)); echo "FAIL tile-gpu-tests --rows-per-cta=4 did not finish"
-  fi
+  suite --quick --rows-per-cta=4
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ -x "$sanitizer" ]; then
     for tool in memcheck racecheck; do

@@ -17,6 +17,7 @@
 #include "tile/Interp/Inputs.h"
 #include "tile/JIT/JIT.h"
 #include "tile/Ops/Launcher.h"
+#include "tile/Runtime/HostFloat.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -44,23 +45,10 @@ func.func @gated_tanh(%x: tensor<?x?xbf16>, %g: tensor<?x?xbf16>,
 )mlir";
 
 namespace interp = tile::interp;
+using tile::rt::fromBF16;
+using tile::rt::toBF16;
 
 namespace {
-uint16_t toBF16(double value) {
-  float f = static_cast<float>(value);
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  bits += 0x7FFF + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-double fromBF16(uint16_t value) {
-  uint32_t bits = static_cast<uint32_t>(value) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 int fail(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   return 1;

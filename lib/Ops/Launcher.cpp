@@ -188,12 +188,6 @@ std::optional<rt::DType> dtypeOf(const std::string &name) {
   return std::nullopt;
 }
 
-std::string formatShape(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 } // namespace
 
 struct LaunchPlan::Impl {
@@ -303,7 +297,7 @@ LaunchPlan::Impl::bindTensor(const rt::TensorView &view, const Param &param,
     flat = {count};
     if (param.shape.size() == 1 && param.shape[0] != "rows" &&
         view.shape.size() != 1)
-      return Status::error(what + " has shape " + formatShape(view.shape) +
+      return Status::error(what + " has shape " + rt::formatShape(view.shape) +
                            ", expected a vector");
   }
   rt::TensorView flatView = view;
@@ -327,7 +321,7 @@ LaunchPlan::Impl::bindTensor(const rt::TensorView &view, const Param &param,
       return expected.takeStatus();
     if (*expected != flat[i])
       return Status::error(
-          what + " has shape " + formatShape(view.shape) + ": its " +
+          what + " has shape " + rt::formatShape(view.shape) + ": its " +
           (param.shape.size() == 2 && i == 0 ? "row count" : "width") + " " +
           std::to_string(flat[i]) + " should be " + symbol + " = " +
           std::to_string(*expected));

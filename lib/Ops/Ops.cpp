@@ -15,16 +15,6 @@ const char *source(const std::string &kernel) {
     return kSiluAndMulSource;
   return kRmsNormSource;
 }
-/// The last dimension of each tensor, by argument index: what the kernels
-/// are specialized for. A mismatch between them is reported by the
-/// launcher, which checks every call against the manifest.
-std::map<unsigned, int64_t> widthsOf(std::vector<const TensorView *> tensors) {
-  std::map<unsigned, int64_t> widths;
-  for (unsigned index = 0; index < tensors.size(); ++index)
-    if (tensors[index] && !tensors[index]->shape.empty())
-      widths[index] = tensors[index]->shape.back();
-  return widths;
-}
 } // namespace
 
 Operators::Operators(rt::Device device, std::string cacheDir,
@@ -71,21 +61,33 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
   return result;
 }
 
-Status Operators::swigluForward(const TensorView &a, const TensorView &b,
-                                const TensorView &c) {
-  auto run = launcher("swiglu", a.dtype, false, widthsOf({&a, &b}));
+Status Operators::call(const char *kernel, const char *function, bool mainGrad,
+                       const std::vector<Argument> &arguments,
+                       const std::vector<TensorView> &results,
+                       unsigned specialized) {
+  // The kernels are specialized for the widths of the leading tensor
+  // arguments; the launcher checks every other width against them.
+  std::map<unsigned, int64_t> widths;
+  for (unsigned index = 0; index < specialized; ++index)
+    if (const auto *view = std::get_if<TensorView>(&arguments[index]))
+      if (!view->shape.empty())
+        widths[index] = view->shape.back();
+  auto run = launcher(kernel, std::get<TensorView>(arguments[0]).dtype,
+                      mainGrad, widths);
   if (!run)
     return run.takeStatus();
-  return (*run)->run("swiglu", {a, b}, {c});
+  return (*run)->run(function, arguments, results);
+}
+
+Status Operators::swigluForward(const TensorView &a, const TensorView &b,
+                                const TensorView &c) {
+  return call("swiglu", "swiglu", false, {a, b}, {c}, 2);
 }
 
 Status Operators::swigluBackward(const TensorView &a, const TensorView &b,
                                  const TensorView &dc, const TensorView &da,
                                  const TensorView &db) {
-  auto run = launcher("swiglu", a.dtype, false, widthsOf({&a, &b}));
-  if (!run)
-    return run.takeStatus();
-  return (*run)->run("swiglu_bwd", {a, b, dc}, {da, db});
+  return call("swiglu", "swiglu_bwd", false, {a, b, dc}, {da, db}, 2);
 }
 
 Status checkSiluAndMulInput(const TensorView &x) {
@@ -101,10 +103,7 @@ Status Operators::siluAndMulForward(const TensorView &x,
                                     const TensorView &out) {
   if (Status s = checkSiluAndMulInput(x); !s)
     return s;
-  auto run = launcher("silu_and_mul", x.dtype, false, widthsOf({&x}));
-  if (!run)
-    return run.takeStatus();
-  return (*run)->run("silu_and_mul", {x}, {out});
+  return call("silu_and_mul", "silu_and_mul", false, {x}, {out}, 1);
 }
 
 Status Operators::siluAndMulBackward(const TensorView &x,
@@ -112,27 +111,19 @@ Status Operators::siluAndMulBackward(const TensorView &x,
                                      const TensorView &dx) {
   if (Status s = checkSiluAndMulInput(x); !s)
     return s;
-  auto run = launcher("silu_and_mul", x.dtype, false, widthsOf({&x}));
-  if (!run)
-    return run.takeStatus();
-  return (*run)->run("silu_and_mul_bwd", {x, dout}, {dx});
+  return call("silu_and_mul", "silu_and_mul_bwd", false, {x, dout}, {dx}, 1);
 }
 
 Status Operators::rmsNormForward(const TensorView &x, const TensorView &w,
                                  float eps, float offset, const TensorView &y) {
-  auto run = launcher("rms_norm", x.dtype, false, widthsOf({&x, &w}));
-  if (!run)
-    return run.takeStatus();
-  return (*run)->run("rms_norm", {x, w, eps, offset}, {y});
+  return call("rms_norm", "rms_norm", false, {x, w, eps, offset}, {y}, 2);
 }
 
 Status Operators::rmsNormBackward(const TensorView &x, const TensorView &w,
                                   float eps, float offset, const TensorView &dy,
                                   const TensorView &dx, const TensorView &dw) {
-  auto run = launcher("rms_norm", x.dtype, false, widthsOf({&x, &w}));
-  if (!run)
-    return run.takeStatus();
-  return (*run)->run("rms_norm_bwd", {x, w, eps, offset, dy}, {dx, dw});
+  return call("rms_norm", "rms_norm_bwd", false, {x, w, eps, offset, dy},
+              {dx, dw}, 2);
 }
 
 Status Operators::rmsNormBackwardAccumulate(const TensorView &x,
@@ -143,12 +134,9 @@ Status Operators::rmsNormBackwardAccumulate(const TensorView &x,
   if (mainGrad.dtype != rt::DType::F32)
     return Status::error(std::string("main_grad must be f32, got ") +
                          rt::name(mainGrad.dtype));
-  auto run = launcher("rms_norm", x.dtype, true, widthsOf({&x, &w}));
-  if (!run)
-    return run.takeStatus();
   // The finalize reads main_grad and writes main_grad + dW in place.
-  return (*run)->run("rms_norm_bwd", {x, w, eps, offset, dy, mainGrad},
-                     {dx, mainGrad});
+  return call("rms_norm", "rms_norm_bwd", true,
+              {x, w, eps, offset, dy, mainGrad}, {dx, mainGrad}, 2);
 }
 
 } // namespace tile::ops

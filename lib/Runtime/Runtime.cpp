@@ -215,7 +215,6 @@ bool TensorView::isContiguous() const {
   return true;
 }
 
-namespace {
 std::string formatShape(const std::vector<int64_t> &shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -223,7 +222,6 @@ std::string formatShape(const std::vector<int64_t> &shape) {
             (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
   return text + "]";
 }
-} // namespace
 
 Status checkTensor(const TensorView &view, const std::string &what, DType dtype,
                    const std::vector<int64_t> &shape) {
@@ -286,7 +284,8 @@ Status synchronize(const Device &device) {
 StatusOr<EventTimer> EventTimer::create(const Device &device) {
   EventTimer timer;
   timer.api = &device.driver();
-  if (Status s = check(timer.api->eventCreate(&timer.begin, 0), "cuEventCreate");
+  if (Status s =
+          check(timer.api->eventCreate(&timer.begin, 0), "cuEventCreate");
       !s)
     return s;
   if (Status s = check(timer.api->eventCreate(&timer.end, 0), "cuEventCreate");
@@ -317,8 +316,8 @@ StatusOr<float> EventTimer::stop() {
   if (Status s = check(api->eventSynchronize(end), "cuEventSynchronize"); !s)
     return s;
   float ms = 0.0f;
-  if (Status s = check(api->eventElapsedTime(&ms, begin, end),
-                       "cuEventElapsedTime");
+  if (Status s =
+          check(api->eventElapsedTime(&ms, begin, end), "cuEventElapsedTime");
       !s)
     return s;
   return ms;

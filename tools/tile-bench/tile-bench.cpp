@@ -50,8 +50,8 @@ public:
     size_t count = 1;
     for (int64_t size : shape)
       count *= static_cast<size_t>(size);
-    auto buffer = rt::DeviceBuffer::allocate(ops.device(),
-                                             count * rt::byteSize(dtype));
+    auto buffer =
+        rt::DeviceBuffer::allocate(ops.device(), count * rt::byteSize(dtype));
     if (!buffer) {
       error = buffer.message();
       return {};
@@ -125,8 +125,8 @@ int main(int argc, char **argv) {
     else if (arg.rfind("--dtypes=", 0) == 0) {
       dtypes.clear();
       std::string list = arg.substr(9) + ",";
-      for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
-           at = comma + 1) {
+      for (size_t at = 0, comma;
+           (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
         std::string name = list.substr(at, comma - at);
         if (name == "bf16")
           dtypes.push_back(DType::BF16);
@@ -146,13 +146,12 @@ int main(int argc, char **argv) {
   ops::Operators &ops = **created;
   Bench bench(ops, iterations);
   std::vector<Result> results;
-  std::printf("device: %s (%s, %d SMs), median of %d runs%s\n",
-              ops.device().name().c_str(), ops.device().chip().c_str(),
-              ops.device().multiprocessors(), iterations,
-              rowsPerCta ? (", " + std::to_string(rowsPerCta) +
-                            " rows per CTA")
-                               .c_str()
-                         : "");
+  std::printf(
+      "device: %s (%s, %d SMs), median of %d runs%s\n",
+      ops.device().name().c_str(), ops.device().chip().c_str(),
+      ops.device().multiprocessors(), iterations,
+      rowsPerCta ? (", " + std::to_string(rowsPerCta) + " rows per CTA").c_str()
+                 : "");
 
   // The ceiling: z = x + y over 2^28 f32 elements, Tile's own kernel.
   {
@@ -195,9 +194,10 @@ int main(int argc, char **argv) {
         int sets = Bench::setsFor(bytes);
         std::vector<std::vector<rt::TensorView>> io;
         for (int s = 0; s < sets; ++s)
-          io.push_back({bench.tensor({m, h}, dtype), bench.tensor({m, h}, dtype),
-                        bench.tensor({m, h}, dtype), bench.tensor({m, h}, dtype),
-                        bench.tensor({m, h}, dtype)});
+          io.push_back(
+              {bench.tensor({m, h}, dtype), bench.tensor({m, h}, dtype),
+               bench.tensor({m, h}, dtype), bench.tensor({m, h}, dtype),
+               bench.tensor({m, h}, dtype)});
         if (!bench.error.empty())
           return fail(bench.error);
         auto fwd = bench.time(sets, [&](int s) {
@@ -216,13 +216,12 @@ int main(int argc, char **argv) {
                            5.0 * m * h * e, *bwd});
         bench.release();
       }
-    for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{
-             {16384, 4096},
-             {32768, 8192},
-             {65536, 1024},
-             {4096, 16384},
-             {4096, 4096},
-             {4096, 1024}}) {
+    for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{16384, 4096},
+                                                                {32768, 8192},
+                                                                {65536, 1024},
+                                                                {4096, 16384},
+                                                                {4096, 4096},
+                                                                {4096, 1024}}) {
       double bytes = 3.0 * m * n * e;
       int sets = Bench::setsFor(bytes);
       std::vector<std::vector<rt::TensorView>> io;
@@ -263,9 +262,10 @@ int main(int argc, char **argv) {
          << "  \"iterations\": " << iterations << ",\n  \"results\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result &r = results[i];
-      json << "    {\"kernel\": \"" << r.kernel << "\", \"dtype\": \"" << r.dtype
-           << "\", \"shape\": \"" << r.shape << "\", \"bytes\": " << r.bytes
-           << ", \"ms\": " << r.ms << ", \"gbps\": " << r.gbps()
+      json << "    {\"kernel\": \"" << r.kernel << "\", \"dtype\": \""
+           << r.dtype << "\", \"shape\": \"" << r.shape
+           << "\", \"bytes\": " << r.bytes << ", \"ms\": " << r.ms
+           << ", \"gbps\": " << r.gbps()
            << ", \"ceiling_ratio\": " << r.gbps() / ceiling << "}"
            << (i + 1 < results.size() ? ",\n" : "\n");
     }

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tile/Runtime/HostFloat.h"
 #include "tile/Runtime/Runtime.h"
 
 #include <cmath>
@@ -24,20 +25,6 @@
 using namespace tile::rt;
 
 namespace {
-uint16_t toBF16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  bits += 0x7FFF + ((bits >> 16) & 1); // round to nearest even
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-double fromBF16(uint16_t value) {
-  uint32_t bits = static_cast<uint32_t>(value) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
 int fail(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   return 1;

@@ -67,6 +67,11 @@ public:
 
 private:
   Operators(rt::Device device, std::string cacheDir, int64_t rowsPerCta);
+  /// Runs `function` of the example `kernel` at the dtype of the first
+  /// argument, compiled for the widths of the first `specialized` arguments.
+  Status call(const char *kernel, const char *function, bool mainGrad,
+              const std::vector<Argument> &arguments,
+              const std::vector<TensorView> &results, unsigned specialized);
   /// The compiled kernels for `kernel` at `dtype`, specialized for the
   /// widths of the call's tensors (by argument index).
   rt::StatusOr<Launcher *> launcher(const char *kernel, rt::DType dtype,

@@ -100,6 +100,10 @@ struct TensorView {
   bool isContiguous() const;
 };
 
+/// A shape as messages write it: [7, 13], with ? for a negative (unknown)
+/// size.
+std::string formatShape(const std::vector<int64_t> &shape);
+
 /// Checks `view` (called `what` in messages) against a kernel's
 /// expectation: dtype, rank, the sizes given (-1: any), contiguous rows,
 /// and a non-null pointer aligned to its element size.
