@@ -39,8 +39,8 @@ public:
   LaunchPlan(LaunchPlan &&);
   LaunchPlan &operator=(LaunchPlan &&);
 
-  /// A call bound to its kernels: launches in order and the values of the
-  /// parameters that are not the caller's tensors.
+  /// A call bound to its kernels: the launches in order and the value of
+  /// every kernel parameter.
   struct Bound {
     struct Launch {
       std::string kernel;
