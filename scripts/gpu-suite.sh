@@ -9,6 +9,9 @@
 #   ./scripts/gpu-suite.sh bench   on the GPU machine: tile-bench, the table
 #                                  on stdout and every figure in
 #                                  $TILE_BENCH_JSON (default bench.json)
+#   ./scripts/gpu-suite.sh bench-mlp  the tiled MLP's step vs the untiled
+#                                  one (tile-bench mlp), JSON likewise
+#                                  (default bench-mlp.json)
 #
 # The bundle needs nothing on the GPU machine but the driver: the programs
 # are linked statically against LLVM/MLIR (the JIT compiles in-process) and
@@ -95,8 +98,15 @@ bench)
   TILE_CACHE_DIR=${TILE_CACHE_DIR:-$work/cache} "$work/tile-bench" \
     --json="${TILE_BENCH_JSON:-bench.json}" "${@:2}"
   ;;
+bench-mlp)
+  [ -d "$bundle" ] || { echo "error: no bundle at $bundle; run '$0 build' first" >&2; exit 1; }
+  work=$(mktemp -d)
+  xz -dc "$bundle/tile-bench.xz" >"$work/tile-bench" && chmod +x "$work/tile-bench"
+  TILE_CACHE_DIR=${TILE_CACHE_DIR:-$work/cache} "$work/tile-bench" mlp \
+    --json="${TILE_BENCH_JSON:-bench-mlp.json}" "${@:2}"
+  ;;
 *)
-  sed -n '2,16p' "$0"
+  sed -n '2,19p' "$0"
   exit 2
   ;;
 esac

@@ -64,7 +64,8 @@ std::string keyOf(const std::string &source, const CompileOptions &options) {
   std::ostringstream all;
   all << Jit::compilerVersion() << '\0' << options.chip << '\0' << options.dtype
       << '\0' << options.differentiate << '\0' << options.policy << '\0'
-      << options.mainGrad << '\0' << options.threads << '\0'
+      << options.mainGrad << '\0' << options.returnPrimal << '\0'
+      << options.threads << '\0'
       << options.rowsPerCta << '\0';
   for (auto [index, width] : options.widths)
     all << 'w' << index << '=' << width << ',';
@@ -166,6 +167,7 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
       return rt::Status::error("tile JIT: unknown recompute policy '" +
                                options.policy + "'");
     derive.mainGrad = options.mainGrad;
+    derive.returnPrimal = options.returnPrimal;
     SmallVector<func::FuncOp> kernels;
     for (auto func : module->getOps<func::FuncOp>())
       if (func->hasAttr(mlir::tile::TileDialect::getKernelAttrName()))

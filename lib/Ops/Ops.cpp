@@ -33,16 +33,19 @@ Operators::create(int ordinal, std::string cacheDir, int64_t rowsPerCta) {
 
 rt::StatusOr<Launcher *>
 Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
-                    const std::map<unsigned, int64_t> &widths) {
+                    const std::map<unsigned, int64_t> &widths,
+                    bool returnPrimal) {
   jit::CompileOptions options;
   options.chip = dev.chip();
   options.dtype = rt::name(dtype);
   options.differentiate = true; // forward and backward in one module
   options.mainGrad = mainGrad;
+  options.returnPrimal = returnPrimal;
   options.widths = widths;
   options.rowsPerCta = rowsPerCta;
   std::string key = std::string(kernel) + "/" + options.dtype +
-                    (mainGrad ? "/main-grad" : "");
+                    (mainGrad ? "/main-grad" : "") +
+                    (returnPrimal ? "/return-primal" : "");
   for (auto [index, width] : widths)
     key += "/w" + std::to_string(index) + "=" + std::to_string(width);
   std::lock_guard<std::mutex> lock(mutex);
@@ -64,7 +67,7 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
 Status Operators::call(const char *kernel, const char *function, bool mainGrad,
                        const std::vector<Argument> &arguments,
                        const std::vector<TensorView> &results,
-                       unsigned specialized) {
+                       unsigned specialized, bool returnPrimal) {
   // The kernels are specialized for the widths of the leading tensor
   // arguments; the launcher checks every other width against them.
   std::map<unsigned, int64_t> widths;
@@ -73,7 +76,7 @@ Status Operators::call(const char *kernel, const char *function, bool mainGrad,
       if (!view->shape.empty())
         widths[index] = view->shape.back();
   auto run = launcher(kernel, std::get<TensorView>(arguments[0]).dtype,
-                      mainGrad, widths);
+                      mainGrad, widths, returnPrimal);
   if (!run)
     return run.takeStatus();
   return (*run)->run(function, arguments, results);
@@ -88,6 +91,16 @@ Status Operators::swigluBackward(const TensorView &a, const TensorView &b,
                                  const TensorView &dc, const TensorView &da,
                                  const TensorView &db) {
   return call("swiglu", "swiglu_bwd", false, {a, b, dc}, {da, db}, 2);
+}
+
+Status Operators::swigluBackwardWithForward(const TensorView &a,
+                                            const TensorView &b,
+                                            const TensorView &dc,
+                                            const TensorView &da,
+                                            const TensorView &db,
+                                            const TensorView &c) {
+  return call("swiglu", "swiglu_bwd", false, {a, b, dc}, {da, db, c}, 2,
+              /*returnPrimal=*/true);
 }
 
 Status checkSiluAndMulInput(const TensorView &x) {

@@ -123,6 +123,7 @@ StatusOr<DriverApi> load(const char *path) {
   resolve(library, "cuCtxSynchronize", api.ctxSynchronize, missing);
   resolve(library, "cuMemAlloc_v2", api.memAlloc, missing);
   resolve(library, "cuMemFree_v2", api.memFree, missing);
+  resolve(library, "cuMemGetInfo_v2", api.memGetInfo, missing);
   resolve(library, "cuMemcpyHtoD_v2", api.memcpyHtoD, missing);
   resolve(library, "cuMemcpyDtoH_v2", api.memcpyDtoH, missing);
   resolve(library, "cuMemsetD8_v2", api.memsetD8, missing);

@@ -115,13 +115,15 @@ DeviceBuffer::~DeviceBuffer() {
     api->memFree(ptr);
 }
 
-Status DeviceBuffer::copyFromHost(const void *source, size_t count) {
-  if (count > bytes)
+Status DeviceBuffer::copyFromHost(const void *source, size_t count,
+                                  size_t offset) {
+  if (offset > bytes || count > bytes - offset)
     return Status::error("copying " + std::to_string(count) +
-                         " bytes into a buffer of " + std::to_string(bytes));
+                         " bytes at offset " + std::to_string(offset) +
+                         " into a buffer of " + std::to_string(bytes));
   if (count == 0)
     return Status::ok();
-  return check(api->memcpyHtoD(ptr, source, count), "cuMemcpyHtoD");
+  return check(api->memcpyHtoD(ptr + offset, source, count), "cuMemcpyHtoD");
 }
 
 Status DeviceBuffer::copyToHost(void *destination, size_t count) const {
@@ -279,6 +281,15 @@ Status launch(const Device &device, cu::Function kernel,
 Status synchronize(const Device &device) {
   return check(device.driver().ctxSynchronize(),
                "the kernel (cuCtxSynchronize)");
+}
+
+StatusOr<size_t> memoryInUse(const Device &device) {
+  size_t free = 0, total = 0;
+  if (Status s = check(device.driver().memGetInfo(&free, &total),
+                       "cuMemGetInfo");
+      !s)
+    return s;
+  return total - free;
 }
 
 StatusOr<EventTimer> EventTimer::create(const Device &device) {

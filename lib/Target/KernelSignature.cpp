@@ -31,7 +31,7 @@ llvm::json::Object describe(Type type) {
 }
 
 /// The role tile-differentiate gave an argument or result ("cotangent",
-/// "saved", "main_grad", "gradient"), with the index it refers to; `plain`
+/// "saved", "main_grad", "gradient", "primal"), with the index it refers to; `plain`
 /// where there is none.
 void describeRole(DictionaryAttr attrs, StringRef plain,
                   llvm::json::Object &object) {
@@ -40,7 +40,8 @@ void describeRole(DictionaryAttr attrs, StringRef plain,
        {std::pair{TileDialect::getCotangentAttrName(), "cotangent"},
         std::pair{TileDialect::getSavedAttrName(), "saved"},
         std::pair{TileDialect::getMainGradAttrName(), "main_grad"},
-        std::pair{TileDialect::getGradientAttrName(), "gradient"}}) {
+        std::pair{TileDialect::getGradientAttrName(), "gradient"},
+        std::pair{TileDialect::getPrimalAttrName(), "primal"}}) {
     if (auto index = attrs ? dyn_cast_or_null<IntegerAttr>(attrs.get(name))
                            : IntegerAttr()) {
       object["role"] = role;

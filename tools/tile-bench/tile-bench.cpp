@@ -9,6 +9,7 @@
 //
 //   tile-bench [--json=FILE] [--iterations=N] [--dtypes=bf16,f16,f32]
 //              [--rows-per-cta=N]   (a schedule override, for experiments)
+//   tile-bench mlp ...              (the tiled MLP: see MLPBench.cpp)
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,8 @@
 
 using namespace tile;
 using rt::DType;
+
+int runMLPBench(ops::Operators &ops, const std::vector<std::string> &args);
 
 namespace {
 constexpr size_t kRotateBelow = 512ull << 20; // a set this small may sit in L2
@@ -110,6 +113,12 @@ std::string shapeText(int64_t m, int64_t n) {
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc > 1 && std::string(argv[1]) == "mlp") {
+    auto created = ops::Operators::create(0, "");
+    if (!created)
+      return fail(created.message());
+    return runMLPBench(**created, std::vector<std::string>(argv + 2, argv + argc));
+  }
   std::string jsonPath;
   int iterations = 50;
   int64_t rowsPerCta = 0;

@@ -38,6 +38,8 @@ struct CompileOptions {
   /// "recompute" or "save-row-stats".
   std::string policy = "recompute";
   bool mainGrad = false;
+  /// The backward kernels also return the forward's results (tile.primal).
+  bool returnPrimal = false;
   /// Override tile-schedule's threads per CTA and rows per CTA (0: its
   /// defaults).
   int64_t threads = 0;

@@ -7,6 +7,11 @@
 // are contiguous, any leading shape (flattened into rows), bf16, f16 or f32;
 // every call checks shapes, dtypes and pointers and returns a Status.
 //
+// The elementwise operators (swiglu) may run in place — an output the same
+// tensor as an input of its shape: every element is read before it is
+// written, by the same thread (the GPU suite checks the bits against the
+// out-of-place call). The tiled MLP relies on it.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TILE_OPS_OPS_H
@@ -45,6 +50,12 @@ public:
   Status swigluBackward(const TensorView &a, const TensorView &b,
                         const TensorView &dc, const TensorView &da,
                         const TensorView &db);
+  /// da, db from dc, and c = silu(a) · b as well (tile-differentiate's
+  /// return-primal). Not in place: the emitter computes c in a column loop
+  /// of its own, after da and db are stored (see docs/TiledMLP.md).
+  Status swigluBackwardWithForward(const TensorView &a, const TensorView &b,
+                                   const TensorView &dc, const TensorView &da,
+                                   const TensorView &db, const TensorView &c);
   /// x is [..., 2H] (gate a, then up b); out = silu(a) · b is [..., H].
   Status siluAndMulForward(const TensorView &x, const TensorView &out);
   /// dx [..., 2H] from dout [..., H].
@@ -71,12 +82,14 @@ private:
   /// argument, compiled for the widths of the first `specialized` arguments.
   Status call(const char *kernel, const char *function, bool mainGrad,
               const std::vector<Argument> &arguments,
-              const std::vector<TensorView> &results, unsigned specialized);
+              const std::vector<TensorView> &results, unsigned specialized,
+              bool returnPrimal = false);
   /// The compiled kernels for `kernel` at `dtype`, specialized for the
   /// widths of the call's tensors (by argument index).
   rt::StatusOr<Launcher *> launcher(const char *kernel, rt::DType dtype,
                                     bool mainGrad,
-                                    const std::map<unsigned, int64_t> &widths);
+                                    const std::map<unsigned, int64_t> &widths,
+                                    bool returnPrimal);
 
   rt::Device dev;
   jit::Jit jit;

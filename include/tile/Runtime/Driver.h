@@ -42,6 +42,7 @@ struct DriverApi {
   cu::Result (*ctxSynchronize)();
   cu::Result (*memAlloc)(cu::DevicePtr *, size_t);
   cu::Result (*memFree)(cu::DevicePtr);
+  cu::Result (*memGetInfo)(size_t *, size_t *);
   cu::Result (*memcpyHtoD)(cu::DevicePtr, const void *, size_t);
   cu::Result (*memcpyDtoH)(void *, cu::DevicePtr, size_t);
   cu::Result (*memsetD8)(cu::DevicePtr, unsigned char, size_t);

@@ -58,7 +58,8 @@ public:
 
   cu::DevicePtr data() const { return ptr; }
   size_t size() const { return bytes; }
-  Status copyFromHost(const void *source, size_t count);
+  /// Copies `count` bytes to `offset` bytes into the buffer.
+  Status copyFromHost(const void *source, size_t count, size_t offset = 0);
   Status copyToHost(void *destination, size_t count) const;
   /// Sets every byte (0xFF poisons floats with NaN).
   Status fill(unsigned char byte);
@@ -140,6 +141,10 @@ Status launch(const Device &device, cu::Function kernel,
 
 /// Waits for the device; reports any error a kernel raised.
 Status synchronize(const Device &device);
+
+/// Device memory in use now (total − free, from cuMemGetInfo), in bytes:
+/// what a benchmark subtracts to find an operator's extra memory.
+StatusOr<size_t> memoryInUse(const Device &device);
 
 /// A pair of CUDA events on the default stream: GPU time between start()
 /// and stop(), in milliseconds.

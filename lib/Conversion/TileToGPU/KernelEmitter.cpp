@@ -835,8 +835,17 @@ void Emitter::emitRowBody() {
       prepareRowValues(sink.value);
     Value rowStart = arith::MulIOp::create(b, loc, row, width);
     columnLoop(width, [&](Value col) {
-      for (Sink &sink : sinks) {
-        Lanes values = group(sink.value, col);
+      // Every value of the chunk first, then every store: an output may be
+      // the buffer of an input (an operator run in place), so nothing of the
+      // chunk is written before all of its inputs are read. A result that
+      // needs fewer inputs (a primal result next to gradients) would
+      // otherwise overwrite an input another result still has to load.
+      SmallVector<Lanes> computed;
+      for (Sink &sink : sinks)
+        computed.push_back(group(sink.value, col));
+      for (size_t index = 0; index < sinks.size(); ++index) {
+        Sink &sink = sinks[index];
+        const Lanes &values = computed[index];
         ifValid([&] {
           if (sink.pointer) {
             Value at = arith::AddIOp::create(b, loc, rowStart, col);

@@ -134,7 +134,8 @@ LogicalResult TileDialect::verifyRegionResultAttribute(Operation *op,
                                                        NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   std::string where = "result #" + std::to_string(resultIndex);
-  if (name == getGradientAttrName() || name == getSavedAttrName())
+  if (name == getGradientAttrName() || name == getSavedAttrName() ||
+      name == getPrimalAttrName())
     return verifyIndexAttr(op, attr, where);
   return op->emitError("unknown tile result attribute '")
          << name << "' on " << where;

@@ -281,11 +281,20 @@ void Differentiator::buildReturn() {
     gradients.push_back(
         adjoint.castTo(cotangent, getElementTypeOrSelf(argType)));
   }
-  func::ReturnOp::create(builder, forwardReturn->getLoc(), gradients);
+  unsigned numGradients = gradients.size();
+  SmallVector<Value> results(gradients);
+  if (options.returnPrimal)
+    for (Value result : forwardReturn->getOperands())
+      results.push_back(primal.lookup(result));
+  func::ReturnOp::create(builder, forwardReturn->getLoc(), results);
   backward.setFunctionType(builder.getFunctionType(
-      body->getArgumentTypes(), ValueRange(gradients).getTypes()));
+      body->getArgumentTypes(), ValueRange(results).getTypes()));
   for (auto [position, index] : llvm::enumerate(gradientOf))
     backward.setResultAttr(position, TileDialect::getGradientAttrName(),
+                           builder.getI64IntegerAttr(index));
+  for (unsigned index = 0; index + numGradients < results.size(); ++index)
+    backward.setResultAttr(numGradients + index,
+                           TileDialect::getPrimalAttrName(),
                            builder.getI64IntegerAttr(index));
 }
 

@@ -48,6 +48,7 @@ struct TileDifferentiatePass final
     options.policy = policy;
     options.mainGrad = mainGrad;
     options.rowWidthHint = rowWidthHint;
+    options.returnPrimal = returnPrimal;
     for (func::FuncOp kernel : kernels) {
       if (isDerived(module, kernel))
         continue;

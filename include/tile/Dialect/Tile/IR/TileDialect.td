@@ -84,7 +84,8 @@ def Tile_Dialect : Dialect {
     }
     // The role of each backward argument and result (an index): cotangent of
     // forward result #i, saved value #i, main_grad accumulator of forward
-    // argument #i; a result is the gradient of forward argument #i.
+    // argument #i; a result is the gradient of forward argument #i, or
+    // (tile-differentiate's return-primal) forward result #i, recomputed.
     static constexpr ::llvm::StringLiteral getCotangentAttrName() {
       return ::llvm::StringLiteral("tile.cotangent");
     }
@@ -96,6 +97,9 @@ def Tile_Dialect : Dialect {
     }
     static constexpr ::llvm::StringLiteral getGradientAttrName() {
       return ::llvm::StringLiteral("tile.gradient");
+    }
+    static constexpr ::llvm::StringLiteral getPrimalAttrName() {
+      return ::llvm::StringLiteral("tile.primal");
     }
   }];
 }

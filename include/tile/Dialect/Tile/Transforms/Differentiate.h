@@ -29,6 +29,10 @@ struct DifferentiateOptions {
   bool mainGrad = false;
   /// Row width the cost model assumes where the width is dynamic.
   int64_t rowWidthHint = 4096;
+  /// The backward also returns the forward's results (tile.primal), which
+  /// it recomputes anyway: a caller that needs both (the tiled MLP's
+  /// backward needs h = swiglu(g, u)) saves a separate forward pass.
+  bool returnPrimal = false;
 };
 
 struct DerivedKernel {

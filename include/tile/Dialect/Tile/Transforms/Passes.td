@@ -27,6 +27,8 @@ def TileDifferentiatePass : Pass<"tile-differentiate", "::mlir::ModuleOp"> {
     override the policy for that op's result. `main-grad` makes every
     cross-row gradient accumulate into an fp32 `main_grad` argument
     (`tile.reduce ... into`) instead of being returned fresh.
+    `return-primal` makes `@f_bwd` also return the forward's results, which
+    it recomputes anyway (`tile.primal`, after the gradients).
 
     Every derived argument and result carries its role (`tile.cotangent`,
     `tile.saved`, `tile.main_grad`, `tile.gradient`), so tools and the
@@ -66,6 +68,9 @@ def TileDifferentiatePass : Pass<"tile-differentiate", "::mlir::ModuleOp"> {
            "accumulate cross-row gradients into fp32 main_grad arguments">,
     Option<"rowWidthHint", "row-width-hint", "int64_t", "4096",
            "row width the cost model assumes where the width is dynamic">,
+    Option<"returnPrimal", "return-primal", "bool", "false",
+           "the backward also returns the forward's results (tile.primal), "
+           "after the gradients">,
     ListOption<"functions", "functions", "std::string",
                "kernels to differentiate (default: every tile.kernel that is "
                "not itself derived)">

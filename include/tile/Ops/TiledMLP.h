@@ -1,0 +1,142 @@
+//===- TiledMLP.h - a sequence-tiled SwiGLU MLP -------------------*- C++
+//-*-===//
+//
+//   y = (silu(x·gateᵀ) ⊙ (x·upᵀ)) · downᵀ,   x [S, H], gate/up [I, H], down [H,
+//   I]
+//
+// Long sequences run out of memory in this MLP: gate, up and their product
+// are [S, I] each. TiledSwiGLUMLP splits the S rows into shards and keeps
+// nothing of size [S, I]:
+//
+//   forward, per shard:   g = x·gateᵀ, u = x·upᵀ, h = swiglu(g, u) (in place
+//                         over g), y = h·downᵀ
+//   backward, per shard:  recompute g = x·gateᵀ, u = x·upᵀ and h (not the
+//                         down projection: h is all the backward needs of
+//                         it), main_grad(down) += dyᵀ·h, dh = dy·down (over
+//                         h), dg, du = swiglu_bwd(g, u, dh) (over g, u),
+//                         dx = dg·gate + du·up,
+//                         main_grad(gate) += dgᵀ·x, main_grad(up) += duᵀ·x
+//
+// The SwiGLU kernels are examples/swiglu.mlir and its derived backward
+// (through Operators); the GEMMs go through cuBLASLt with fp32 accumulation.
+// Weight gradients are accumulated in fp32 straight into the caller's main_grad
+// buffers by GEMMs with beta = 1 (beta = 0 on the first shard of an
+// `overwrite` call): no weight-gradient tensor exists on its own.
+//
+// Memory: one workspace holds g, u and h for one shard (3·I elements per
+// row) plus cuBLASLt's workspace. It is allocated on the first step that
+// needs it (never per shard), kept for the next steps, and given back by
+// releaseWorkspace().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_OPS_TILEDMLP_H
+#define TILE_OPS_TILEDMLP_H
+
+#include "tile/Ops/Ops.h"
+#include "tile/Runtime/Blas.h"
+
+namespace tile::ops {
+
+/// gate and up are [I, H], down is [H, I], all in x's dtype.
+struct MLPWeights {
+  TensorView gate, up, down;
+  /// A fused [2I, H] weight: gate is its first I rows, up the other I.
+  static rt::StatusOr<MLPWeights> fused(const TensorView &gateUp,
+                                        const TensorView &down);
+};
+
+/// fp32 main_grad buffers shaped like the weights (fused: [2I, H] and
+/// [H, I]), accumulated in place.
+struct MLPGradients {
+  TensorView gate, up, down;
+  static rt::StatusOr<MLPGradients> fused(const TensorView &gateUp,
+                                          const TensorView &down);
+};
+
+struct MLPOptions {
+  /// How many shards the rows are split into; 0 chooses the fewest whose
+  /// workspace fits in `memoryBudgetBytes`. More shards than rows are
+  /// clamped to one row per shard.
+  int64_t shards = 0;
+  size_t memoryBudgetBytes = size_t(1) << 30;
+  /// false gives the conventional untiled step, the baseline the tiled one
+  /// is measured against: one shard, the forward keeps g, u and h for every
+  /// row and the backward (of the same x) recomputes nothing.
+  bool recompute = true;
+};
+
+/// How one step is split.
+struct ShardPlan {
+  int64_t shards = 0;
+  int64_t rowsPerShard = 0;  // the last shard may have fewer
+  size_t workspaceBytes = 0; // g, u, h of one shard + cuBLASLt's workspace
+};
+
+/// The plan for `rows` rows of an MLP with intermediate size
+/// `intermediate` in `dtype`. Without a GPU; fails when the budget cannot
+/// hold one row.
+rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
+                                   rt::DType dtype, const MLPOptions &options);
+
+/// The sizes of one MLP step.
+struct MLPShape {
+  int64_t rows = 0, hidden = 0, intermediate = 0;
+};
+
+/// Checks x [..., H], `out` (y, or dy) [..., H] like x, and the weights;
+/// returns S (the leading dimensions flattened), H and I.
+rt::StatusOr<MLPShape> checkMLPOperands(const MLPWeights &weights,
+                                        const TensorView &x,
+                                        const TensorView &out,
+                                        const char *outName);
+/// Checks fp32 main_grad buffers shaped like the weights.
+Status checkMLPGradients(const MLPGradients &grads, const MLPShape &shape);
+
+class TiledSwiGLUMLP {
+public:
+  static rt::StatusOr<std::unique_ptr<TiledSwiGLUMLP>>
+  create(Operators &ops, MLPOptions options = {});
+
+  /// y [..., H] from x [..., H].
+  Status forward(const MLPWeights &weights, const TensorView &x,
+                 const TensorView &y);
+  /// dx [..., H] from dy, and main_grad (+)= the weight gradients:
+  /// `overwrite` replaces their contents (the first micro-batch), otherwise
+  /// the gradients are added to them.
+  Status backward(const MLPWeights &weights, const TensorView &x,
+                  const TensorView &dy, const TensorView &dx,
+                  const MLPGradients &mainGrad, bool overwrite);
+
+  /// The plan of the last step.
+  const ShardPlan &lastPlan() const { return plan; }
+  /// Bytes of the workspace held now.
+  size_t workspaceBytes() const { return workspace.size(); }
+  void releaseWorkspace();
+
+private:
+  TiledSwiGLUMLP(Operators &ops, std::unique_ptr<rt::Blas> blas,
+                 MLPOptions options)
+      : ops(ops), blas(std::move(blas)), options(options) {}
+  /// Plans the step and makes sure the workspace holds it.
+  Status prepare(const MLPShape &shape, rt::DType dtype);
+  struct Shard; // views of one shard's rows and of the workspace
+  Shard shard(const MLPShape &shape, rt::DType dtype, int64_t index) const;
+  /// h = swiglu(g, u) of one shard, into h or (`separate` false) over g.
+  Status product(const Shard &s, bool separate);
+  Status gemm(const rt::Operand &a, const rt::Operand &b,
+              const rt::MatrixView &d, float beta);
+
+  Operators &ops;
+  std::unique_ptr<rt::Blas> blas;
+  MLPOptions options;
+  ShardPlan plan;
+  rt::DeviceBuffer workspace;
+  // The untiled step: the forward whose g, u, h the workspace holds.
+  rt::cu::DevicePtr keptInput = 0;
+  int64_t keptRows = 0;
+};
+
+} // namespace tile::ops
+
+#endif // TILE_OPS_TILEDMLP_H

@@ -1,0 +1,288 @@
+//===- Blas.cpp - row-major GEMMs through cuBLASLt, opened at run time ---===//
+//
+// cuBLASLt is column-major. A row-major matrix is the column-major view of
+// its transpose, so the row-major d[m,n] = op(a)·op(b) is computed as the
+// column-major dᵀ[n,m] = op(b)ᵀ·op(a)ᵀ: b's storage becomes cuBLASLt's A, a's
+// its B, and each keeps its own transposition flag.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Runtime/Blas.h"
+
+#include "BlasConstants.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+
+namespace tile::rt {
+
+using namespace blas;
+
+namespace {
+
+/// cublasLtMatmulHeuristicResult_t.
+struct HeuristicResult {
+  uint64_t algo[8];
+  size_t workspaceSize;
+  int state;
+  float wavesCount;
+  int reserved[4];
+};
+static_assert(sizeof(HeuristicResult) == kHeuristicResultBytes,
+              "cublasLt.h's layout");
+
+template <typename Fn>
+void resolve(void *library, const char *name, Fn &slot, std::string &missing) {
+  slot = reinterpret_cast<Fn>(dlsym(library, name));
+  if (!slot && missing.empty())
+    missing = name;
+}
+
+int cudaType(DType dtype) {
+  switch (dtype) {
+  case DType::BF16:
+    return kCudaR16BF;
+  case DType::F16:
+    return kCudaR16F;
+  case DType::F32:
+    return kCudaR32F;
+  }
+  return kCudaR32F;
+}
+
+/// The largest power of two (≤ 256) dividing the address and the row pitch:
+/// cuBLASLt's heuristic otherwise assumes 256-byte alignment and may pick a
+/// kernel that faults on a shard that starts mid-row-block.
+uint32_t alignment(const MatrixView &m) {
+  uint64_t pitch = static_cast<uint64_t>(m.ld) * byteSize(m.dtype);
+  uint64_t bits = m.data | pitch | 256;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+std::string describe(const MatrixView &m) {
+  return formatShape({m.rows, m.cols}) + " " + name(m.dtype) + " (ld " +
+         std::to_string(m.ld) + ")";
+}
+
+Status checkMatrix(const MatrixView &m, const char *what) {
+  std::string name = what;
+  if (m.rows <= 0 || m.cols <= 0)
+    return Status::error("matmul: " + name + " is empty: " + describe(m));
+  if (m.ld < m.cols)
+    return Status::error("matmul: " + name + " has ld " + std::to_string(m.ld) +
+                         " below its " + std::to_string(m.cols) + " columns");
+  if (m.data == 0)
+    return Status::error("matmul: " + name + " is a null pointer");
+  if (m.data % byteSize(m.dtype) != 0)
+    return Status::error("matmul: " + name + " is misaligned for " +
+                         rt::name(m.dtype));
+  return Status::ok();
+}
+} // namespace
+
+StatusOr<BlasApi> loadBlas(const char *path) {
+  void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char *reason = dlerror();
+    return Status::error(std::string("no cuBLASLt: cannot open ") + path +
+                         " (" + (reason ? reason : "unknown reason") +
+                         "); install the CUDA toolkit's libcublasLt or set "
+                         "TILE_LIBCUBLASLT to its path");
+  }
+  BlasApi api{};
+  std::string missing;
+  resolve(library, "cublasLtCreate", api.create, missing);
+  resolve(library, "cublasLtDestroy", api.destroy, missing);
+  resolve(library, "cublasLtGetVersion", api.getVersion, missing);
+  resolve(library, "cublasLtGetStatusName", api.getStatusName, missing);
+  resolve(library, "cublasLtMatmulDescCreate", api.matmulDescCreate, missing);
+  resolve(library, "cublasLtMatmulDescDestroy", api.matmulDescDestroy, missing);
+  resolve(library, "cublasLtMatmulDescSetAttribute", api.matmulDescSetAttribute,
+          missing);
+  resolve(library, "cublasLtMatrixLayoutCreate", api.matrixLayoutCreate,
+          missing);
+  resolve(library, "cublasLtMatrixLayoutDestroy", api.matrixLayoutDestroy,
+          missing);
+  resolve(library, "cublasLtMatmulPreferenceCreate", api.preferenceCreate,
+          missing);
+  resolve(library, "cublasLtMatmulPreferenceDestroy", api.preferenceDestroy,
+          missing);
+  resolve(library, "cublasLtMatmulPreferenceSetAttribute",
+          api.preferenceSetAttribute, missing);
+  resolve(library, "cublasLtMatmulAlgoGetHeuristic", api.algoGetHeuristic,
+          missing);
+  resolve(library, "cublasLtMatmul", api.matmul, missing);
+  if (!missing.empty())
+    return Status::error(std::string("the cuBLASLt at ") + path + " lacks " +
+                         missing + "; it is older than CUDA 12");
+  return api;
+}
+
+struct Blas::Plan {
+  const BlasApi *api = nullptr;
+  void *desc = nullptr, *aLayout = nullptr, *bLayout = nullptr,
+       *dLayout = nullptr;
+  HeuristicResult choice{};
+  ~Plan() {
+    if (desc)
+      api->matmulDescDestroy(desc);
+    for (void *layout : {aLayout, bLayout, dLayout})
+      if (layout)
+        api->matrixLayoutDestroy(layout);
+  }
+};
+
+StatusOr<std::unique_ptr<Blas>> Blas::open(const Device &device) {
+  (void)device; // the primary context Device::open made current
+  std::string path;
+  StatusOr<BlasApi> api = Status::error("");
+  if (const char *env = std::getenv("TILE_LIBCUBLASLT"); env && *env) {
+    api = loadBlas(env);
+  } else {
+    api = loadBlas("libcublasLt.so.13");
+    if (!api) {
+      StatusOr<BlasApi> toolkit =
+          loadBlas("/usr/local/cuda/lib64/libcublasLt.so.13");
+      if (toolkit)
+        api = std::move(toolkit);
+    }
+  }
+  if (!api)
+    return api.takeStatus();
+  std::unique_ptr<Blas> blas(new Blas());
+  blas->api = *api;
+  if (int status = blas->api.create(&blas->handle); status != 0)
+    return Status::error(std::string("cublasLtCreate failed: ") +
+                         blas->api.getStatusName(status));
+  return blas;
+}
+
+Blas::~Blas() {
+  plans.clear();
+  if (handle)
+    api.destroy(handle);
+}
+
+StatusOr<Blas::Plan *> Blas::plan(const Operand &a, const Operand &b,
+                                  const MatrixView &d,
+                                  cu::DevicePtr workspace) {
+  const MatrixView &am = a.matrix, &bm = b.matrix;
+  int64_t m = d.rows, n = d.cols;
+  int64_t k = a.transposed ? am.rows : am.cols;
+  std::string key =
+      std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(k);
+  for (const MatrixView *x : {&am, &bm, &d})
+    key += std::string("/") + name(x->dtype) + ":" + std::to_string(x->ld) +
+           "@" + std::to_string(alignment(*x));
+  key += a.transposed ? "/T" : "/N";
+  key += b.transposed ? "T" : "N";
+  key += workspace ? "/workspace" : "";
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = plans.find(key); it != plans.end())
+    return it->second.get();
+
+  auto fail = [&](const char *what, int status) {
+    return Status::error(std::string("matmul: ") + what +
+                         " failed: " + api.getStatusName(status));
+  };
+  auto made = std::make_unique<Plan>();
+  Plan &p = *made;
+  p.api = &api;
+  // Column-major dᵀ[n,m] = op(b)ᵀ[n,k] · op(a)ᵀ[k,m] (see the file comment).
+  if (int s = api.matmulDescCreate(&p.desc, kComputeF32, kCudaR32F))
+    return fail("cublasLtMatmulDescCreate", s);
+  int transA = b.transposed ? kOpT : kOpN, transB = a.transposed ? kOpT : kOpN;
+  if (int s = api.matmulDescSetAttribute(p.desc, kDescTransA, &transA,
+                                         sizeof(transA)))
+    return fail("setting TRANSA", s);
+  if (int s = api.matmulDescSetAttribute(p.desc, kDescTransB, &transB,
+                                         sizeof(transB)))
+    return fail("setting TRANSB", s);
+  if (int s = api.matrixLayoutCreate(&p.aLayout, cudaType(bm.dtype), bm.cols,
+                                     bm.rows, bm.ld))
+    return fail("cublasLtMatrixLayoutCreate", s);
+  if (int s = api.matrixLayoutCreate(&p.bLayout, cudaType(am.dtype), am.cols,
+                                     am.rows, am.ld))
+    return fail("cublasLtMatrixLayoutCreate", s);
+  if (int s = api.matrixLayoutCreate(&p.dLayout, cudaType(d.dtype), d.cols,
+                                     d.rows, d.ld))
+    return fail("cublasLtMatrixLayoutCreate", s);
+
+  void *preference = nullptr;
+  if (int s = api.preferenceCreate(&preference))
+    return fail("cublasLtMatmulPreferenceCreate", s);
+  uint64_t maxWorkspace = workspace ? kWorkspaceBytes : 0;
+  uint32_t aligned[4] = {alignment(bm), alignment(am), alignment(d),
+                         alignment(d)};
+  int status = api.preferenceSetAttribute(preference, kPrefMaxWorkspace,
+                                          &maxWorkspace, sizeof(maxWorkspace));
+  for (int i = 0; i < 4 && status == 0; ++i)
+    status = api.preferenceSetAttribute(preference, kPrefAlignmentA + i,
+                                        &aligned[i], sizeof(uint32_t));
+  int found = 0;
+  if (status == 0)
+    status =
+        api.algoGetHeuristic(handle, p.desc, p.aLayout, p.bLayout, p.dLayout,
+                             p.dLayout, preference, 1, &p.choice, &found);
+  api.preferenceDestroy(preference);
+  if (status == kStatusNotSupported || (status == 0 && found == 0))
+    return Status::error("matmul: cuBLASLt has no algorithm for op(a) " +
+                         describe(am) + (a.transposed ? "ᵀ" : "") +
+                         " · op(b) " + describe(bm) +
+                         (b.transposed ? "ᵀ" : "") + " into " + describe(d));
+  if (status != 0)
+    return fail("cublasLtMatmulAlgoGetHeuristic", status);
+  Plan *result = made.get();
+  plans[key] = std::move(made);
+  return result;
+}
+
+Status Blas::matmul(const Operand &a, const Operand &b, const MatrixView &d,
+                    float beta, cu::DevicePtr workspace) {
+  if (Status s = checkMatrix(a.matrix, "a"); !s)
+    return s;
+  if (Status s = checkMatrix(b.matrix, "b"); !s)
+    return s;
+  if (Status s = checkMatrix(d, "d"); !s)
+    return s;
+  const MatrixView &am = a.matrix, &bm = b.matrix;
+  int64_t m = a.transposed ? am.cols : am.rows;
+  int64_t k = a.transposed ? am.rows : am.cols;
+  int64_t kb = b.transposed ? bm.cols : bm.rows;
+  int64_t n = b.transposed ? bm.rows : bm.cols;
+  if (k != kb || d.rows != m || d.cols != n)
+    return Status::error(
+        "matmul: op(a) is " + formatShape({m, k}) + ", op(b) is " +
+        formatShape({kb, n}) + " and d is " + formatShape({d.rows, d.cols}) +
+        "; expected op(a) [m, k] · op(b) [k, n] into d [m, n]");
+  if (am.dtype != bm.dtype)
+    return Status::error(std::string("matmul: a is ") + name(am.dtype) +
+                         " but b is " + name(bm.dtype));
+  if (d.dtype != am.dtype && d.dtype != DType::F32)
+    return Status::error(std::string("matmul: d must be ") + name(am.dtype) +
+                         " or f32, not " + name(d.dtype));
+  if (workspace % 256 != 0)
+    return Status::error("matmul: the workspace at " +
+                         std::to_string(workspace) +
+                         " is not 256-byte aligned, as cuBLASLt requires");
+  StatusOr<Plan *> chosen = plan(a, b, d, workspace);
+  if (!chosen)
+    return chosen.takeStatus();
+  Plan &p = **chosen;
+  float alpha = 1.0f;
+  size_t workspaceBytes = workspace ? kWorkspaceBytes : 0;
+  const void *bPtr = reinterpret_cast<const void *>(bm.data);
+  const void *aPtr = reinterpret_cast<const void *>(am.data);
+  void *dPtr = reinterpret_cast<void *>(d.data);
+  int status =
+      api.matmul(handle, p.desc, &alpha, bPtr, p.aLayout, aPtr, p.bLayout,
+                 &beta, dPtr, p.dLayout, dPtr, p.dLayout, p.choice.algo,
+                 reinterpret_cast<void *>(workspace), workspaceBytes, nullptr);
+  if (status != 0)
+    return Status::error(std::string("cublasLtMatmul failed: ") +
+                         api.getStatusName(status) + " (" + describe(d) +
+                         " output)");
+  return Status::ok();
+}
+
+} // namespace tile::rt

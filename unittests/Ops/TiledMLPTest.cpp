@@ -1,0 +1,162 @@
+//===- TiledMLPTest.cpp - the tiled MLP's plans and checks, without a GPU -===//
+
+#include "tile/Ops/TiledMLP.h"
+
+#include "gtest/gtest.h"
+
+using namespace tile;
+using namespace tile::ops;
+using rt::DType;
+
+namespace {
+constexpr size_t kMiB = size_t(1) << 20;
+
+TEST(ShardPlanTest, TheDefaultBudgetSplitsALongSequenceEvenly) {
+  // S = 65536, I = 12288, bf16: 72 KiB of g, u, h per row; 1 GiB holds
+  // 14108 rows after cuBLASLt's 32 MiB, so five shards of 13120 rows
+  // (whole 64-row blocks).
+  auto plan = planShards(65536, 12288, DType::BF16, MLPOptions{});
+  ASSERT_TRUE(plan) << plan.message();
+  EXPECT_EQ(plan->shards, 5);
+  EXPECT_EQ(plan->rowsPerShard, 13120);
+  EXPECT_EQ(plan->workspaceBytes,
+            size_t(13120) * 3 * 12288 * 2 + rt::Blas::kWorkspaceBytes);
+  EXPECT_LE(plan->workspaceBytes, size_t(1) << 30);
+}
+
+TEST(ShardPlanTest, AShortSequenceIsOneShard) {
+  auto plan = planShards(2048, 12288, DType::BF16, MLPOptions{});
+  ASSERT_TRUE(plan) << plan.message();
+  EXPECT_EQ(plan->shards, 1);
+  EXPECT_EQ(plan->rowsPerShard, 2048);
+}
+
+TEST(ShardPlanTest, AGivenCountNeedNotDivideTheRows) {
+  MLPOptions options;
+  options.shards = 3;
+  auto plan = planShards(1000, 300, DType::F32, options);
+  ASSERT_TRUE(plan) << plan.message();
+  EXPECT_EQ(plan->shards, 3);
+  EXPECT_EQ(plan->rowsPerShard, 334); // 334 + 334 + 332
+  options.shards = 8;
+  plan = planShards(5, 300, DType::F32, options);
+  ASSERT_TRUE(plan) << plan.message();
+  EXPECT_EQ(plan->shards, 5) << "clamped to one row per shard";
+  EXPECT_EQ(plan->rowsPerShard, 1);
+}
+
+TEST(ShardPlanTest, ATightBudgetGivesSmallShards) {
+  MLPOptions options;
+  options.memoryBudgetBytes = rt::Blas::kWorkspaceBytes + 7 * 3 * 300 * 2;
+  auto plan = planShards(100, 300, DType::BF16, options);
+  ASSERT_TRUE(plan) << plan.message();
+  EXPECT_LE(plan->rowsPerShard, 7);
+  EXPECT_EQ(plan->shards, (100 + plan->rowsPerShard - 1) / plan->rowsPerShard);
+  EXPECT_LE(plan->workspaceBytes, options.memoryBudgetBytes);
+}
+
+TEST(ShardPlanTest, ImpossiblePlansAreRefused) {
+  MLPOptions options;
+  options.memoryBudgetBytes = 16 * kMiB;
+  auto plan = planShards(100, 300, DType::BF16, options);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.message().find("cannot hold one row"), std::string::npos)
+      << plan.message();
+  MLPOptions untiled;
+  untiled.recompute = false;
+  untiled.shards = 2;
+  plan = planShards(100, 300, DType::BF16, untiled);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.message().find("cannot have 2 shards"), std::string::npos)
+      << plan.message();
+  MLPOptions negative;
+  negative.shards = -1;
+  EXPECT_FALSE(planShards(100, 300, DType::BF16, negative));
+}
+
+rt::TensorView tensor(std::vector<int64_t> shape, DType dtype,
+                      rt::cu::DevicePtr data = 0x10000) {
+  rt::TensorView view;
+  view.data = data;
+  view.shape = std::move(shape);
+  view.dtype = dtype;
+  return view;
+}
+
+std::string refusal(const MLPWeights &weights, const rt::TensorView &x,
+                    const rt::TensorView &dy) {
+  auto shape = checkMLPOperands(weights, x, dy, "dy");
+  return shape ? "" : shape.message();
+}
+
+TEST(MLPCheckTest, ARightCallHasItsSizes) {
+  MLPWeights weights{tensor({300, 100}, DType::BF16),
+                     tensor({300, 100}, DType::BF16),
+                     tensor({100, 300}, DType::BF16)};
+  auto shape = checkMLPOperands(weights, tensor({2, 7, 100}, DType::BF16),
+                                tensor({2, 7, 100}, DType::BF16), "dy");
+  ASSERT_TRUE(shape) << shape.message();
+  EXPECT_EQ(shape->rows, 14);
+  EXPECT_EQ(shape->hidden, 100);
+  EXPECT_EQ(shape->intermediate, 300);
+  MLPGradients grads{tensor({300, 100}, DType::F32),
+                     tensor({300, 100}, DType::F32),
+                     tensor({100, 300}, DType::F32)};
+  EXPECT_TRUE(checkMLPGradients(grads, *shape));
+}
+
+TEST(MLPCheckTest, AWrongCallIsToldWhatIsWrong) {
+  MLPWeights weights{tensor({300, 100}, DType::BF16),
+                     tensor({300, 100}, DType::BF16),
+                     tensor({100, 300}, DType::BF16)};
+  rt::TensorView x = tensor({7, 100}, DType::BF16);
+  EXPECT_EQ(refusal(weights, x, tensor({7, 100}, DType::F32)),
+            "dy has dtype f32, expected bf16");
+  EXPECT_EQ(refusal(weights, x, tensor({8, 100}, DType::BF16)),
+            "dy has shape [8, 100], expected [7, 100]");
+  EXPECT_EQ(refusal(weights, tensor({7, 100}, DType::BF16, 0), x),
+            "x is a null pointer");
+  MLPWeights wrongDown = weights;
+  wrongDown.down = tensor({300, 100}, DType::BF16);
+  EXPECT_EQ(refusal(wrongDown, x, x),
+            "the down weight has shape [300, 100], expected [100, 300]");
+  MLPWeights wrongUp = weights;
+  wrongUp.up.dtype = DType::F16;
+  EXPECT_EQ(refusal(wrongUp, x, x),
+            "the up weight has dtype f16, expected bf16");
+  EXPECT_EQ(refusal(weights, tensor({7, 64}, DType::BF16),
+                    tensor({7, 64}, DType::BF16)),
+            "the gate weight has shape [300, 100], expected [300, 64]");
+
+  MLPShape shape{7, 100, 300};
+  MLPGradients grads{tensor({300, 100}, DType::F32),
+                     tensor({300, 100}, DType::BF16),
+                     tensor({100, 300}, DType::F32)};
+  rt::Status refused = checkMLPGradients(grads, shape);
+  EXPECT_EQ(refused.message(),
+            "main_grad of the up weight has dtype bf16, expected f32");
+  grads.up.dtype = DType::F32;
+  grads.down.shape = {100, 301};
+  EXPECT_EQ(checkMLPGradients(grads, shape).message(),
+            "main_grad of the down weight has shape [100, 301], expected "
+            "[100, 300]");
+}
+
+TEST(MLPCheckTest, AFusedWeightIsSplitInHalves) {
+  auto weights = MLPWeights::fused(tensor({600, 100}, DType::BF16),
+                                   tensor({100, 300}, DType::BF16));
+  ASSERT_TRUE(weights) << weights.message();
+  EXPECT_EQ(weights->gate.shape, (std::vector<int64_t>{300, 100}));
+  EXPECT_EQ(weights->up.data - weights->gate.data, 300u * 100 * 2);
+  auto odd = MLPWeights::fused(tensor({601, 100}, DType::BF16),
+                               tensor({100, 300}, DType::BF16));
+  ASSERT_FALSE(odd);
+  EXPECT_EQ(odd.message(),
+            "a fused gate/up weight must be [2I, H], got [601, 100]");
+  auto grads = MLPGradients::fused(tensor({600}, DType::F32),
+                                   tensor({100, 300}, DType::F32));
+  ASSERT_FALSE(grads);
+  EXPECT_EQ(grads.message(),
+            "a fused gate/up main_grad must be [2I, H], got [600]");
+}
+} // namespace
