@@ -122,6 +122,15 @@ MatrixView rowsOf(const TensorView &view, int64_t first, int64_t rows,
 MatrixView matrix(const TensorView &view) {
   return rowsOf(view, 0, view.shape[0], view.shape[1]);
 }
+
+/// The operators' view of a workspace matrix.
+TensorView tensorOf(const MatrixView &m) {
+  TensorView view;
+  view.data = m.data;
+  view.shape = {m.rows, m.cols};
+  view.dtype = m.dtype;
+  return view;
+}
 } // namespace
 
 rt::StatusOr<MLPShape> checkMLPOperands(const MLPWeights &weights,
@@ -219,7 +228,6 @@ Status TiledSwiGLUMLP::prepare(const MLPShape &shape, DType dtype) {
 struct TiledSwiGLUMLP::Shard {
   int64_t first = 0, rows = 0;
   MatrixView g, u, h;
-  TensorView gView, uView, hView;
 };
 
 TiledSwiGLUMLP::Shard TiledSwiGLUMLP::shard(const MLPShape &shape, DType dtype,
@@ -233,16 +241,6 @@ TiledSwiGLUMLP::Shard TiledSwiGLUMLP::shard(const MLPShape &shape, DType dtype,
   s.g = {base, dtype, s.rows, I, I};
   s.u = {base + block, dtype, s.rows, I, I};
   s.h = {base + 2 * block, dtype, s.rows, I, I};
-  auto view = [&](const MatrixView &m) {
-    TensorView v;
-    v.data = m.data;
-    v.shape = {m.rows, m.cols};
-    v.dtype = dtype;
-    return v;
-  };
-  s.gView = view(s.g);
-  s.uView = view(s.u);
-  s.hView = view(s.h);
   return s;
 }
 
@@ -257,7 +255,8 @@ Status TiledSwiGLUMLP::product(const Shard &s, bool separate) {
   // h = swiglu(g, u): in its own buffer when the backward still needs g and
   // u, in place over g otherwise (Operators' elementwise kernels may run in
   // place).
-  return ops.swigluForward(s.gView, s.uView, separate ? s.hView : s.gView);
+  return ops.swigluForward(tensorOf(s.g), tensorOf(s.u),
+                           tensorOf(separate ? s.h : s.g));
 }
 
 Status TiledSwiGLUMLP::forward(const MLPWeights &weights, const TensorView &x,
@@ -356,9 +355,8 @@ Status TiledSwiGLUMLP::backward(const MLPWeights &weights, const TensorView &x,
       return st;
     if (Status st = gemm({dys}, {down}, s.h, 0.0f); !st)
       return st;
-    if (Status st =
-            ops.swigluBackward(s.gView, s.uView, s.hView, s.gView, s.uView);
-        !st)
+    TensorView g = tensorOf(s.g), u = tensorOf(s.u);
+    if (Status st = ops.swigluBackward(g, u, tensorOf(s.h), g, u); !st)
       return st;
     // dx = dg · gate + du · up.
     if (Status st = gemm({s.g}, {gate}, dxs, 0.0f); !st)

@@ -11,7 +11,9 @@
 
 #include "BlasConstants.h"
 
+#include "Symbols.h"
 #include <cstdlib>
+
 #include <dlfcn.h>
 
 namespace tile::rt {
@@ -30,13 +32,6 @@ struct HeuristicResult {
 };
 static_assert(sizeof(HeuristicResult) == kHeuristicResultBytes,
               "cublasLt.h's layout");
-
-template <typename Fn>
-void resolve(void *library, const char *name, Fn &slot, std::string &missing) {
-  slot = reinterpret_cast<Fn>(dlsym(library, name));
-  if (!slot && missing.empty())
-    missing = name;
-}
 
 int cudaType(DType dtype) {
   switch (dtype) {
@@ -91,27 +86,29 @@ StatusOr<BlasApi> loadBlas(const char *path) {
   }
   BlasApi api{};
   std::string missing;
-  resolve(library, "cublasLtCreate", api.create, missing);
-  resolve(library, "cublasLtDestroy", api.destroy, missing);
-  resolve(library, "cublasLtGetVersion", api.getVersion, missing);
-  resolve(library, "cublasLtGetStatusName", api.getStatusName, missing);
-  resolve(library, "cublasLtMatmulDescCreate", api.matmulDescCreate, missing);
-  resolve(library, "cublasLtMatmulDescDestroy", api.matmulDescDestroy, missing);
-  resolve(library, "cublasLtMatmulDescSetAttribute", api.matmulDescSetAttribute,
-          missing);
-  resolve(library, "cublasLtMatrixLayoutCreate", api.matrixLayoutCreate,
-          missing);
-  resolve(library, "cublasLtMatrixLayoutDestroy", api.matrixLayoutDestroy,
-          missing);
-  resolve(library, "cublasLtMatmulPreferenceCreate", api.preferenceCreate,
-          missing);
-  resolve(library, "cublasLtMatmulPreferenceDestroy", api.preferenceDestroy,
-          missing);
-  resolve(library, "cublasLtMatmulPreferenceSetAttribute",
-          api.preferenceSetAttribute, missing);
-  resolve(library, "cublasLtMatmulAlgoGetHeuristic", api.algoGetHeuristic,
-          missing);
-  resolve(library, "cublasLtMatmul", api.matmul, missing);
+  resolveSymbol(library, "cublasLtCreate", api.create, missing);
+  resolveSymbol(library, "cublasLtDestroy", api.destroy, missing);
+  resolveSymbol(library, "cublasLtGetVersion", api.getVersion, missing);
+  resolveSymbol(library, "cublasLtGetStatusName", api.getStatusName, missing);
+  resolveSymbol(library, "cublasLtMatmulDescCreate", api.matmulDescCreate,
+                missing);
+  resolveSymbol(library, "cublasLtMatmulDescDestroy", api.matmulDescDestroy,
+                missing);
+  resolveSymbol(library, "cublasLtMatmulDescSetAttribute",
+                api.matmulDescSetAttribute, missing);
+  resolveSymbol(library, "cublasLtMatrixLayoutCreate", api.matrixLayoutCreate,
+                missing);
+  resolveSymbol(library, "cublasLtMatrixLayoutDestroy", api.matrixLayoutDestroy,
+                missing);
+  resolveSymbol(library, "cublasLtMatmulPreferenceCreate", api.preferenceCreate,
+                missing);
+  resolveSymbol(library, "cublasLtMatmulPreferenceDestroy",
+                api.preferenceDestroy, missing);
+  resolveSymbol(library, "cublasLtMatmulPreferenceSetAttribute",
+                api.preferenceSetAttribute, missing);
+  resolveSymbol(library, "cublasLtMatmulAlgoGetHeuristic", api.algoGetHeuristic,
+                missing);
+  resolveSymbol(library, "cublasLtMatmul", api.matmul, missing);
   if (!missing.empty())
     return Status::error(std::string("the cuBLASLt at ") + path + " lacks " +
                          missing + "; it is older than CUDA 12");

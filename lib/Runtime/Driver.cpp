@@ -2,7 +2,9 @@
 
 #include "tile/Runtime/Driver.h"
 
+#include "Symbols.h"
 #include <cstdlib>
+
 #include <dlfcn.h>
 
 namespace tile::rt {
@@ -92,14 +94,6 @@ Status check(cu::Result result, const char *what) {
 
 namespace {
 
-template <typename Fn>
-bool resolve(void *library, const char *name, Fn &slot, std::string &missing) {
-  slot = reinterpret_cast<Fn>(dlsym(library, name));
-  if (!slot && missing.empty())
-    missing = name;
-  return slot != nullptr;
-}
-
 StatusOr<DriverApi> load(const char *path) {
   void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!library) {
@@ -111,33 +105,35 @@ StatusOr<DriverApi> load(const char *path) {
   }
   DriverApi api{};
   std::string missing;
-  resolve(library, "cuInit", api.init, missing);
-  resolve(library, "cuDeviceGetCount", api.deviceGetCount, missing);
-  resolve(library, "cuDeviceGet", api.deviceGet, missing);
-  resolve(library, "cuDeviceGetAttribute", api.deviceGetAttribute, missing);
-  resolve(library, "cuDeviceGetName", api.deviceGetName, missing);
-  resolve(library, "cuDevicePrimaryCtxRetain", api.primaryCtxRetain, missing);
-  resolve(library, "cuDevicePrimaryCtxRelease_v2", api.primaryCtxRelease,
-          missing);
-  resolve(library, "cuCtxSetCurrent", api.ctxSetCurrent, missing);
-  resolve(library, "cuCtxSynchronize", api.ctxSynchronize, missing);
-  resolve(library, "cuMemAlloc_v2", api.memAlloc, missing);
-  resolve(library, "cuMemFree_v2", api.memFree, missing);
-  resolve(library, "cuMemGetInfo_v2", api.memGetInfo, missing);
-  resolve(library, "cuMemcpyHtoD_v2", api.memcpyHtoD, missing);
-  resolve(library, "cuMemcpyDtoH_v2", api.memcpyDtoH, missing);
-  resolve(library, "cuMemsetD8_v2", api.memsetD8, missing);
-  resolve(library, "cuModuleLoadDataEx", api.moduleLoadDataEx, missing);
-  resolve(library, "cuModuleUnload", api.moduleUnload, missing);
-  resolve(library, "cuModuleGetFunction", api.moduleGetFunction, missing);
-  resolve(library, "cuLaunchKernel", api.launchKernel, missing);
-  resolve(library, "cuStreamSynchronize", api.streamSynchronize, missing);
-  resolve(library, "cuGetErrorName", api.getErrorName, missing);
-  resolve(library, "cuEventCreate", api.eventCreate, missing);
-  resolve(library, "cuEventRecord", api.eventRecord, missing);
-  resolve(library, "cuEventSynchronize", api.eventSynchronize, missing);
-  resolve(library, "cuEventElapsedTime", api.eventElapsedTime, missing);
-  resolve(library, "cuEventDestroy_v2", api.eventDestroy, missing);
+  resolveSymbol(library, "cuInit", api.init, missing);
+  resolveSymbol(library, "cuDeviceGetCount", api.deviceGetCount, missing);
+  resolveSymbol(library, "cuDeviceGet", api.deviceGet, missing);
+  resolveSymbol(library, "cuDeviceGetAttribute", api.deviceGetAttribute,
+                missing);
+  resolveSymbol(library, "cuDeviceGetName", api.deviceGetName, missing);
+  resolveSymbol(library, "cuDevicePrimaryCtxRetain", api.primaryCtxRetain,
+                missing);
+  resolveSymbol(library, "cuDevicePrimaryCtxRelease_v2", api.primaryCtxRelease,
+                missing);
+  resolveSymbol(library, "cuCtxSetCurrent", api.ctxSetCurrent, missing);
+  resolveSymbol(library, "cuCtxSynchronize", api.ctxSynchronize, missing);
+  resolveSymbol(library, "cuMemAlloc_v2", api.memAlloc, missing);
+  resolveSymbol(library, "cuMemFree_v2", api.memFree, missing);
+  resolveSymbol(library, "cuMemGetInfo_v2", api.memGetInfo, missing);
+  resolveSymbol(library, "cuMemcpyHtoD_v2", api.memcpyHtoD, missing);
+  resolveSymbol(library, "cuMemcpyDtoH_v2", api.memcpyDtoH, missing);
+  resolveSymbol(library, "cuMemsetD8_v2", api.memsetD8, missing);
+  resolveSymbol(library, "cuModuleLoadDataEx", api.moduleLoadDataEx, missing);
+  resolveSymbol(library, "cuModuleUnload", api.moduleUnload, missing);
+  resolveSymbol(library, "cuModuleGetFunction", api.moduleGetFunction, missing);
+  resolveSymbol(library, "cuLaunchKernel", api.launchKernel, missing);
+  resolveSymbol(library, "cuStreamSynchronize", api.streamSynchronize, missing);
+  resolveSymbol(library, "cuGetErrorName", api.getErrorName, missing);
+  resolveSymbol(library, "cuEventCreate", api.eventCreate, missing);
+  resolveSymbol(library, "cuEventRecord", api.eventRecord, missing);
+  resolveSymbol(library, "cuEventSynchronize", api.eventSynchronize, missing);
+  resolveSymbol(library, "cuEventElapsedTime", api.eventElapsedTime, missing);
+  resolveSymbol(library, "cuEventDestroy_v2", api.eventDestroy, missing);
   if (!missing.empty())
     return Status::error(std::string("the CUDA driver at ") + path + " lacks " +
                          missing + "; the driver is too old");
