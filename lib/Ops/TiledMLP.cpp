@@ -343,21 +343,28 @@ Status TiledSwiGLUMLP::backward(const MLPWeights &weights, const TensorView &x,
         return st;
       if (Status st = gemm({xs}, {up, true}, s.u, 0.0f); !st)
         return st;
-      // h = swiglu(g, u) in its own buffer. (swigluBackwardWithForward
-      // would give h in the same kernel as dg and du, but not in place
-      // over g, u and dh: see docs/TiledMLP.md.)
-      if (Status st = product(s, true); !st)
+      // dh = dy · down into h's buffer; then one pass over g, u and dh
+      // (the derived backward with return-primal) leaves dg over g, du
+      // over u and h = swiglu(g, u) over dh: h costs no pass of its own.
+      if (Status st = gemm({dys}, {down}, s.h, 0.0f); !st)
+        return st;
+      TensorView g = tensorOf(s.g), u = tensorOf(s.u), h = tensorOf(s.h);
+      if (Status st = ops.swigluBackwardWithForward(g, u, h, g, u, h); !st)
+        return st;
+      // main_grad(down) [H, I] += dyᵀ · h.
+      if (Status st = gemm({dys, true}, {s.h}, gradDown, beta); !st)
+        return st;
+    } else {
+      // The untiled step kept h: main_grad(down) += dyᵀ · h, then dh over
+      // h, then dg, du over g, u.
+      if (Status st = gemm({dys, true}, {s.h}, gradDown, beta); !st)
+        return st;
+      if (Status st = gemm({dys}, {down}, s.h, 0.0f); !st)
+        return st;
+      TensorView g = tensorOf(s.g), u = tensorOf(s.u);
+      if (Status st = ops.swigluBackward(g, u, tensorOf(s.h), g, u); !st)
         return st;
     }
-    // main_grad(down) [H, I] += dyᵀ · h, then dh over h, then dg, du over
-    // g, u.
-    if (Status st = gemm({dys, true}, {s.h}, gradDown, beta); !st)
-      return st;
-    if (Status st = gemm({dys}, {down}, s.h, 0.0f); !st)
-      return st;
-    TensorView g = tensorOf(s.g), u = tensorOf(s.u);
-    if (Status st = ops.swigluBackward(g, u, tensorOf(s.h), g, u); !st)
-      return st;
     // dx = dg · gate + du · up.
     if (Status st = gemm({s.g}, {gate}, dxs, 0.0f); !st)
       return st;

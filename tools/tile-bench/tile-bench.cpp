@@ -9,6 +9,7 @@
 //
 //   tile-bench [--json=FILE] [--iterations=N] [--dtypes=bf16,f16,f32]
 //              [--rows-per-cta=N]   (a schedule override, for experiments)
+//              [--shapes=MxN,...]   (only these shapes: for a profiler)
 //   tile-bench mlp ...              (the tiled MLP: see MLPBench.cpp)
 //
 //===----------------------------------------------------------------------===//
@@ -117,18 +118,22 @@ int main(int argc, char **argv) {
     auto created = ops::Operators::create(0, "");
     if (!created)
       return fail(created.message());
-    return runMLPBench(**created, std::vector<std::string>(argv + 2, argv + argc));
+    return runMLPBench(**created,
+                       std::vector<std::string>(argv + 2, argv + argc));
   }
   std::string jsonPath;
   int iterations = 50;
   int64_t rowsPerCta = 0;
   std::vector<DType> dtypes = {DType::BF16, DType::F16, DType::F32};
+  std::string shapes; // ",MxN,...," or empty for every shape
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--json=", 0) == 0)
       jsonPath = arg.substr(7);
     else if (arg.rfind("--iterations=", 0) == 0)
       iterations = std::max(1, std::atoi(arg.c_str() + 13));
+    else if (arg.rfind("--shapes=", 0) == 0)
+      shapes = "," + arg.substr(9) + ",";
     else if (arg.rfind("--rows-per-cta=", 0) == 0)
       rowsPerCta = std::atoll(arg.c_str() + 15);
     else if (arg.rfind("--dtypes=", 0) == 0) {
@@ -194,11 +199,17 @@ int main(int argc, char **argv) {
     bench.release();
   }
   double ceiling = results.front().gbps();
+  auto selected = [&](int64_t m, int64_t n) {
+    return shapes.empty() ||
+           shapes.find("," + shapeText(m, n) + ",") != std::string::npos;
+  };
 
   for (DType dtype : dtypes) {
     double e = rt::byteSize(dtype);
     for (int64_t m : {1024, 4096, 16384})
       for (int64_t h : {2048, 4096, 11008}) {
+        if (!selected(m, h))
+          continue;
         double bytes = 3.0 * m * h * e;
         int sets = Bench::setsFor(bytes);
         std::vector<std::vector<rt::TensorView>> io;
@@ -231,6 +242,8 @@ int main(int argc, char **argv) {
                                                                 {4096, 16384},
                                                                 {4096, 4096},
                                                                 {4096, 1024}}) {
+      if (!selected(m, n))
+        continue;
       double bytes = 3.0 * m * n * e;
       int sets = Bench::setsFor(bytes);
       std::vector<std::vector<rt::TensorView>> io;

@@ -74,19 +74,29 @@ void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
                      suite.read(bb) == suite.read(db),
                  "results differ");
     // The backward that also returns the forward (return-primal): the bits
-    // of the two separate kernels.
+    // of the two separate kernels, out of place and in place (da over a,
+    // db over b, c over dc, as the tiled MLP's backward runs it).
+    auto expectBackwardWithForward = [&](const std::string &name,
+                                         const Tensor &ta, const Tensor &tb,
+                                         const Tensor &tdc, const Tensor &tda,
+                                         const Tensor &tdb, const Tensor &tc) {
+      suite.check(name + " " + at,
+                  suite.ops.swigluBackwardWithForward(
+                      ta.view, tb.view, tdc.view, tda.view, tdb.view, tc.view));
+      suite.check("sync " + at, rt::synchronize(suite.ops.device()));
+      suite.report(name + " = bwd, fwd " + at,
+                   suite.read(tc) == suite.read(c) &&
+                       suite.read(tda) == suite.read(da) &&
+                       suite.read(tdb) == suite.read(db),
+                   "results differ from the separate kernels");
+    };
     Tensor pc = suite.make({M, N}, dtype, false),
            pda = suite.make({M, N}, dtype, false),
            pdb = suite.make({M, N}, dtype, false);
-    suite.check("swiglu bwd+fwd " + at,
-                suite.ops.swigluBackwardWithForward(
-                    a.view, b.view, dc.view, pda.view, pdb.view, pc.view));
-    suite.check("sync " + at, rt::synchronize(suite.ops.device()));
-    suite.report("swiglu bwd+fwd = bwd, fwd " + at,
-                 suite.read(pc) == suite.read(c) &&
-                     suite.read(pda) == suite.read(da) &&
-                     suite.read(pdb) == suite.read(db),
-                 "results differ from the separate kernels");
+    expectBackwardWithForward("swiglu bwd+fwd", a, b, dc, pda, pdb, pc);
+    Tensor ia = suite.copy(a), ib = suite.copy(b), idc = suite.copy(dc);
+    expectBackwardWithForward("swiglu bwd+fwd in place", ia, ib, idc, ia, ib,
+                              idc);
   }
 
   // silu_and_mul on [M, 2N].

@@ -51,8 +51,8 @@ public:
                         const TensorView &dc, const TensorView &da,
                         const TensorView &db);
   /// da, db from dc, and c = silu(a) · b as well (tile-differentiate's
-  /// return-primal). Not in place: the emitter computes c in a column loop
-  /// of its own, after da and db are stored (see docs/TiledMLP.md).
+  /// return-primal), in one pass. May run in place (da over a, db over b,
+  /// c over dc): every result of a chunk is computed before any is stored.
   Status swigluBackwardWithForward(const TensorView &a, const TensorView &b,
                                    const TensorView &dc, const TensorView &da,
                                    const TensorView &db, const TensorView &c);

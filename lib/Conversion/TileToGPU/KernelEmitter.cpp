@@ -17,6 +17,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 
 #include <limits>
 
@@ -804,20 +805,44 @@ void Emitter::emitRowBody() {
   };
 
   // What each column loop writes, grouped by width: outputs per element,
-  // and the partials of the cross-row reductions.
+  // and the partials of the cross-row reductions. Values the launcher
+  // checks to be equally wide (elementwise operands, see sameWidthValues)
+  // share one loop even when their widths are different parameters — the
+  // primal result next to the gradients of a return-primal backward reads
+  // each input once, not once per loop. The classes are of width values
+  // (index SSA values of the kernel).
+  llvm::EquivalenceClasses<Value> equalWidths;
+  for (Operation &op : func.getBody().front()) {
+    SmallVector<Value> same = model.sameWidthValues(op);
+    for (size_t i = 1; i < same.size(); ++i)
+      equalWidths.unionSets(widthOf(same[0]), widthOf(same[i]));
+  }
   struct Sink {
     Value value;
     Value pointer;      // output buffer, or null for a partial
     ReduceOp partialOf; // the cross-row reduction fed
   };
-  SmallVector<std::pair<Value, SmallVector<Sink>>> groups;
+  struct SinkGroup {
+    Value width;
+    SmallVector<Sink> sinks;
+  };
+  SmallVector<SinkGroup> groups;
   auto addSink = [&](Value width, Sink sink) {
-    for (auto &[groupWidth, sinks] : groups)
-      if (groupWidth == width) {
-        sinks.push_back(sink);
+    for (SinkGroup &group : groups)
+      if (equalWidths.isEquivalent(group.width, width)) {
+        group.sinks.push_back(sink);
         return;
       }
     groups.push_back({width, {sink}});
+  };
+  // A group's loop bound: a constant (specialized) width of its class if
+  // there is one, so the bound and the alignment test fold.
+  auto loopWidth = [&](Value width) {
+    if (equalWidths.contains(width))
+      for (Value other : equalWidths.members(width))
+        if (other.getDefiningOp<arith::ConstantIndexOp>())
+          return other;
+    return width;
   };
   SmallVector<std::pair<Value, Value>> rowOutputs;
   for (auto [index, result] : llvm::enumerate(returnOp.getOperands())) {
@@ -830,7 +855,9 @@ void Emitter::emitRowBody() {
   for (ReduceOp reduce : model.acrossRowReductions)
     addSink(widthOf(reduce), {reduce.getInput(), Value(), reduce});
 
-  for (auto &[width, sinks] : groups) {
+  for (SinkGroup &sinkGroup : groups) {
+    SmallVector<Sink> &sinks = sinkGroup.sinks;
+    Value width = loopWidth(sinkGroup.width);
     for (Sink &sink : sinks)
       prepareRowValues(sink.value);
     Value rowStart = arith::MulIOp::create(b, loc, row, width);

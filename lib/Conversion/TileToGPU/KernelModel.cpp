@@ -223,6 +223,20 @@ FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
   return model;
 }
 
+SmallVector<Value> KernelModel::sameWidthValues(Operation &op) const {
+  SmallVector<Value> values;
+  if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    if (broadcast.getDims() == ArrayRef<int64_t>{0})
+      values = {broadcast.getInput(), broadcast.getShape()};
+  } else if (isa<CastOp>(op) || op.hasTrait<OpTrait::Elementwise>()) {
+    for (Value operand : op.getOperands())
+      if (isTensor(operand) && kindOf(operand) != ValueKind::RowValue &&
+          kindOf(operand) != ValueKind::Uniform)
+        values.push_back(operand);
+  }
+  return values;
+}
+
 SmallVector<KernelParam> KernelModel::parameters() const {
   using Kind = KernelParam::Kind;
   func::FuncOp f = func;

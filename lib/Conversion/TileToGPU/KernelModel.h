@@ -64,6 +64,11 @@ struct KernelModel {
   ValueKind kindOf(Value value) const { return kinds.lookup(value); }
   /// The parameter list of the kernels.
   SmallVector<KernelParam> parameters() const;
+  /// The tensor values `op` requires to be equally wide: the operands of an
+  /// elementwise op or cast, a row broadcast's input and shape. The manifest
+  /// states each as a constraint the launcher checks, so the emitter may
+  /// treat them as one width.
+  SmallVector<Value> sameWidthValues(Operation &op) const;
   bool hasAcrossRows() const { return !acrossRowReductions.empty(); }
 
   /// Classifies every value; emits a diagnostic at the first construct the

@@ -202,17 +202,7 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
       require(entry.getName().getValue().str() + " == " +
               std::to_string(cast<IntegerAttr>(entry.getValue()).getInt()));
   for (Operation &op : func.getBody().front()) {
-    SmallVector<Value> sameWidth;
-    if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-      if (broadcast.getDims() == ArrayRef<int64_t>{0})
-        sameWidth = {broadcast.getInput(), broadcast.getShape()};
-    } else if (isa<CastOp>(op) || op.hasTrait<OpTrait::Elementwise>()) {
-      for (Value operand : op.getOperands())
-        if (isTensor(operand) &&
-            model->kindOf(operand) != ValueKind::RowValue &&
-            model->kindOf(operand) != ValueKind::Uniform)
-          sameWidth.push_back(operand);
-    }
+    SmallVector<Value> sameWidth = model->sameWidthValues(op);
     for (size_t i = 1; i < sameWidth.size(); ++i) {
       FailureOr<std::string> a = names.width(sameWidth[0]);
       FailureOr<std::string> b = names.width(sameWidth[i]);
