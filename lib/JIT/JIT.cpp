@@ -65,8 +65,8 @@ std::string keyOf(const std::string &source, const CompileOptions &options) {
   all << Jit::compilerVersion() << '\0' << options.chip << '\0' << options.dtype
       << '\0' << options.differentiate << '\0' << options.policy << '\0'
       << options.mainGrad << '\0' << options.returnPrimal << '\0'
-      << options.threads << '\0'
-      << options.rowsPerCta << '\0';
+      << options.threads << '\0' << options.rowsPerCta << '\0'
+      << options.persistentCtas << '\0';
   for (auto [index, width] : options.widths)
     all << 'w' << index << '=' << width << ',';
   all << '\0' << source;
@@ -181,7 +181,7 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
     if (failed(cleanup.run(*module)))
       return fail("simplifying the derived kernels");
   }
-  if (options.threads || options.rowsPerCta) {
+  if (options.threads || options.rowsPerCta || options.persistentCtas) {
     // tile-schedule keeps a schedule it finds: give it the threads.
     for (auto func : module->getOps<func::FuncOp>())
       if (func->hasAttr(mlir::tile::TileDialect::getKernelAttrName())) {
@@ -190,6 +190,8 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
           schedule.threads = options.threads;
         if (options.rowsPerCta)
           schedule.rowsPerCta = options.rowsPerCta;
+        if (options.persistentCtas && schedule.ctas)
+          schedule.ctas = options.persistentCtas;
         mlir::tile::setSchedule(func, schedule);
       }
     if (failed(mlir::verify(*module)))

@@ -18,17 +18,18 @@ const char *source(const std::string &kernel) {
 } // namespace
 
 Operators::Operators(rt::Device device, std::string cacheDir,
-                     int64_t rowsPerCta)
-    : dev(std::move(device)), jit(std::move(cacheDir)), rowsPerCta(rowsPerCta) {
-}
+                     int64_t rowsPerCta, int64_t persistentCtas)
+    : dev(std::move(device)), jit(std::move(cacheDir)), rowsPerCta(rowsPerCta),
+      persistentCtas(persistentCtas) {}
 
 rt::StatusOr<std::unique_ptr<Operators>>
-Operators::create(int ordinal, std::string cacheDir, int64_t rowsPerCta) {
+Operators::create(int ordinal, std::string cacheDir, int64_t rowsPerCta,
+                  int64_t persistentCtas) {
   rt::StatusOr<rt::Device> device = rt::Device::open(ordinal);
   if (!device)
     return device.takeStatus();
-  return std::unique_ptr<Operators>(
-      new Operators(std::move(*device), std::move(cacheDir), rowsPerCta));
+  return std::unique_ptr<Operators>(new Operators(
+      std::move(*device), std::move(cacheDir), rowsPerCta, persistentCtas));
 }
 
 rt::StatusOr<Launcher *>
@@ -43,6 +44,7 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
   options.returnPrimal = returnPrimal;
   options.widths = widths;
   options.rowsPerCta = rowsPerCta;
+  options.persistentCtas = persistentCtas;
   std::string key = std::string(kernel) + "/" + options.dtype +
                     (mainGrad ? "/main-grad" : "") +
                     (returnPrimal ? "/return-primal" : "");
@@ -93,12 +95,9 @@ Status Operators::swigluBackward(const TensorView &a, const TensorView &b,
   return call("swiglu", "swiglu_bwd", false, {a, b, dc}, {da, db}, 2);
 }
 
-Status Operators::swigluBackwardWithForward(const TensorView &a,
-                                            const TensorView &b,
-                                            const TensorView &dc,
-                                            const TensorView &da,
-                                            const TensorView &db,
-                                            const TensorView &c) {
+Status Operators::swigluBackwardWithForward(
+    const TensorView &a, const TensorView &b, const TensorView &dc,
+    const TensorView &da, const TensorView &db, const TensorView &c) {
   return call("swiglu", "swiglu_bwd", false, {a, b, dc}, {da, db, c}, 2,
               /*returnPrimal=*/true);
 }

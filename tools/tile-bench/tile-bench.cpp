@@ -9,6 +9,7 @@
 //
 //   tile-bench [--json=FILE] [--iterations=N] [--dtypes=bf16,f16,f32]
 //              [--rows-per-cta=N]   (a schedule override, for experiments)
+//              [--ctas=N]           (persistent grids' CTAs, likewise)
 //              [--shapes=MxN,...]   (only these shapes: for a profiler)
 //   tile-bench mlp ...              (the tiled MLP: see MLPBench.cpp)
 //
@@ -123,7 +124,7 @@ int main(int argc, char **argv) {
   }
   std::string jsonPath;
   int iterations = 50;
-  int64_t rowsPerCta = 0;
+  int64_t rowsPerCta = 0, persistentCtas = 0;
   std::vector<DType> dtypes = {DType::BF16, DType::F16, DType::F32};
   std::string shapes; // ",MxN,...," or empty for every shape
   for (int i = 1; i < argc; ++i) {
@@ -134,6 +135,8 @@ int main(int argc, char **argv) {
       iterations = std::max(1, std::atoi(arg.c_str() + 13));
     else if (arg.rfind("--shapes=", 0) == 0)
       shapes = "," + arg.substr(9) + ",";
+    else if (arg.rfind("--ctas=", 0) == 0)
+      persistentCtas = std::atoll(arg.c_str() + 7);
     else if (arg.rfind("--rows-per-cta=", 0) == 0)
       rowsPerCta = std::atoll(arg.c_str() + 15);
     else if (arg.rfind("--dtypes=", 0) == 0) {
@@ -154,18 +157,20 @@ int main(int argc, char **argv) {
     } else
       return fail("unknown option " + arg);
   }
-  auto created = ops::Operators::create(0, "", rowsPerCta);
+  auto created = ops::Operators::create(0, "", rowsPerCta, persistentCtas);
   if (!created)
     return fail(created.message());
   ops::Operators &ops = **created;
   Bench bench(ops, iterations);
   std::vector<Result> results;
-  std::printf(
-      "device: %s (%s, %d SMs), median of %d runs%s\n",
-      ops.device().name().c_str(), ops.device().chip().c_str(),
-      ops.device().multiprocessors(), iterations,
-      rowsPerCta ? (", " + std::to_string(rowsPerCta) + " rows per CTA").c_str()
-                 : "");
+  std::string overrides;
+  if (rowsPerCta)
+    overrides += ", " + std::to_string(rowsPerCta) + " rows per CTA";
+  if (persistentCtas)
+    overrides += ", " + std::to_string(persistentCtas) + " persistent CTAs";
+  std::printf("device: %s (%s, %d SMs), median of %d runs%s\n",
+              ops.device().name().c_str(), ops.device().chip().c_str(),
+              ops.device().multiprocessors(), iterations, overrides.c_str());
 
   // The ceiling: z = x + y over 2^28 f32 elements, Tile's own kernel.
   {

@@ -37,9 +37,12 @@ Status checkSiluAndMulInput(const TensorView &x);
 class Operators {
 public:
   /// Opens device `ordinal`; `cacheDir` as for jit::Jit.
-  /// `rowsPerCta` overrides the schedule's rows per CTA (0: the default).
+  /// `rowsPerCta` overrides the schedule's rows per CTA and
+  /// `persistentCtas` the CTA count of persistent grids (0: the defaults):
+  /// experiments' knobs.
   static rt::StatusOr<std::unique_ptr<Operators>>
-  create(int ordinal = 0, std::string cacheDir = "", int64_t rowsPerCta = 0);
+  create(int ordinal = 0, std::string cacheDir = "", int64_t rowsPerCta = 0,
+         int64_t persistentCtas = 0);
 
   const rt::Device &device() const { return dev; }
 
@@ -77,7 +80,8 @@ public:
   jit::Jit &compiler() { return jit; }
 
 private:
-  Operators(rt::Device device, std::string cacheDir, int64_t rowsPerCta);
+  Operators(rt::Device device, std::string cacheDir, int64_t rowsPerCta,
+            int64_t persistentCtas);
   /// Runs `function` of the example `kernel` at the dtype of the first
   /// argument, compiled for the widths of the first `specialized` arguments.
   Status call(const char *kernel, const char *function, bool mainGrad,
@@ -94,6 +98,7 @@ private:
   rt::Device dev;
   jit::Jit jit;
   int64_t rowsPerCta = 0;
+  int64_t persistentCtas = 0;
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Launcher>> launchers;
 };
