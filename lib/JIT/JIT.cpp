@@ -43,7 +43,7 @@ namespace tile::jit {
 
 namespace {
 /// Bumped whenever generated code changes for the same input.
-constexpr const char *kFormatVersion = "tile-jit-3";
+constexpr const char *kFormatVersion = "tile-jit-4";
 
 uint64_t fnv1a(const std::string &text, uint64_t hash = 0xcbf29ce484222325ULL) {
   for (unsigned char c : text) {
@@ -181,22 +181,6 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
     if (failed(cleanup.run(*module)))
       return fail("simplifying the derived kernels");
   }
-  if (options.threads || options.rowsPerCta || options.persistentCtas) {
-    // tile-schedule keeps a schedule it finds: give it the threads.
-    for (auto func : module->getOps<func::FuncOp>())
-      if (func->hasAttr(mlir::tile::TileDialect::getKernelAttrName())) {
-        mlir::tile::KernelSchedule schedule = mlir::tile::getSchedule(func);
-        if (options.threads)
-          schedule.threads = options.threads;
-        if (options.rowsPerCta)
-          schedule.rowsPerCta = options.rowsPerCta;
-        if (options.persistentCtas && schedule.ctas)
-          schedule.ctas = options.persistentCtas;
-        mlir::tile::setSchedule(func, schedule);
-      }
-    if (failed(mlir::verify(*module)))
-      return fail("applying the schedule");
-  }
   if (!options.widths.empty()) {
     Builder b(&context);
     for (auto func : module->getOps<func::FuncOp>()) {
@@ -213,6 +197,26 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
     }
     if (failed(mlir::verify(*module)))
       return fail("specializing the widths");
+  }
+  if (options.threads || options.rowsPerCta || options.persistentCtas) {
+    // tile-schedule keeps a schedule it finds: give it the threads.
+    for (auto func : module->getOps<func::FuncOp>())
+      if (func->hasAttr(mlir::tile::TileDialect::getKernelAttrName())) {
+        bool chosen = !func->hasAttr("tile.schedule");
+        mlir::tile::KernelSchedule schedule = mlir::tile::getSchedule(func);
+        if (options.threads)
+          schedule.threads = options.threads;
+        if (options.rowsPerCta)
+          schedule.rowsPerCta = options.rowsPerCta;
+        else if (options.threads && chosen)
+          schedule.rowsPerCta = mlir::tile::chooseRowsPerCta(
+              func, schedule.threads, schedule.vectorWidth);
+        if (options.persistentCtas && schedule.ctas)
+          schedule.ctas = options.persistentCtas;
+        mlir::tile::setSchedule(func, schedule);
+      }
+    if (failed(mlir::verify(*module)))
+      return fail("applying the schedule");
   }
   mlir::tile::PtxOptions ptxOptions;
   ptxOptions.chip = options.chip;

@@ -1,9 +1,10 @@
 //===- SchedulePass.cpp - the tile-schedule pass -------------------------===//
 //
-// Today's choices are simple and stated in KernelSchedule.h: one CTA per row
-// with 256 threads, or a persistent grid of two CTAs per SM when partials
-// must be combined across rows. The attribute is where a better model (row
-// width, occupancy, vector width) will write its answer.
+// Today's choices are simple and stated in KernelSchedule.h: 256 threads,
+// one CTA per row or a persistent grid of two CTAs per SM when partials
+// must be combined across rows, and several rows per CTA when a width the
+// kernel is specialized for is narrow (chooseRowsPerCta). The attribute is
+// where a better model (occupancy, vector width) will write its answer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@ struct TileSchedulePass final
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(TileDialect::getKernelAttrName()))
         continue;
+      bool chosen = !func->hasAttr("tile.schedule");
       KernelSchedule schedule = getSchedule(func);
       if (threads)
         schedule.threads = threads;
@@ -37,6 +39,10 @@ struct TileSchedulePass final
         schedule.vectorWidth = vectorWidth;
       if (rowsPerCta)
         schedule.rowsPerCta = rowsPerCta;
+      else if (chosen && (threads || vectorWidth))
+        // The default rows per CTA depends on the threads and the width.
+        schedule.rowsPerCta =
+            chooseRowsPerCta(func, schedule.threads, schedule.vectorWidth);
       setSchedule(func, schedule);
       if (failed(verifySchedule(func, func->getAttr("tile.schedule"))))
         return signalPassFailure();

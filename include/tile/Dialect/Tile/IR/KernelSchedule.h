@@ -42,6 +42,14 @@ struct KernelSchedule {
 /// Whether `func` reduces across rows (and so needs a persistent grid).
 bool reducesAcrossRows(func::FuncOp func);
 
+/// Rows per CTA for `func` at `threads` and `vectorWidth`. For a kernel
+/// that reduces over its rows (and not across them) with a specialized
+/// width (tile.specialize): the largest power of two that still gives every
+/// thread two vector chunks of its row, so that a narrow row does not leave
+/// most of the CTA idle at the reduction's barriers. Otherwise 1.
+int64_t chooseRowsPerCta(func::FuncOp func, int64_t threads,
+                         int64_t vectorWidth);
+
 /// The default schedule of `func`.
 KernelSchedule defaultSchedule(func::FuncOp func);
 

@@ -1,0 +1,94 @@
+// RUN: tile-opt %s -tile-schedule | FileCheck %s
+// RUN: tile-opt %s -tile-schedule=threads=128 | FileCheck %s --check-prefix=T128
+
+// A kernel that reduces over its rows, specialized for a narrow width, gets
+// several rows per CTA, so that every thread has two 16-byte chunks of its
+// row: 1024 bf16 columns are 128 chunks, two each for 64 threads, four
+// rows to a CTA of 256.
+// CHECK-LABEL: func.func @narrow
+// CHECK-SAME: rows_per_cta = 4 : i64
+// T128-LABEL: func.func @narrow
+// T128-SAME: rows_per_cta = 2 : i64
+func.func @narrow(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
+    attributes {tile.kernel, tile.specialize = {w0 = 1024 : i64}} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %s = tile.reduce sum %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = tile.broadcast %s [1] like %xf
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.subf %xf, %sb : tensor<?x?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %yb : tensor<?x?xbf16>
+}
+
+// 2048 columns: two rows. 4096 and more: one (no rows_per_cta entry).
+// CHECK-LABEL: func.func @medium
+// CHECK-SAME: rows_per_cta = 2 : i64
+func.func @medium(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
+    attributes {tile.kernel, tile.specialize = {w0 = 2048 : i64}} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %s = tile.reduce sum %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = tile.broadcast %s [1] like %xf
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.subf %xf, %sb : tensor<?x?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %yb : tensor<?x?xbf16>
+}
+
+// CHECK-LABEL: func.func @wide
+// CHECK-NOT: rows_per_cta
+// CHECK: return
+func.func @wide(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
+    attributes {tile.kernel, tile.specialize = {w0 = 4096 : i64}} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %s = tile.reduce sum %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = tile.broadcast %s [1] like %xf
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.subf %xf, %sb : tensor<?x?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %yb : tensor<?x?xbf16>
+}
+
+// Not specialized: the width is unknown, one row per CTA.
+// CHECK-LABEL: func.func @unknown
+// CHECK-NOT: rows_per_cta
+// CHECK: return
+func.func @unknown(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
+    attributes {tile.kernel} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %s = tile.reduce sum %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = tile.broadcast %s [1] like %xf
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.subf %xf, %sb : tensor<?x?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %yb : tensor<?x?xbf16>
+}
+
+// An elementwise kernel keeps one row per CTA at any width: it has no
+// barrier to idle at.
+// CHECK-LABEL: func.func @elementwise
+// CHECK-NOT: rows_per_cta
+// CHECK: return
+func.func @elementwise(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
+    attributes {tile.kernel, tile.specialize = {w0 = 1024 : i64}} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %y = arith.addf %xf, %xf : tensor<?x?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %yb : tensor<?x?xbf16>
+}
+
+// A kernel that reduces across rows keeps one: more rows per CTA would
+// multiply its partial rows.
+// CHECK-LABEL: func.func @across
+// CHECK-NOT: rows_per_cta
+// CHECK: return
+func.func @across(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>, tensor<?xf32>)
+    attributes {tile.kernel, tile.specialize = {w0 = 1024 : i64}} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %s = tile.reduce sum %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = tile.broadcast %s [1] like %xf
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.subf %xf, %sb : tensor<?x?xf32>
+  %c = tile.reduce sum %y [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %yb, %c : tensor<?x?xbf16>, tensor<?xf32>
+}
