@@ -13,7 +13,6 @@
 #include "tile/JIT/JIT.h"
 
 #include "tile/Conversion/TileToGPU/Manifest.h"
-#include "tile/Dialect/Tile/IR/KernelSchedule.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "tile/InitTile.h"
@@ -198,28 +197,11 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
     if (failed(mlir::verify(*module)))
       return fail("specializing the widths");
   }
-  if (options.threads || options.rowsPerCta || options.persistentCtas) {
-    // tile-schedule keeps a schedule it finds: give it the threads.
-    for (auto func : module->getOps<func::FuncOp>())
-      if (func->hasAttr(mlir::tile::TileDialect::getKernelAttrName())) {
-        bool chosen = !func->hasAttr("tile.schedule");
-        mlir::tile::KernelSchedule schedule = mlir::tile::getSchedule(func);
-        if (options.threads)
-          schedule.threads = options.threads;
-        if (options.rowsPerCta)
-          schedule.rowsPerCta = options.rowsPerCta;
-        else if (options.threads && chosen)
-          schedule.rowsPerCta = mlir::tile::chooseRowsPerCta(
-              func, schedule.threads, schedule.vectorWidth);
-        if (options.persistentCtas && schedule.ctas)
-          schedule.ctas = options.persistentCtas;
-        mlir::tile::setSchedule(func, schedule);
-      }
-    if (failed(mlir::verify(*module)))
-      return fail("applying the schedule");
-  }
   mlir::tile::PtxOptions ptxOptions;
   ptxOptions.chip = options.chip;
+  ptxOptions.threads = options.threads;
+  ptxOptions.persistentCtas = options.persistentCtas;
+  ptxOptions.rowsPerCta = options.rowsPerCta;
   auto ptx = mlir::tile::compileToPtx(*module, ptxOptions);
   if (failed(ptx))
     return fail("lowering to PTX");

@@ -55,6 +55,17 @@ size_t shardBlockBytes(int64_t rows, int64_t intermediate, DType dtype) {
   size_t bytes = static_cast<size_t>(rows * intermediate) * rt::byteSize(dtype);
   return (bytes + 255) / 256 * 256;
 }
+
+Status checkOptions(const MLPOptions &options) {
+  if (options.shards < 0)
+    return Status::error("the shard count must be ≥ 0 (0: automatic), not " +
+                         std::to_string(options.shards));
+  if (!options.recompute && options.shards > 1)
+    return Status::error("the untiled step (recompute = false) keeps every "
+                         "row; it cannot have " +
+                         std::to_string(options.shards) + " shards");
+  return Status::ok();
+}
 } // namespace
 
 rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
@@ -62,18 +73,13 @@ rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
   if (rows < 0 || intermediate <= 0)
     return Status::error("planShards: " + std::to_string(rows) + " rows of " +
                          std::to_string(intermediate) + " intermediates");
-  if (options.shards < 0)
-    return Status::error("the shard count must be ≥ 0 (0: automatic), not " +
-                         std::to_string(options.shards));
+  if (Status s = checkOptions(options); !s)
+    return s;
   // g, u and h of one row (each buffer may round up by < 256 bytes).
   size_t rowBytes = 3 * static_cast<size_t>(intermediate) * rt::byteSize(dtype);
   ShardPlan plan;
   int64_t work = std::max<int64_t>(rows, 1);
   if (!options.recompute) {
-    if (options.shards > 1)
-      return Status::error("the untiled step (recompute = false) keeps every "
-                           "row; it cannot have " +
-                           std::to_string(options.shards) + " shards");
     plan.shards = 1;
     plan.rowsPerShard = work;
   } else if (options.shards > 0) {
@@ -185,9 +191,8 @@ Status checkMLPGradients(const MLPGradients &grads, const MLPShape &shape) {
 
 rt::StatusOr<std::unique_ptr<TiledSwiGLUMLP>>
 TiledSwiGLUMLP::create(Operators &ops, MLPOptions options) {
-  if (!options.recompute && options.shards > 1)
-    return Status::error("the untiled step (recompute = false) cannot have " +
-                         std::to_string(options.shards) + " shards");
+  if (Status s = checkOptions(options); !s)
+    return s;
   rt::StatusOr<std::unique_ptr<rt::Blas>> blas = rt::Blas::open(ops.device());
   if (!blas)
     return blas.takeStatus();

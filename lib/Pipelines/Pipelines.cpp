@@ -152,7 +152,11 @@ void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
 
 void mlir::tile::buildTileToPtxPipeline(OpPassManager &pm,
                                         const PtxOptions &options) {
-  pm.addPass(createTileSchedulePass());
+  TileSchedulePassOptions schedule;
+  schedule.threads = options.threads;
+  schedule.ctas = options.persistentCtas;
+  schedule.rowsPerCta = options.rowsPerCta;
+  pm.addPass(createTileSchedulePass(schedule));
   pm.addPass(createConvertTileToGPUPass());
   buildGpuToPtxPipeline(pm, options);
 }

@@ -14,8 +14,6 @@
 #include "Symbols.h"
 #include <cstdlib>
 
-#include <dlfcn.h>
-
 namespace tile::rt {
 
 using namespace blas;
@@ -76,14 +74,13 @@ Status checkMatrix(const MatrixView &m, const char *what) {
 } // namespace
 
 StatusOr<BlasApi> loadBlas(const char *path) {
-  void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
-    const char *reason = dlerror();
-    return Status::error(std::string("no cuBLASLt: cannot open ") + path +
-                         " (" + (reason ? reason : "unknown reason") +
-                         "); install the CUDA toolkit's libcublasLt or set "
-                         "TILE_LIBCUBLASLT to its path");
-  }
+  StatusOr<void *> opened = openLibrary(
+      path, "cuBLASLt",
+      "install the CUDA toolkit's libcublasLt or set TILE_LIBCUBLASLT to its "
+      "path");
+  if (!opened)
+    return opened.takeStatus();
+  void *library = *opened;
   BlasApi api{};
   std::string missing;
   resolveSymbol(library, "cublasLtCreate", api.create, missing);

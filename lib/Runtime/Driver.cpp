@@ -5,8 +5,6 @@
 #include "Symbols.h"
 #include <cstdlib>
 
-#include <dlfcn.h>
-
 namespace tile::rt {
 
 std::string driverErrorName(cu::Result code) {
@@ -95,14 +93,12 @@ Status check(cu::Result result, const char *what) {
 namespace {
 
 StatusOr<DriverApi> load(const char *path) {
-  void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
-    const char *reason = dlerror();
-    return Status::error(
-        std::string("no CUDA driver: cannot open ") + path + " (" +
-        (reason ? reason : "unknown reason") +
-        "); install the NVIDIA driver or set TILE_LIBCUDA to libcuda's path");
-  }
+  StatusOr<void *> opened = openLibrary(
+      path, "CUDA driver",
+      "install the NVIDIA driver or set TILE_LIBCUDA to libcuda's path");
+  if (!opened)
+    return opened.takeStatus();
+  void *library = *opened;
   DriverApi api{};
   std::string missing;
   resolveSymbol(library, "cuInit", api.init, missing);

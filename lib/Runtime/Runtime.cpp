@@ -285,8 +285,8 @@ Status synchronize(const Device &device) {
 
 StatusOr<size_t> memoryInUse(const Device &device) {
   size_t free = 0, total = 0;
-  if (Status s = check(device.driver().memGetInfo(&free, &total),
-                       "cuMemGetInfo");
+  if (Status s =
+          check(device.driver().memGetInfo(&free, &total), "cuMemGetInfo");
       !s)
     return s;
   return total - free;

@@ -33,6 +33,17 @@ struct Gradients {
   std::vector<double> dx, gate, up, down;
 };
 
+/// a + b, element by element.
+Gradients plus(Gradients a, const Gradients &b) {
+  for (auto [into, from] : {std::pair{&a.dx, &b.dx},
+                            {&a.gate, &b.gate},
+                            {&a.up, &b.up},
+                            {&a.down, &b.down}})
+    for (size_t i = 0; i < into->size(); ++i)
+      (*into)[i] += (*from)[i];
+  return a;
+}
+
 /// The float64 values and, for each, the sum of the magnitudes of the
 /// terms it sums (the scale of its rounding error).
 struct Reference {
@@ -260,17 +271,8 @@ void testShape(Suite &suite, DType dtype, int64_t S, int64_t H, int64_t I) {
   suite.check("mlp accumulate sync " + at, rt::synchronize(suite.ops.device()));
   Gradients sum;
   readGrads(sum);
-  Gradients want = ref2.grads, terms = ref2.terms;
-  for (size_t i = 0; i < want.gate.size(); ++i) {
-    want.gate[i] += ref.grads.gate[i];
-    want.up[i] += ref.grads.up[i];
-    terms.gate[i] += ref.terms.gate[i];
-    terms.up[i] += ref.terms.up[i];
-  }
-  for (size_t i = 0; i < want.down.size(); ++i) {
-    want.down[i] += ref.grads.down[i];
-    terms.down[i] += ref.terms.down[i];
-  }
+  Gradients want = plus(ref.grads, ref2.grads),
+            terms = plus(ref.terms, ref2.terms);
   expectClose(suite, "mlp main_grad gate = g1 + g2 " + at, sum.gate, want.gate,
               terms.gate, dtype);
   expectClose(suite, "mlp main_grad up = g1 + g2 " + at, sum.up, want.up,

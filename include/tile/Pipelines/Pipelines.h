@@ -12,6 +12,7 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,9 @@ struct PtxOptions {
   /// is an error, not PTX with unresolved __nv_ symbols.
   std::string libdevice;
   unsigned optLevel = 3;
+  /// tile-schedule's overrides (0: its choice), for experiments: threads
+  /// per CTA, CTAs of persistent grids, rows per CTA.
+  int64_t threads = 0, persistentCtas = 0, rowsPerCta = 0;
 };
 
 /// $CUDA_HOME (then $CUDA_PATH, then /usr/local/cuda) +

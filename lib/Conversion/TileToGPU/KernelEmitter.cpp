@@ -647,7 +647,7 @@ void Emitter::prefetch(Value value, Value base) {
     Operation *def = next.getDefiningOp();
     if (auto broadcast = dyn_cast<BroadcastOp>(def))
       worklist.push_back(broadcast.getInput());
-    else if (isa<CastOp>(def) || def->hasTrait<OpTrait::Elementwise>())
+    else if (isColumnwise(def))
       llvm::append_range(worklist, def->getOperands());
   }
   llvm::sort(inputs, [](BlockArgument x, BlockArgument y) {

@@ -228,7 +228,7 @@ SmallVector<Value> KernelModel::sameWidthValues(Operation &op) const {
   if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
     if (broadcast.getDims() == ArrayRef<int64_t>{0})
       values = {broadcast.getInput(), broadcast.getShape()};
-  } else if (isa<CastOp>(op) || op.hasTrait<OpTrait::Elementwise>()) {
+  } else if (isColumnwise(&op)) {
     for (Value operand : op.getOperands())
       if (isTensor(operand) && kindOf(operand) != ValueKind::RowValue &&
           kindOf(operand) != ValueKind::Uniform)

@@ -48,6 +48,12 @@ inline bool isTensor(Value value) {
   return isa<RankedTensorType>(value.getType());
 }
 
+/// An op whose result at a column depends only on its operands at that
+/// column: an elementwise op or a cast.
+inline bool isColumnwise(Operation *op) {
+  return isa<CastOp>(op) || op->hasTrait<OpTrait::Elementwise>();
+}
+
 inline int64_t rankOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getRank();
 }

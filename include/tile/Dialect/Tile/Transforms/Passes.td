@@ -105,7 +105,8 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
     Option<"ctas", "ctas", "int64_t", "0",
            "CTAs of a persistent grid (0: keep, or the default 264)">,
     Option<"rowsPerCta", "rows-per-cta", "int64_t", "0",
-           "rows a CTA works on at once (0: keep, or 1)">,
+           "rows a CTA works on at once (0: keep, or chosen from a "
+           "specialized width)">,
     Option<"vectorWidth", "vector-width", "int64_t", "0",
            "columns per thread and access (0: keep, or 16 bytes of the "
            "narrowest storage type; 1: scalar)">
