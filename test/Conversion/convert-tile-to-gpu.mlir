@@ -73,12 +73,21 @@ func.func @scale_add(%x: tensor<?x?xbf16>, %y: tensor<?x?xbf16>,
 // CHECK: scf.for
 // CHECK: memref.load %[[WS]]
 // CHECK: memref.store %{{.*}}, %[[WS]]
+// The finalize: 32 columns per CTA, a warp's lanes on the columns; warp w
+// adds partial rows w, w + 8, ... and the warps' sums meet in shared
+// memory, added in warp order; warp 0 stores.
 // CHECK-LABEL: gpu.func @norm_and_colsum_finalize(
+// CHECK-SAME: workgroup(%[[FSH:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
 // CHECK: gpu.block_id x
-// CHECK: scf.if
-// CHECK: scf.for {{.*}} iter_args
+// CHECK: %[[WARP:.*]] = arith.divui %{{.*}}, %c32
+// CHECK: scf.for %{{.*}} = %[[WARP]] to %{{.*}} step %c8{{.*}} iter_args
 // CHECK: memref.load
 // CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %[[FSH]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: memref.load %[[FSH]]
+// CHECK: gpu.barrier
+// CHECK: scf.if
 // CHECK: memref.store
 func.func @norm_and_colsum(%x: tensor<?x?xf32>)
     -> (tensor<?x?xf32>, tensor<?xf32>) attributes {tile.kernel} {

@@ -1,7 +1,8 @@
 // Several rows per CTA: the CTA splits into groups of whole warps, each on
 // its own row; every group takes every step of the row loop (the row
 // reduction's barriers need the whole CTA), a group past the last row works
-// on the last row but writes nothing, and each group owns a row of partials.
+// on the last row but writes nothing, and each group owns a scratch row of
+// partials, added in group order into the CTA's row after the last row.
 // RUN: tile-opt %s -tile-schedule="rows-per-cta=4 vector-width=1" -convert-tile-to-gpu | FileCheck %s
 // RUN: tile-opt %s -tile-schedule="rows-per-cta=4" | tile-translate --tile-manifest | FileCheck %s --check-prefix=MANIFEST
 // RUN: %expect-error tile-opt -tile-schedule="rows-per-cta=3" %s
@@ -25,8 +26,16 @@
 // CHECK: gpu.barrier
 // CHECK: scf.if %[[VALID]] {
 // CHECK: memref.store
+// After the last row: group 0 adds the four scratch rows in order.
+// CHECK: gpu.barrier
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[GROUP]], %{{.*}}
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: scf.for
+// CHECK-COUNT-4: memref.load %[[WS:arg[0-9]+]][
+// CHECK: memref.store %{{.*}}, %[[WS]][
+// CHECK-LABEL: gpu.func @norm_and_colsum_finalize(
 // MANIFEST: "ctas": "min(ceildiv(rows, 4), 264)",
-// MANIFEST: "workspace_f32_elements": "ctas * 4 * w0"
+// MANIFEST: "workspace_f32_elements": "ctas * w0 + ctas * 4 * w0"
 func.func @norm_and_colsum(%x: tensor<?x?xf32>)
     -> (tensor<?x?xf32>, tensor<?xf32>) attributes {tile.kernel} {
   %sq = arith.mulf %x, %x : tensor<?x?xf32>

@@ -25,8 +25,9 @@
 // CHECK-NEXT: "static_shared_bytes": 128
 // CHECK: "after": "rms_norm_bwd",
 // CHECK-NEXT: "block": 256,
-// CHECK-NEXT: "grid": "ceildiv(w4, 256)",
+// CHECK-NEXT: "grid": "ceildiv(w4, 32)",
 // CHECK-NEXT: "name": "rms_norm_bwd_finalize",
+// CHECK-NEXT: "static_shared_bytes": 1024
 // Parameters: x, w, eps, offset, dy; dx, dw; rows; widths; ctas; workspace.
 // CHECK: "params": [
 // CHECK: "index": 0,

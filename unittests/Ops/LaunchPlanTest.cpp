@@ -73,7 +73,7 @@ TEST(LaunchPlanTest, ARightCallBindsSizesAndLaunches) {
   EXPECT_EQ(bound->launches[0].kernel, "rms_norm_bwd");
   EXPECT_EQ(bound->launches[0].grid, 6u); // min(rows, 264)
   EXPECT_EQ(bound->launches[1].kernel, "rms_norm_bwd_finalize");
-  EXPECT_EQ(bound->launches[1].grid, 4u); // ceildiv(1000, 256)
+  EXPECT_EQ(bound->launches[1].grid, 32u); // ceildiv(1000, 32)
   EXPECT_EQ(bound->workspaceBytes, 6u * 1000 * 4);
   // x, w, eps, offset, dy, dx, dw, rows, 3 widths, ctas, workspace.
   EXPECT_EQ(bound->args.size(), 13u);

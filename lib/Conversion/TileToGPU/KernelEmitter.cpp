@@ -9,15 +9,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelEmitter.h"
+#include "Emitter.h"
+
+#include "tile/Dialect/Tile/IR/KernelSchedule.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/EquivalenceClasses.h"
 
 #include <limits>
 
@@ -34,108 +34,7 @@ constexpr int64_t kFlatSize = int64_t(1) << 40;
 MemRefType flatBuffer(Type elementType) {
   return MemRefType::get({kFlatSize}, elementType);
 }
-
-Type elementTypeOf(Value value) { return getElementTypeOrSelf(value); }
-
-enum class Mode { Rows, Finalize };
-
-using Lanes = SmallVector<Value, 8>;
-
-class Emitter {
-public:
-  Emitter(const KernelModel &model, const Schedule &schedule, Mode mode,
-          gpu::GPUModuleOp module)
-      : model(model), func(model.func), schedule(schedule), mode(mode),
-        module(module), b(module.getContext()), loc(func.getLoc()) {}
-
-  LogicalResult emit();
-
-private:
-  // Set-up.
-  void createKernel();
-  LogicalResult emitPrologue();
-  Value widthOf(Value value);
-
-  // Evaluation.
-  Value uniformValue(Value value);
-  Value rowValue(Value value);
-  /// The values of `value` at columns base, ..., base + lanes - 1 of the
-  /// current row (one value in the scalar loops).
-  Lanes group(Value value, Value base);
-  /// The value at one column (scalar loops and the finalize).
-  Value elementAt(Value value, Value col) { return group(value, col)[0]; }
-  Lanes loadGroup(Value buffer, Value at);
-  /// Loads, at columns base.., every input argument that `value` reads at
-  /// those same columns, before any of the chunk's math.
-  void prefetch(Value value, Value base);
-  void storeGroup(ArrayRef<Value> values, Value buffer, Value at);
-  void prepareRowValues(Value value);
-  Value emitScalarOp(Operation *op, ArrayRef<Value> operands);
-  Value convert(Value value, Type to);
-  Value reduceRow(ReduceOp reduce);
-  Value acrossRowsTotal(ReduceOp reduce, Value col);
-  Lanes emitConcat(ValueRange inputs, Value base);
-  Lanes branch(Value condition, function_ref<Lanes()> then,
-               function_ref<Lanes()> otherwise, Type type);
-
-  // Bodies.
-  void emitRowBody();
-  void emitFinalizeBody();
-
-  // Helpers.
-  Value index(int64_t value) {
-    return arith::ConstantIndexOp::create(b, loc, value);
-  }
-  Value f32(double value) {
-    return arith::ConstantOp::create(b, loc, b.getF32Type(),
-                                     b.getF32FloatAttr(value));
-  }
-  Value identity(ReductionKind kind, Type type);
-  Value combine(ReductionKind kind, Value a, Value c);
-  Value blockReduce(ReductionKind kind, Value value);
-  Value indexToF32(Value value);
-  /// Visits every column `< end` of the row: `body(base)` handles columns
-  /// base .. base + lanes - 1. With a vector width, aligned rows go `lanes`
-  /// columns at a time with 16-byte accesses and a scalar loop takes the
-  /// tail; misaligned rows take the scalar loop throughout.
-  void columnLoop(Value end, function_ref<void(Value)> body);
-  /// One strided loop at the current lane count.
-  void stridedLoop(Value start, Value end, Value stride,
-                   function_ref<void(Value)> body);
-  Value computeAlignment();
-
-  const KernelModel &model;
-  func::FuncOp func;
-  const Schedule &schedule;
-  Mode mode;
-  gpu::GPUModuleOp module;
-  OpBuilder b;
-  Location loc;
-
-  gpu::GPUFuncOp kernel;
-  DenseMap<Value, Value> pointers; // tensor argument -> buffer
-  SmallVector<Value> resultPointers;
-  DenseMap<Value, Value> argWidths;
-  Value rows, ctas, workspace, shared;
-  Value tid, threads, bid, grid;
-  /// A CTA works on rowsPerCta rows at once: `member` is a thread's index
-  /// within its row's group of `groupSize` threads, `rowGroup` the group's
-  /// index, and `partials` the rows of partials (CTAs × groups).
-  Value member, groupSize, rowGroup, partials;
-  /// i1: the group's row exists (only with several rows per CTA).
-  Value rowValid;
-  DenseMap<Operation *, Value> workspaceBase; // across-rows reduce -> offset
-
-  IRMapping uniform;
-  DenseMap<Value, Value> widths;
-  DenseMap<Value, Value> rowMemo;
-  DenseMap<std::pair<Value, Value>, Lanes> elementMemo;
-  Value row;
-  /// Lanes of the loop being emitted: 1, or the schedule's vector width.
-  int64_t lanes = 1;
-  /// Uniform i1: every buffer and offset allows vector accesses.
-  Value aligned;
-};
+} // namespace
 
 //===----------------------------------------------------------------------===//
 // Set-up
@@ -169,17 +68,31 @@ void Emitter::createKernel() {
   if (mode == Mode::Finalize)
     name += "_finalize";
   b.setInsertionPointToEnd(module.getBody());
+  // The row kernel exchanges one value per warp; the finalize one per
+  // thread (its warps' sums of the partial rows).
+  int64_t sharedFloats = mode == Mode::Rows ? 32 : schedule.threads;
   auto sharedType = MemRefType::get(
-      {32}, b.getF32Type(), MemRefLayoutAttrInterface(),
+      {sharedFloats}, b.getF32Type(), MemRefLayoutAttrInterface(),
       gpu::AddressSpaceAttr::get(b.getContext(),
                                  gpu::GPUDialect::getWorkgroupAddressSpace()));
   kernel = gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(params, {}),
                                   TypeRange{sharedType});
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  // No known_block_size: it becomes `.maxntid`, under which ptxas caps the
-  // registers to keep more CTAs resident and spills the vectorized pad and
-  // concat branches (silu_and_mul's backward: 8 bytes at 64 registers).
-  // The manifest carries the block size instead.
+  // known_block_size becomes `.maxntid`, under which ptxas caps the
+  // registers to keep more CTAs resident; it spilled the vectorized pad and
+  // concat branches of silu_and_mul's backward (8 bytes at 64 registers).
+  // So it is set only where it is needed: above 256 threads, for the CTA to
+  // launch at all (65536 registers per SM: 128 per thread at 512 threads),
+  // and on a persistent row kernel, with the CTAs per SM its grid was sized
+  // for (`.minnctapersm`), so that the whole grid is resident at once.
+  bool persistent = mode == Mode::Rows && model.hasAcrossRows();
+  if (schedule.threads > 256 || persistent)
+    kernel.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({static_cast<int32_t>(schedule.threads), 1, 1}));
+  if (persistent)
+    kernel->setAttr("nvvm.minctasm",
+                    b.getI32IntegerAttr(
+                        KernelSchedule::persistentCtasPerSm(schedule.threads)));
   shared = kernel.getWorkgroupAttributions().front();
 
   Block &entry = kernel.getBody().front();
@@ -304,17 +217,21 @@ LogicalResult Emitter::emitPrologue() {
   }
   if (schedule.vectorWidth > 1 && mode == Mode::Rows)
     aligned = computeAlignment();
-  // Workspace slots, one [ctas, width] block per cross-row reduction.
-  // A row of partials per row group of every CTA.
-  partials = schedule.rowsPerCta == 1
-                 ? ctas
-                 : Value(arith::MulIOp::create(b, loc, ctas,
-                                               index(schedule.rowsPerCta)));
+  // Workspace slots per cross-row reduction: a [ctas, width] block of CTA
+  // partials, which the finalize sums; with several rows per CTA, then a
+  // [ctas * rowsPerCta, width] block where the looped body keeps a row per
+  // group (the resident body keeps its group partials in registers).
   Value offset = index(0);
   for (ReduceOp reduce : model.acrossRowReductions) {
+    Value size = arith::MulIOp::create(b, loc, ctas, widthOf(reduce));
     workspaceBase[reduce] = offset;
-    Value size = arith::MulIOp::create(b, loc, partials, widthOf(reduce));
     offset = arith::AddIOp::create(b, loc, offset, size);
+    if (schedule.rowsPerCta == 1)
+      continue;
+    scratchBase[reduce] = offset;
+    offset = arith::AddIOp::create(
+        b, loc, offset,
+        arith::MulIOp::create(b, loc, size, index(schedule.rowsPerCta)));
   }
   return success();
 }
@@ -332,6 +249,14 @@ Value Emitter::convert(Value value, Type to) {
   if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
     return arith::ExtFOp::create(b, loc, to, value);
   return arith::TruncFOp::create(b, loc, to, value);
+}
+
+Value Emitter::andOf(Value a, Value c) {
+  if (!a)
+    return c;
+  if (!c)
+    return a;
+  return arith::AndIOp::create(b, loc, a, c);
 }
 
 Value Emitter::indexToF32(Value value) {
@@ -509,10 +434,22 @@ Value Emitter::computeAlignment() {
 }
 
 Value Emitter::reduceRow(ReduceOp reduce) {
-  Value input = reduce.getInput();
-  prepareRowValues(input);
+  prepareRowValues(reduce.getInput());
+  Value acc =
+      residentChunks.empty() ? foldLooped(reduce) : foldResident(reduce);
+  Value total = blockReduce(reduce.getKind(), acc);
+  if (reduce.getKind() == ReductionKind::Mean)
+    total = arith::DivFOp::create(b, loc, total,
+                                  indexToF32(widthOf(reduce.getInput())));
+  if (Value init = reduce.getInit())
+    total = combine(reduce.getKind(), rowValue(init), total);
+  return total;
+}
+
+Value Emitter::foldLooped(ReduceOp reduce) {
   // Each thread folds its columns into one accumulator; a vector group is
   // folded lane by lane, so the order is fixed for a given width.
+  Value input = reduce.getInput();
   Type f32Type = b.getF32Type();
   Value acc = identity(reduce.getKind(), f32Type);
   auto fold = [&](Value start, Value end, Value stride, int64_t width) {
@@ -545,13 +482,24 @@ Value Emitter::reduceRow(ReduceOp reduce) {
   }
   Value start =
       width > 1 ? Value(arith::AddIOp::create(b, loc, tail, member)) : member;
-  acc = fold(start, end, groupSize, 1);
-  Value total = blockReduce(reduce.getKind(), acc);
-  if (reduce.getKind() == ReductionKind::Mean)
-    total = arith::DivFOp::create(b, loc, total, indexToF32(widthOf(input)));
-  if (Value init = reduce.getInit())
-    total = combine(reduce.getKind(), rowValue(init), total);
-  return total;
+  return fold(start, end, groupSize, 1);
+}
+
+Value Emitter::foldResident(ReduceOp reduce) {
+  // The chunks in the looped body's order, lane by lane: the same sum. The
+  // values stay in the memo, so a later pass over the row reuses them
+  // instead of loading the row again.
+  Value acc = identity(reduce.getKind(), b.getF32Type());
+  for (const Chunk &chunk : residentChunks) {
+    Value none =
+        chunk.valid ? identity(reduce.getKind(), b.getF32Type()) : Value();
+    for (Value element : group(reduce.getInput(), chunk.base)) {
+      if (chunk.valid)
+        element = arith::SelectOp::create(b, loc, chunk.valid, element, none);
+      acc = combine(reduce.getKind(), acc, element);
+    }
+  }
+  return acc;
 }
 
 Value Emitter::rowValue(Value value) {
@@ -598,23 +546,11 @@ void Emitter::prepareRowValues(Value value) {
 }
 
 Value Emitter::acrossRowsTotal(ReduceOp reduce, Value col) {
-  // Σ over the row kernel's CTAs, in CTA order: deterministic.
-  Value width = widthOf(reduce);
-  Value base = arith::AddIOp::create(b, loc, workspaceBase.lookup(reduce), col);
-  Value init = identity(reduce.getKind(), b.getF32Type());
-  auto loop = scf::ForOp::create(b, loc, index(0), partials, index(1),
-                                 ValueRange{init});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value at = arith::AddIOp::create(
-        b, loc, base,
-        arith::MulIOp::create(b, loc, loop.getInductionVar(), width));
-    Value partial = memref::LoadOp::create(b, loc, workspace, ValueRange{at});
-    scf::YieldOp::create(
-        b, loc, combine(reduce.getKind(), loop.getRegionIterArg(0), partial));
-  }
-  Value total = loop.getResult(0);
+  // The finalize summed the partials at this thread's column (sumPartials)
+  // before any thread branched on its column.
+  (void)col;
+  Value total = finalizeTotals.lookup(reduce);
+  assert(total && "cross-row total read before sumPartials");
   if (reduce.getKind() == ReductionKind::Mean)
     total = arith::DivFOp::create(b, loc, total, indexToF32(rows));
   if (Value acc = reduce.getInit())
@@ -782,194 +718,6 @@ Lanes Emitter::emitConcat(ValueRange inputs, Value base) {
       elementTypeOf(inputs.front()));
 }
 
-//===----------------------------------------------------------------------===//
-// Bodies
-//===----------------------------------------------------------------------===//
-
-void Emitter::emitRowBody() {
-  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-
-  // Each row group of each CTA owns one row of every workspace slot: zero it
-  // first, so that a group without rows contributes nothing.
-  Value partialRow =
-      schedule.rowsPerCta == 1
-          ? bid
-          : Value(arith::AddIOp::create(
-                b, loc,
-                arith::MulIOp::create(b, loc, bid, index(schedule.rowsPerCta)),
-                rowGroup));
-  for (ReduceOp reduce : model.acrossRowReductions) {
-    Value width = widthOf(reduce);
-    Value base =
-        arith::AddIOp::create(b, loc, workspaceBase.lookup(reduce),
-                              arith::MulIOp::create(b, loc, partialRow, width));
-    Value zero = identity(reduce.getKind(), b.getF32Type());
-    columnLoop(width, [&](Value col) {
-      Value at = arith::AddIOp::create(b, loc, base, col);
-      storeGroup(Lanes(lanes, zero), workspace, at);
-    });
-  }
-
-  // The CTA walks blocks of rowsPerCta rows; every group takes every step
-  // (the barriers of a row reduction need the whole CTA), and a group past
-  // the last row computes on the last row but writes nothing.
-  Value start = schedule.rowsPerCta == 1
-                    ? bid
-                    : Value(arith::MulIOp::create(b, loc, bid,
-                                                  index(schedule.rowsPerCta)));
-  Value step = schedule.rowsPerCta == 1
-                   ? grid
-                   : Value(arith::MulIOp::create(b, loc, grid,
-                                                 index(schedule.rowsPerCta)));
-  auto rowLoop = scf::ForOp::create(b, loc, start, rows, step);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(rowLoop.getBody());
-  row = rowLoop.getInductionVar();
-  if (schedule.rowsPerCta > 1) {
-    Value mine = arith::AddIOp::create(b, loc, row, rowGroup);
-    rowValid =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, mine, rows);
-    Value last = arith::SubIOp::create(b, loc, rows, index(1));
-    row = arith::MinUIOp::create(b, loc, mine, last);
-  }
-  rowMemo.clear();
-  // Runs `body` only for a group whose row exists.
-  auto ifValid = [&](function_ref<void()> body) {
-    if (!rowValid)
-      return body();
-    auto branch = scf::IfOp::create(b, loc, rowValid, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(branch.thenBlock());
-    body();
-  };
-
-  // What each column loop writes, grouped by width: outputs per element,
-  // and the partials of the cross-row reductions. Values the launcher
-  // checks to be equally wide (elementwise operands, see sameWidthValues)
-  // share one loop even when their widths are different parameters — the
-  // primal result next to the gradients of a return-primal backward reads
-  // each input once, not once per loop. The classes are of width values
-  // (index SSA values of the kernel).
-  llvm::EquivalenceClasses<Value> equalWidths;
-  for (Operation &op : func.getBody().front()) {
-    SmallVector<Value> same = model.sameWidthValues(op);
-    for (size_t i = 1; i < same.size(); ++i)
-      equalWidths.unionSets(widthOf(same[0]), widthOf(same[i]));
-  }
-  struct Sink {
-    Value value;
-    Value pointer;      // output buffer, or null for a partial
-    ReduceOp partialOf; // the cross-row reduction fed
-  };
-  struct SinkGroup {
-    Value width;
-    SmallVector<Sink> sinks;
-  };
-  SmallVector<SinkGroup> groups;
-  auto addSink = [&](Value width, Sink sink) {
-    for (SinkGroup &group : groups)
-      if (equalWidths.isEquivalent(group.width, width)) {
-        group.sinks.push_back(sink);
-        return;
-      }
-    groups.push_back({width, {sink}});
-  };
-  // A group's loop bound: a constant (specialized) width of its class if
-  // there is one, so the bound and the alignment test fold.
-  auto loopWidth = [&](Value width) {
-    if (equalWidths.contains(width))
-      for (Value other : equalWidths.members(width))
-        if (other.getDefiningOp<arith::ConstantIndexOp>())
-          return other;
-    return width;
-  };
-  SmallVector<std::pair<Value, Value>> rowOutputs;
-  for (auto [index, result] : llvm::enumerate(returnOp.getOperands())) {
-    ValueKind kind = model.kindOf(result);
-    if (kind == ValueKind::Element)
-      addSink(widthOf(result), {result, resultPointers[index], {}});
-    else if (kind == ValueKind::RowValue)
-      rowOutputs.push_back({result, resultPointers[index]});
-  }
-  for (ReduceOp reduce : model.acrossRowReductions)
-    addSink(widthOf(reduce), {reduce.getInput(), Value(), reduce});
-
-  for (SinkGroup &sinkGroup : groups) {
-    SmallVector<Sink> &sinks = sinkGroup.sinks;
-    Value width = loopWidth(sinkGroup.width);
-    for (Sink &sink : sinks)
-      prepareRowValues(sink.value);
-    Value rowStart = arith::MulIOp::create(b, loc, row, width);
-    columnLoop(width, [&](Value col) {
-      // Every value of the chunk first, then every store: an output may be
-      // the buffer of an input (an operator run in place), so nothing of the
-      // chunk is written before all of its inputs are read. A result that
-      // needs fewer inputs (a primal result next to gradients) would
-      // otherwise overwrite an input another result still has to load.
-      for (Sink &sink : sinks)
-        prefetch(sink.value, col);
-      SmallVector<Lanes> computed;
-      for (Sink &sink : sinks)
-        computed.push_back(group(sink.value, col));
-      for (size_t index = 0; index < sinks.size(); ++index) {
-        Sink &sink = sinks[index];
-        const Lanes &values = computed[index];
-        ifValid([&] {
-          if (sink.pointer) {
-            Value at = arith::AddIOp::create(b, loc, rowStart, col);
-            storeGroup(values, sink.pointer, at);
-            return;
-          }
-          Value at = arith::AddIOp::create(
-              b, loc, workspaceBase.lookup(sink.partialOf),
-              arith::AddIOp::create(
-                  b, loc, arith::MulIOp::create(b, loc, partialRow, width),
-                  col));
-          Lanes sums = loadGroup(workspace, at);
-          for (auto [sum, value] : llvm::zip(sums, values))
-            sum = combine(sink.partialOf.getKind(), sum, value);
-          storeGroup(sums, workspace, at);
-        });
-      }
-    });
-  }
-
-  if (!rowOutputs.empty()) {
-    SmallVector<Value> values;
-    for (auto &[value, pointer] : rowOutputs)
-      values.push_back(rowValue(value));
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        member, index(0));
-    if (rowValid)
-      first = arith::AndIOp::create(b, loc, first, rowValid);
-    auto store = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
-    b.setInsertionPointToStart(store.thenBlock());
-    for (auto [value, output] : llvm::zip(values, rowOutputs))
-      memref::StoreOp::create(b, loc, value, output.second, ValueRange{row});
-  }
-}
-
-void Emitter::emitFinalizeBody() {
-  // One thread per column of each per-column output.
-  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  Value col = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, bid, threads), tid);
-  for (auto [index, result] : llvm::enumerate(returnOp.getOperands())) {
-    ValueKind kind = model.kindOf(result);
-    if (kind != ValueKind::AcrossRows && kind != ValueKind::Column)
-      continue;
-    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col,
-                                         widthOf(result));
-    auto branch = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(branch.thenBlock());
-    auto saved = elementMemo;
-    memref::StoreOp::create(b, loc, elementAt(result, col),
-                            resultPointers[index], ValueRange{col});
-    elementMemo = std::move(saved);
-  }
-}
-
 LogicalResult Emitter::emit() {
   createKernel();
   if (failed(emitPrologue()))
@@ -982,7 +730,6 @@ LogicalResult Emitter::emit() {
   gpu::ReturnOp::create(b, loc);
   return success();
 }
-} // namespace
 
 LogicalResult gpu_lowering::emitKernels(const KernelModel &model,
                                         const Schedule &schedule,

@@ -1,9 +1,10 @@
 //===- KernelEmitter.h - tile kernel → gpu.func ----------------*- C++ -*-===//
 //
 // Emits, for one analyzed kernel, a row kernel (one CTA per row, grid-stride
-// over rows; threads stride over the columns; row reductions by warp
-// shuffles and shared memory) and, when the kernel reduces across rows, a
-// finalize kernel that sums the per-CTA partials in a fixed order.
+// over rows; threads stride over the columns, or hold a few fixed chunks of
+// a row of constant width; row reductions by warp shuffles and shared
+// memory) and, when the kernel reduces across rows, a finalize kernel that
+// sums the per-CTA partials in a fixed order.
 //
 // Both kernels take the same parameters, in this order (the manifest lists
 // them): a pointer per tensor argument and a value per scalar argument, a
@@ -29,6 +30,10 @@ struct Schedule {
   /// Rows a CTA works on at once, each by threads / rowsPerCta threads.
   int64_t rowsPerCta = 1;
 };
+
+/// Columns one finalize CTA sums (its grid is ceildiv(width, this)); its
+/// warps split the partial rows.
+constexpr int64_t kFinalizeColumns = 32;
 
 /// Adds the kernels of `model` to `module` (created if null). Returns
 /// failure with a diagnostic for constructs it cannot emit.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/Conversion/TileToGPU/Manifest.h"
+#include "KernelEmitter.h"
 #include "KernelModel.h"
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
 
@@ -236,14 +237,14 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
     FailureOr<std::string> w = names.width(reduce);
     if (failed(w))
       return failure();
-    std::string partialRows =
-        schedule.rowsPerCta == 1
-            ? std::string("ctas")
-            : "ctas * " + std::to_string(schedule.rowsPerCta);
-    workspace += (workspace.empty() ? "" : " + ") + partialRows + " * " + *w;
+    // A row of partials per CTA, and with several rows per CTA a row per
+    // group for the looped body (KernelEmitter.cpp, emitPrologue).
+    workspace += std::string(workspace.empty() ? "" : " + ") + "ctas * " + *w;
+    if (schedule.rowsPerCta != 1)
+      workspace +=
+          " + ctas * " + std::to_string(schedule.rowsPerCta) + " * " + *w;
   }
 
-  std::string threads = std::to_string(schedule.threads);
   llvm::json::Array kernels;
   // Row blocks of rows_per_cta rows; a persistent grid has at most `ctas`.
   std::string blocks =
@@ -270,9 +271,10 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
   if (!columns.empty())
     kernels.push_back(llvm::json::Object{
         {"name", (func.getSymName() + "_finalize").str()},
-        {"grid", "ceildiv(" + columns + ", " + threads + ")"},
+        {"grid", "ceildiv(" + columns + ", " +
+                     std::to_string(gpu_lowering::kFinalizeColumns) + ")"},
         {"block", schedule.threads},
-        {"static_shared_bytes", 128},
+        {"static_shared_bytes", 4 * schedule.threads},
         {"after", func.getSymName()}});
 
   return llvm::json::Object{

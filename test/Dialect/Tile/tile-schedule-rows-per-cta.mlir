@@ -20,7 +20,7 @@ func.func @narrow(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %yb : tensor<?x?xbf16>
 }
 
-// 2048 columns: two rows. 4096 and more: one (no rows_per_cta entry).
+// 2048 columns: two rows. 4096: one (no rows_per_cta entry).
 // CHECK-LABEL: func.func @medium
 // CHECK-SAME: rows_per_cta = 2 : i64
 func.func @medium(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
@@ -36,6 +36,7 @@ func.func @medium(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
 
 // CHECK-LABEL: func.func @wide
 // CHECK-NOT: rows_per_cta
+// CHECK-SAME: threads = 256
 // CHECK: return
 func.func @wide(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
     attributes {tile.kernel, tile.specialize = {w0 = 4096 : i64}} {
@@ -76,10 +77,10 @@ func.func @elementwise(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %yb : tensor<?x?xbf16>
 }
 
-// A kernel that reduces across rows keeps one: more rows per CTA would
-// multiply its partial rows.
+// A kernel that reduces across rows gets them too: its groups' partials
+// are added within the CTA, one partial row per CTA reaches the finalize.
 // CHECK-LABEL: func.func @across
-// CHECK-NOT: rows_per_cta
+// CHECK-SAME: ctas = 264 : i64, grid = "persistent", rows_per_cta = 4 : i64, threads = 256 : i64
 // CHECK: return
 func.func @across(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>, tensor<?xf32>)
     attributes {tile.kernel, tile.specialize = {w0 = 1024 : i64}} {
@@ -91,4 +92,27 @@ func.func @across(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>, tensor<?xf32>)
   %c = tile.reduce sum %y [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
   %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
   return %yb, %c : tensor<?x?xbf16>, tensor<?xf32>
+}
+
+// Wider than two chunks a thread at 256 threads: 512 threads, so that the
+// lowering can keep the row in registers; a persistent grid then has one
+// CTA per SM. Unspecialized, or elementwise: 256.
+// CHECK-LABEL: func.func @wider
+// CHECK-SAME: ctas = 132 : i64, grid = "persistent", threads = 512 : i64
+// T128-LABEL: func.func @wider
+// T128-SAME: ctas = 528 : i64, grid = "persistent", threads = 128 : i64
+func.func @wider(%x: tensor<?x?xbf16>) -> tensor<?xf32>
+    attributes {tile.kernel, tile.specialize = {w0 = 8192 : i64}} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %c = tile.reduce sum %xf [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  return %c : tensor<?xf32>
+}
+// CHECK-LABEL: func.func @wider_elementwise
+// CHECK-SAME: threads = 256 : i64
+func.func @wider_elementwise(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
+    attributes {tile.kernel, tile.specialize = {w0 = 8192 : i64}} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %y = arith.addf %xf, %xf : tensor<?x?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %yb : tensor<?x?xbf16>
 }

@@ -16,31 +16,58 @@ bool mlir::tile::reducesAcrossRows(func::FuncOp func) {
   return found;
 }
 
-int64_t mlir::tile::chooseRowsPerCta(func::FuncOp func, int64_t threads,
-                                     int64_t vectorWidth) {
+namespace {
+/// The widest width `func` is specialized for (tile.specialize), or 0.
+int64_t specializedWidth(func::FuncOp func) {
   auto specialized =
       func->getAttrOfType<DictionaryAttr>(TileDialect::getSpecializeAttrName());
-  if (!specialized || threads <= 0 || vectorWidth <= 0)
-    return 1;
-  // Only a row reduction leaves idle threads waiting at its barriers. An
-  // elementwise kernel lost up to 20 % with two rows per CTA, and a
-  // persistent grid multiplies its partial rows by the rows per CTA
-  // (RMSNorm's backward at 4096 × 1024 went from 0.13 to 0.09).
-  bool reducesRows = false, reducesAcross = false;
-  func.walk([&](ReduceOp reduce) {
-    (reduce.getAcrossRows() ? reducesAcross : reducesRows) = true;
-  });
-  if (!reducesRows || reducesAcross)
-    return 1;
   int64_t width = 0;
-  for (NamedAttribute entry : specialized)
-    if (auto value = dyn_cast<IntegerAttr>(entry.getValue()))
-      width = std::max(width, value.getInt());
-  if (width <= 0)
+  if (specialized)
+    for (NamedAttribute entry : specialized)
+      if (auto value = dyn_cast<IntegerAttr>(entry.getValue()))
+        width = std::max(width, value.getInt());
+  return width;
+}
+
+bool reducesAnything(func::FuncOp func) {
+  bool found = false;
+  func.walk([&](ReduceOp) { found = true; });
+  return found;
+}
+
+/// Vector chunks of a row per thread above which a reducing kernel takes
+/// more threads: two chunks of three inputs and a partial are about 80
+/// registers (ptxas, RMSNorm's backward), four are 160, over the 128 that
+/// two CTAs of 256 threads per SM allow.
+constexpr int64_t kChunksPerThread = 2;
+} // namespace
+
+int64_t mlir::tile::chooseThreads(func::FuncOp func, int64_t vectorWidth) {
+  // A reducing kernel gains most from a resident row (its passes share one
+  // read of the row, its cross-row partials stay in registers): wide rows
+  // take 512 threads so that fewer chunks per thread cover them.
+  int64_t width = specializedWidth(func);
+  int64_t threads = KernelSchedule::kDefaultThreads;
+  if (width <= 0 || vectorWidth <= 0 || !reducesAnything(func))
+    return threads;
+  int64_t chunks = (width + vectorWidth - 1) / vectorWidth;
+  if (chunks > kChunksPerThread * threads)
+    threads = 2 * threads;
+  return threads;
+}
+
+int64_t mlir::tile::chooseRowsPerCta(func::FuncOp func, int64_t threads,
+                                     int64_t vectorWidth) {
+  // Only a reduction leaves idle threads waiting at its barriers (an
+  // elementwise kernel lost up to 20 % with two rows per CTA).
+  int64_t width = specializedWidth(func);
+  if (width <= 0 || threads <= 0 || vectorWidth <= 0 || !reducesAnything(func))
     return 1;
   // Measured on an H200 (docs/Performance.md): four rows per CTA took
   // RMSNorm's forward at 1024 bf16 columns from 0.50 to 0.81 of the
-  // streaming ceiling; on wide rows they cost up to half.
+  // streaming ceiling; on wide rows they cost up to half. A cross-row
+  // reduction's group partials are added within the CTA before they reach
+  // the workspace, so they do not multiply the finalize's work.
   int64_t chunks = (width + vectorWidth - 1) / vectorWidth;
   int64_t group = threads;
   while (group > 32 && group % 64 == 0 && chunks < 2 * group)
@@ -50,8 +77,6 @@ int64_t mlir::tile::chooseRowsPerCta(func::FuncOp func, int64_t threads,
 
 KernelSchedule mlir::tile::defaultSchedule(func::FuncOp func) {
   KernelSchedule schedule;
-  if (reducesAcrossRows(func))
-    schedule.ctas = KernelSchedule::kDefaultPersistentCtas;
   // 16 bytes of the narrowest storage type the kernel moves.
   unsigned narrowest = 4;
   for (Type type :
@@ -60,6 +85,9 @@ KernelSchedule mlir::tile::defaultSchedule(func::FuncOp func) {
       narrowest = std::min(narrowest,
                            tensor.getElementType().getIntOrFloatBitWidth() / 8);
   schedule.vectorWidth = 16 / std::max(narrowest, 1u);
+  schedule.threads = chooseThreads(func, schedule.vectorWidth);
+  if (reducesAcrossRows(func))
+    schedule.ctas = KernelSchedule::persistentCtas(schedule.threads);
   schedule.rowsPerCta =
       chooseRowsPerCta(func, schedule.threads, schedule.vectorWidth);
   return schedule;

@@ -1,10 +1,11 @@
 //===- SchedulePass.cpp - the tile-schedule pass -------------------------===//
 //
-// Today's choices are simple and stated in KernelSchedule.h: 256 threads,
-// one CTA per row or a persistent grid of two CTAs per SM when partials
-// must be combined across rows, and several rows per CTA when a width the
-// kernel is specialized for is narrow (chooseRowsPerCta). The attribute is
-// where a better model (occupancy, vector width) will write its answer.
+// Today's choices are simple and stated in KernelSchedule.h: 256 threads
+// (512 for wide rows of a reducing kernel, chooseThreads), one CTA per row
+// or a persistent grid of 512 threads per SM when partials must be combined
+// across rows, and several rows per CTA when a width the kernel is
+// specialized for is narrow (chooseRowsPerCta). The attribute is where a
+// better model (occupancy, vector width) will write its answer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +34,14 @@ struct TileSchedulePass final
       KernelSchedule schedule = getSchedule(func);
       if (threads)
         schedule.threads = threads;
+      else if (chosen && vectorWidth)
+        // The default threads depend on the vector width.
+        schedule.threads = chooseThreads(func, vectorWidth);
       if (ctas && reducesAcrossRows(func))
         schedule.ctas = ctas;
+      else if (chosen && reducesAcrossRows(func))
+        // The default grid depends on the threads.
+        schedule.ctas = KernelSchedule::persistentCtas(schedule.threads);
       if (vectorWidth)
         schedule.vectorWidth = vectorWidth;
       if (rowsPerCta)

@@ -33,18 +33,38 @@ struct KernelSchedule {
   /// (whole warps): narrow rows leave fewer threads idle.
   int64_t rowsPerCta = 1;
 
-  /// Two CTAs per SM on a 132-SM H100 or H200: enough to hide latency,
-  /// few enough that the partials stay small.
-  static constexpr int64_t kDefaultPersistentCtas = 264;
+  /// A persistent grid fills each SM of a 132-SM H100 or H200 with 512
+  /// threads (two CTAs of 256): enough to hide latency, few enough that
+  /// the partials stay small. The row kernel tells ptxas so (at most 128
+  /// registers a thread), so that the whole grid is resident at once.
+  static constexpr int64_t kSms = 132;
+  static constexpr int64_t kPersistentThreadsPerSm = 512;
   static constexpr int64_t kDefaultThreads = 256;
+
+  /// CTAs per SM a persistent grid of `threads`-thread CTAs aims for.
+  static int64_t persistentCtasPerSm(int64_t threads) {
+    return threads >= kPersistentThreadsPerSm
+               ? 1
+               : kPersistentThreadsPerSm / threads;
+  }
+  /// The default size of a persistent grid of `threads`-thread CTAs.
+  static int64_t persistentCtas(int64_t threads) {
+    return kSms * persistentCtasPerSm(threads);
+  }
 };
 
 /// Whether `func` reduces across rows (and so needs a persistent grid).
 bool reducesAcrossRows(func::FuncOp func);
 
+/// Threads per CTA for `func` at `vectorWidth`: 256, or 512 for a kernel
+/// that reduces (over or across rows) with a specialized width of more than
+/// two vector chunks per thread at 256, so that the lowering can keep its
+/// rows in registers.
+int64_t chooseThreads(func::FuncOp func, int64_t vectorWidth);
+
 /// Rows per CTA for `func` at `threads` and `vectorWidth`. For a kernel
-/// that reduces over its rows (and not across them) with a specialized
-/// width (tile.specialize): the largest power of two that still gives every
+/// that reduces (over or across rows) with a specialized width
+/// (tile.specialize): the largest power of two that still gives every
 /// thread two vector chunks of its row, so that a narrow row does not leave
 /// most of the CTA idle at the reduction's barriers. Otherwise 1.
 int64_t chooseRowsPerCta(func::FuncOp func, int64_t threads,

@@ -1,0 +1,191 @@
+//===- Emitter.h - the state of one kernel's emission -----------*- C++ -*-===//
+//
+// Private to the lowering. The emitter is split in two files:
+// KernelEmitter.cpp sets a kernel up and evaluates values at a point
+// (uniform, per row, per element); RowBodies.cpp writes the loops around
+// them — the row kernel's looped and resident bodies and the finalize.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_LIB_CONVERSION_TILETOGPU_EMITTER_H
+#define TILE_LIB_CONVERSION_TILETOGPU_EMITTER_H
+
+#include "KernelEmitter.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+
+#include <optional>
+
+namespace mlir::tile::gpu_lowering {
+
+enum class Mode { Rows, Finalize };
+
+using Lanes = SmallVector<Value, 8>;
+
+inline Type elementTypeOf(Value value) { return getElementTypeOrSelf(value); }
+
+/// A resident body holds at most this many vector chunks of a row per
+/// thread: with three inputs and a cross-row accumulator, four 8-lane chunks
+/// are about 130 live values, the most a 512-thread CTA can keep in its
+/// 128 registers per thread.
+constexpr int64_t kMaxResidentChunks = 4;
+
+class Emitter {
+public:
+  Emitter(const KernelModel &model, const Schedule &schedule, Mode mode,
+          gpu::GPUModuleOp module)
+      : model(model), func(model.func), schedule(schedule), mode(mode),
+        module(module), b(module.getContext()), loc(func.getLoc()) {}
+
+  LogicalResult emit();
+
+private:
+  // Set-up (KernelEmitter.cpp).
+  void createKernel();
+  LogicalResult emitPrologue();
+  Value widthOf(Value value);
+
+  // Evaluation (KernelEmitter.cpp).
+  Value uniformValue(Value value);
+  Value rowValue(Value value);
+  /// The values of `value` at columns base, ..., base + lanes - 1 of the
+  /// current row (one value in the scalar loops).
+  Lanes group(Value value, Value base);
+  /// The value at one column (scalar loops and the finalize).
+  Value elementAt(Value value, Value col) { return group(value, col)[0]; }
+  Lanes loadGroup(Value buffer, Value at);
+  /// Loads, at columns base.., every input argument that `value` reads at
+  /// those same columns, before any of the chunk's math.
+  void prefetch(Value value, Value base);
+  void storeGroup(ArrayRef<Value> values, Value buffer, Value at);
+  void prepareRowValues(Value value);
+  Value emitScalarOp(Operation *op, ArrayRef<Value> operands);
+  Value convert(Value value, Type to);
+  Value reduceRow(ReduceOp reduce);
+  /// A thread's fold of `input` over its columns of the row.
+  Value foldLooped(ReduceOp reduce);
+  Value foldResident(ReduceOp reduce);
+  Value acrossRowsTotal(ReduceOp reduce, Value col);
+  Lanes emitConcat(ValueRange inputs, Value base);
+  Lanes branch(Value condition, function_ref<Lanes()> then,
+               function_ref<Lanes()> otherwise, Type type);
+
+  // Bodies (RowBodies.cpp).
+  /// What a column loop of the row kernel writes: an output per element,
+  /// or (pointer null) the partial of a cross-row reduction.
+  struct Sink {
+    Value value;
+    Value pointer;
+    ReduceOp partialOf;
+  };
+  /// The sinks whose widths are provably equal share one column loop.
+  struct SinkGroup {
+    Value width;
+    SmallVector<Sink> sinks;
+  };
+  void emitRowBody();
+  void collectSinks();
+  /// A group's loop bound: a constant (specialized) width of its class if
+  /// there is one, so the bound and the alignment test fold.
+  Value loopWidth(Value width);
+  /// A resident body: every column loop of the row kernel is over the
+  /// constant `width`, which gives each thread `chunks` vector chunks.
+  struct ResidentPlan {
+    int64_t width;
+    int64_t chunks;
+  };
+  std::optional<ResidentPlan> planResident();
+  void emitLoopedRows();
+  void emitResidentRows(const ResidentPlan &plan);
+  /// The first row of the row loop, its step, and (several rows per CTA)
+  /// this group's row and whether it exists.
+  scf::ForOp createRowLoop(ValueRange inits);
+  /// Runs `body` only where `condition` (null: always) holds.
+  void emitIf(Value condition, function_ref<void()> body);
+  void storeRowOutputs();
+  void emitFinalizeBody();
+  /// Sums, cooperatively over the whole CTA, every cross-row reduction's
+  /// partial rows at this thread's column (finalizeTotals).
+  void sumPartials(Value col, Value slice);
+
+  // Helpers (KernelEmitter.cpp).
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  Value f32(double value) {
+    return arith::ConstantOp::create(b, loc, b.getF32Type(),
+                                     b.getF32FloatAttr(value));
+  }
+  Value identity(ReductionKind kind, Type type);
+  Value combine(ReductionKind kind, Value a, Value c);
+  Value blockReduce(ReductionKind kind, Value value);
+  Value indexToF32(Value value);
+  Value andOf(Value a, Value c);
+  /// Visits every column `< end` of the row: `body(base)` handles columns
+  /// base .. base + lanes - 1. With a vector width, aligned rows go `lanes`
+  /// columns at a time with 16-byte accesses and a scalar loop takes the
+  /// tail; misaligned rows take the scalar loop throughout.
+  void columnLoop(Value end, function_ref<void(Value)> body);
+  /// One strided loop at the current lane count.
+  void stridedLoop(Value start, Value end, Value stride,
+                   function_ref<void(Value)> body);
+  Value computeAlignment();
+
+  const KernelModel &model;
+  func::FuncOp func;
+  const Schedule &schedule;
+  Mode mode;
+  gpu::GPUModuleOp module;
+  OpBuilder b;
+  Location loc;
+
+  gpu::GPUFuncOp kernel;
+  DenseMap<Value, Value> pointers; // tensor argument -> buffer
+  SmallVector<Value> resultPointers;
+  DenseMap<Value, Value> argWidths;
+  Value rows, ctas, workspace, shared;
+  Value tid, threads, bid, grid;
+  /// A CTA works on rowsPerCta rows at once: `member` is a thread's index
+  /// within its row's group of `groupSize` threads, `rowGroup` the group's
+  /// index.
+  Value member, groupSize, rowGroup;
+  /// i1: the group's row exists (only with several rows per CTA).
+  Value rowValid;
+  /// Per cross-row reduction: the offset of its `[ctas, width]` block of
+  /// CTA partials in the workspace, and with several rows per CTA, of the
+  /// looped body's `[ctas * rowsPerCta, width]` block of group partials.
+  DenseMap<Operation *, Value> workspaceBase, scratchBase;
+  /// The finalize's sums of the partials at this thread's column.
+  DenseMap<Operation *, Value> finalizeTotals;
+
+  IRMapping uniform;
+  DenseMap<Value, Value> widths;
+  DenseMap<Value, Value> rowMemo;
+  DenseMap<std::pair<Value, Value>, Lanes> elementMemo;
+  Value row;
+  /// Lanes of the loop being emitted: 1, or the schedule's vector width.
+  int64_t lanes = 1;
+  /// Uniform i1: every buffer and offset allows vector accesses.
+  Value aligned;
+
+  /// The row kernel's column loops (collectSinks).
+  llvm::EquivalenceClasses<Value> equalWidths;
+  SmallVector<SinkGroup> sinkGroups;
+  SmallVector<std::pair<Value, Value>> rowOutputs; // value, buffer
+
+  /// A resident body's chunks: this thread's vector chunks of the row, at
+  /// the same columns on every row. `valid` is null for a chunk every
+  /// thread has; otherwise the chunk may lie past the row's end, and its
+  /// `base` is clamped into the row.
+  struct Chunk {
+    Value base;
+    Value valid;
+  };
+  SmallVector<Chunk> residentChunks;
+};
+
+} // namespace mlir::tile::gpu_lowering
+
+#endif // TILE_LIB_CONVERSION_TILETOGPU_EMITTER_H

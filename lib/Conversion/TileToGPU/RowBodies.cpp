@@ -1,0 +1,459 @@
+//===- RowBodies.cpp - the loops of the row and finalize kernels ---------===//
+//
+// The row kernel walks its rows in one of two bodies:
+//
+//  - looped: each pass over the row is a strided column loop, for any width
+//    and alignment, and a cross-row partial is read, added to and written
+//    back in the workspace on every row;
+//  - resident: when every column loop is over one constant width that gives
+//    each thread at most kMaxResidentChunks vector chunks, the loops are
+//    unrolled. A thread's chunks are at the same columns on every row, so
+//    all its loads of a row are issued together, every pass over the row
+//    reuses them (RMSNorm's backward reads x once, not three times), and a
+//    cross-row partial stays in registers across rows and is written once
+//    per CTA.
+//
+// The resident body needs 16-byte aligned buffers; the kernel tests that
+// once and otherwise takes the looped body, scalar throughout. Both bodies
+// add the same values in the same order: the results are the same bits.
+//
+// The finalize sums the CTAs' partial rows of each cross-row reduction:
+// a CTA takes kFinalizeColumns columns and its warps split the rows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::tile::gpu_lowering;
+
+//===----------------------------------------------------------------------===//
+// The row kernel
+//===----------------------------------------------------------------------===//
+
+void Emitter::collectSinks() {
+  // Values the launcher checks to be equally wide (elementwise operands,
+  // see sameWidthValues) share one loop even when their widths are
+  // different parameters — the primal result next to the gradients of a
+  // return-primal backward reads each input once, not once per loop. The
+  // classes are of width values (index SSA values of the kernel).
+  for (Operation &op : func.getBody().front()) {
+    SmallVector<Value> same = model.sameWidthValues(op);
+    for (size_t i = 1; i < same.size(); ++i)
+      equalWidths.unionSets(widthOf(same[0]), widthOf(same[i]));
+  }
+  auto addSink = [&](Value width, Sink sink) {
+    for (SinkGroup &group : sinkGroups)
+      if (equalWidths.isEquivalent(group.width, width)) {
+        group.sinks.push_back(sink);
+        return;
+      }
+    sinkGroups.push_back({width, {sink}});
+  };
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [index, result] : llvm::enumerate(returnOp.getOperands())) {
+    ValueKind kind = model.kindOf(result);
+    if (kind == ValueKind::Element)
+      addSink(widthOf(result), {result, resultPointers[index], {}});
+    else if (kind == ValueKind::RowValue)
+      rowOutputs.push_back({result, resultPointers[index]});
+  }
+  for (ReduceOp reduce : model.acrossRowReductions)
+    addSink(widthOf(reduce), {reduce.getInput(), Value(), reduce});
+}
+
+Value Emitter::loopWidth(Value width) {
+  if (equalWidths.contains(width))
+    for (Value other : equalWidths.members(width))
+      if (other.getDefiningOp<arith::ConstantIndexOp>())
+        return other;
+  return width;
+}
+
+std::optional<Emitter::ResidentPlan> Emitter::planResident() {
+  int64_t vector = schedule.vectorWidth;
+  if (vector == 1)
+    return std::nullopt;
+  SmallVector<Value> loops;
+  for (SinkGroup &group : sinkGroups)
+    loops.push_back(group.width);
+  for (ReduceOp reduce : model.rowReductions)
+    loops.push_back(widthOf(reduce.getInput()));
+  if (loops.empty() || !llvm::all_of(loops, [&](Value width) {
+        return equalWidths.isEquivalent(loops.front(), width);
+      }))
+    return std::nullopt;
+  auto constant =
+      loopWidth(loops.front()).getDefiningOp<arith::ConstantIndexOp>();
+  if (!constant)
+    return std::nullopt;
+  int64_t width = constant.value();
+  int64_t perGroup = schedule.threads / schedule.rowsPerCta;
+  int64_t chunks = llvm::divideCeil(width / vector, perGroup);
+  if (width <= 0 || width % vector != 0 || chunks > kMaxResidentChunks)
+    return std::nullopt;
+  return ResidentPlan{width, chunks};
+}
+
+void Emitter::emitRowBody() {
+  collectSinks();
+  std::optional<ResidentPlan> plan = planResident();
+  if (!plan)
+    return emitLoopedRows();
+  auto branch = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  emitResidentRows(*plan);
+  // Misaligned buffers: the looped body, whose vector paths fold away.
+  b.setInsertionPointToStart(branch.elseBlock());
+  Value wasAligned = aligned;
+  aligned = arith::ConstantIntOp::create(b, loc, 0, 1);
+  emitLoopedRows();
+  aligned = wasAligned;
+}
+
+scf::ForOp Emitter::createRowLoop(ValueRange inits) {
+  // The CTA walks blocks of rowsPerCta rows; every group takes every step
+  // (the barriers of a row reduction need the whole CTA), and a group past
+  // the last row computes on the last row but writes nothing.
+  int64_t perCta = schedule.rowsPerCta;
+  Value start =
+      perCta == 1 ? bid : arith::MulIOp::create(b, loc, bid, index(perCta));
+  Value step =
+      perCta == 1 ? grid : arith::MulIOp::create(b, loc, grid, index(perCta));
+  auto rowLoop = scf::ForOp::create(b, loc, start, rows, step, inits);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  row = rowLoop.getInductionVar();
+  if (perCta > 1) {
+    Value mine = arith::AddIOp::create(b, loc, row, rowGroup);
+    rowValid =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, mine, rows);
+    Value last = arith::SubIOp::create(b, loc, rows, index(1));
+    row = arith::MinUIOp::create(b, loc, mine, last);
+  }
+  rowMemo.clear();
+  return rowLoop;
+}
+
+void Emitter::emitIf(Value condition, function_ref<void()> body) {
+  if (!condition)
+    return body();
+  auto branch = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  body();
+}
+
+void Emitter::storeRowOutputs() {
+  if (rowOutputs.empty())
+    return;
+  SmallVector<Value> values;
+  for (auto &[value, pointer] : rowOutputs)
+    values.push_back(rowValue(value));
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, member, index(0));
+  emitIf(andOf(first, rowValid), [&] {
+    for (auto [value, output] : llvm::zip(values, rowOutputs))
+      memref::StoreOp::create(b, loc, value, output.second, ValueRange{row});
+  });
+}
+
+void Emitter::emitLoopedRows() {
+  // Each row group of each CTA owns one row of partials: zeroed first, so
+  // that a group without rows contributes nothing. With one row per CTA it
+  // is the CTA's row, which the finalize reads; with several, a scratch row,
+  // summed into the CTA's after the last row.
+  int64_t perCta = schedule.rowsPerCta;
+  Value partialRow =
+      perCta == 1
+          ? bid
+          : arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, bid, index(perCta)),
+                rowGroup);
+  auto partialAt = [&](ReduceOp reduce, Value width, Value col) -> Value {
+    Value base = (perCta == 1 ? workspaceBase : scratchBase).lookup(reduce);
+    return arith::AddIOp::create(
+        b, loc, base,
+        arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, partialRow, width), col));
+  };
+  for (ReduceOp reduce : model.acrossRowReductions) {
+    Value width = widthOf(reduce);
+    Value zero = identity(reduce.getKind(), b.getF32Type());
+    columnLoop(width, [&](Value col) {
+      storeGroup(Lanes(lanes, zero), workspace, partialAt(reduce, width, col));
+    });
+  }
+
+  {
+    OpBuilder::InsertionGuard guard(b);
+    createRowLoop({});
+    for (SinkGroup &sinkGroup : sinkGroups) {
+      SmallVector<Sink> &sinks = sinkGroup.sinks;
+      Value width = loopWidth(sinkGroup.width);
+      for (Sink &sink : sinks)
+        prepareRowValues(sink.value);
+      Value rowStart = arith::MulIOp::create(b, loc, row, width);
+      columnLoop(width, [&](Value col) {
+        // Every value of the chunk first, then every store: an output may be
+        // the buffer of an input (an operator run in place), so nothing of
+        // the chunk is written before all of its inputs are read. A result
+        // that needs fewer inputs (a primal result next to gradients) would
+        // otherwise overwrite an input another result still has to load.
+        for (Sink &sink : sinks)
+          prefetch(sink.value, col);
+        SmallVector<Lanes> computed;
+        for (Sink &sink : sinks)
+          computed.push_back(group(sink.value, col));
+        for (auto [sink, values] : llvm::zip(sinks, computed)) {
+          emitIf(rowValid, [&, &sink = sink, &values = values] {
+            if (sink.pointer) {
+              Value at = arith::AddIOp::create(b, loc, rowStart, col);
+              storeGroup(values, sink.pointer, at);
+              return;
+            }
+            Value at = partialAt(sink.partialOf, width, col);
+            Lanes sums = loadGroup(workspace, at);
+            for (auto [sum, value] : llvm::zip(sums, values))
+              sum = combine(sink.partialOf.getKind(), sum, value);
+            storeGroup(sums, workspace, at);
+          });
+        }
+      });
+    }
+    storeRowOutputs();
+  }
+  if (perCta == 1 || model.acrossRowReductions.empty())
+    return;
+
+  // The groups' rows, added in group order into the CTA's row.
+  gpu::BarrierOp::create(b, loc);
+  Value firstGroup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           rowGroup, index(0));
+  emitIf(firstGroup, [&] {
+    for (ReduceOp reduce : model.acrossRowReductions) {
+      Value width = widthOf(reduce);
+      Value groups = arith::MulIOp::create(b, loc, bid, index(perCta));
+      columnLoop(width, [&](Value col) {
+        Lanes sums;
+        for (int64_t g = 0; g < perCta; ++g) {
+          Value scratchRow = arith::AddIOp::create(b, loc, groups, index(g));
+          Value at = arith::AddIOp::create(
+              b, loc, scratchBase.lookup(reduce),
+              arith::AddIOp::create(
+                  b, loc, arith::MulIOp::create(b, loc, scratchRow, width),
+                  col));
+          Lanes values = loadGroup(workspace, at);
+          if (g == 0)
+            sums = values;
+          else
+            for (auto [sum, value] : llvm::zip(sums, values))
+              sum = combine(reduce.getKind(), sum, value);
+        }
+        Value at = arith::AddIOp::create(
+            b, loc, workspaceBase.lookup(reduce),
+            arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, bid, width), col));
+        storeGroup(sums, workspace, at);
+      });
+    }
+  });
+}
+
+void Emitter::emitResidentRows(const ResidentPlan &plan) {
+  int64_t vector = schedule.vectorWidth;
+  int64_t perGroup = schedule.threads / schedule.rowsPerCta;
+  int64_t vectors = plan.width / vector;
+  Value width = index(plan.width);
+
+  // Chunk k of a thread is vector chunk member + k * perGroup of its row.
+  // Only the last may lie past the row's end, for some threads.
+  residentChunks.clear();
+  for (int64_t k = 0; k < plan.chunks; ++k) {
+    Value chunk = arith::AddIOp::create(b, loc, member, index(k * perGroup));
+    Value valid;
+    if ((k + 1) * perGroup > vectors) {
+      valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, chunk,
+                                    index(vectors));
+      chunk = arith::MinUIOp::create(b, loc, chunk, index(vectors - 1));
+    }
+    residentChunks.push_back(
+        {arith::MulIOp::create(b, loc, chunk, index(vector)), valid});
+  }
+
+  // A thread's cross-row partials: per reduction, chunk and lane, carried
+  // by the row loop.
+  SmallVector<Value> inits;
+  DenseMap<Operation *, size_t> firstAcc;
+  for (ReduceOp reduce : model.acrossRowReductions) {
+    firstAcc[reduce] = inits.size();
+    inits.append(plan.chunks * vector,
+                 identity(reduce.getKind(), b.getF32Type()));
+  }
+
+  auto savedElements = elementMemo;
+  auto savedRows = rowMemo;
+  SmallVector<Value> partials;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    scf::ForOp rowLoop = createRowLoop(inits);
+    SmallVector<Value> accs(rowLoop.getRegionIterArgs());
+    lanes = vector;
+    // Every load of the row before any math.
+    for (const Chunk &chunk : residentChunks) {
+      for (SinkGroup &group : sinkGroups)
+        for (Sink &sink : group.sinks)
+          prefetch(sink.value, chunk.base);
+      for (ReduceOp reduce : model.rowReductions)
+        prefetch(reduce.getInput(), chunk.base);
+    }
+    SmallVector<Sink> sinks;
+    for (SinkGroup &group : sinkGroups)
+      llvm::append_range(sinks, group.sinks);
+    for (Sink &sink : sinks)
+      prepareRowValues(sink.value);
+    // Every value first, then the stores (outputs may alias inputs).
+    SmallVector<SmallVector<Lanes>> computed;
+    for (const Chunk &chunk : residentChunks) {
+      computed.emplace_back();
+      for (Sink &sink : sinks)
+        computed.back().push_back(group(sink.value, chunk.base));
+    }
+    Value rowStart = arith::MulIOp::create(b, loc, row, width);
+    for (auto [chunkIndex, chunk] : llvm::enumerate(residentChunks)) {
+      Value mask = andOf(chunk.valid, rowValid);
+      for (auto [sink, values] : llvm::zip(sinks, computed[chunkIndex])) {
+        if (sink.pointer) {
+          emitIf(mask, [&, &values = values, &sink = sink] {
+            Value at = arith::AddIOp::create(b, loc, rowStart, chunk.base);
+            storeGroup(values, sink.pointer, at);
+          });
+          continue;
+        }
+        size_t first = firstAcc.lookup(sink.partialOf) + chunkIndex * vector;
+        for (auto [lane, value] : llvm::enumerate(values)) {
+          Value &acc = accs[first + lane];
+          Value sum = combine(sink.partialOf.getKind(), acc, value);
+          acc = mask ? arith::SelectOp::create(b, loc, mask, sum, acc) : sum;
+        }
+      }
+    }
+    storeRowOutputs();
+    // Without partials the loop has its (empty) terminator already.
+    if (!accs.empty())
+      scf::YieldOp::create(b, loc, accs);
+    partials.assign(rowLoop.getResults().begin(), rowLoop.getResults().end());
+  }
+  elementMemo = std::move(savedElements);
+  rowMemo = std::move(savedRows);
+
+  // The groups' partials, added in group order into the CTA's row.
+  for (int64_t g = 0; g < schedule.rowsPerCta; ++g) {
+    if (g > 0)
+      gpu::BarrierOp::create(b, loc);
+    Value mine = schedule.rowsPerCta == 1
+                     ? Value()
+                     : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             rowGroup, index(g));
+    emitIf(mine, [&] {
+      for (ReduceOp reduce : model.acrossRowReductions)
+        for (auto [chunkIndex, chunk] : llvm::enumerate(residentChunks))
+          emitIf(chunk.valid, [&, &chunk = chunk, chunkIndex = chunkIndex] {
+            Value at = arith::AddIOp::create(
+                b, loc, workspaceBase.lookup(reduce),
+                arith::AddIOp::create(b, loc,
+                                      arith::MulIOp::create(b, loc, bid, width),
+                                      chunk.base));
+            size_t first = firstAcc.lookup(reduce) + chunkIndex * vector;
+            Lanes sums(partials.begin() + first,
+                       partials.begin() + first + vector);
+            if (g > 0) {
+              Lanes before = loadGroup(workspace, at);
+              for (auto [sum, earlier] : llvm::zip(sums, before))
+                sum = combine(reduce.getKind(), earlier, sum);
+            }
+            storeGroup(sums, workspace, at);
+          });
+    });
+  }
+  lanes = 1;
+  residentChunks.clear();
+}
+
+//===----------------------------------------------------------------------===//
+// The finalize kernel
+//===----------------------------------------------------------------------===//
+
+void Emitter::sumPartials(Value col, Value slice) {
+  // Warp w adds partial rows w, w + warps, ... in order; the warps' sums
+  // meet in shared memory and are added in warp order: deterministic.
+  int64_t warps = schedule.threads / 32;
+  Value lane = arith::RemUIOp::create(b, loc, tid, index(32));
+  for (ReduceOp reduce : model.acrossRowReductions) {
+    Value width = widthOf(reduce);
+    // Threads past the last column load a column that exists (or element
+    // 0 of a workspace with none) and store nothing.
+    Value last = arith::SubIOp::create(
+        b, loc, arith::MaxUIOp::create(b, loc, width, index(1)), index(1));
+    Value at = arith::AddIOp::create(b, loc, workspaceBase.lookup(reduce),
+                                     arith::MinUIOp::create(b, loc, col, last));
+    Value init = identity(reduce.getKind(), b.getF32Type());
+    auto loop =
+        scf::ForOp::create(b, loc, slice, ctas, index(warps), ValueRange{init});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value offset = arith::AddIOp::create(
+          b, loc, at,
+          arith::MulIOp::create(b, loc, loop.getInductionVar(), width));
+      Value partial =
+          memref::LoadOp::create(b, loc, workspace, ValueRange{offset});
+      scf::YieldOp::create(
+          b, loc, combine(reduce.getKind(), loop.getRegionIterArg(0), partial));
+    }
+    memref::StoreOp::create(b, loc, loop.getResult(0), shared, ValueRange{tid});
+    gpu::BarrierOp::create(b, loc);
+    Value total = memref::LoadOp::create(b, loc, shared, ValueRange{lane});
+    for (int64_t w = 1; w < warps; ++w) {
+      Value slot = arith::AddIOp::create(b, loc, lane, index(w * 32));
+      total = combine(reduce.getKind(), total,
+                      memref::LoadOp::create(b, loc, shared, ValueRange{slot}));
+    }
+    // The next reduction may overwrite the slots only once all have read.
+    gpu::BarrierOp::create(b, loc);
+    finalizeTotals[reduce] = total;
+  }
+}
+
+void Emitter::emitFinalizeBody() {
+  // A CTA per kFinalizeColumns columns: lane l of every warp works on
+  // column bid * kFinalizeColumns + l; warp 0 writes the results.
+  static_assert(kFinalizeColumns == 32, "a warp's lanes are the columns");
+  Value lane = arith::RemUIOp::create(b, loc, tid, index(32));
+  Value slice = arith::DivUIOp::create(b, loc, tid, index(32));
+  Value col = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, bid, index(kFinalizeColumns)),
+      lane);
+  sumPartials(col, slice);
+  Value firstWarp =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slice, index(0));
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [number, result] : llvm::enumerate(returnOp.getOperands())) {
+    ValueKind kind = model.kindOf(result);
+    if (kind != ValueKind::AcrossRows && kind != ValueKind::Column)
+      continue;
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col,
+                                         widthOf(result));
+    auto saved = elementMemo;
+    emitIf(andOf(firstWarp, inside), [&, number = number, result = result] {
+      memref::StoreOp::create(b, loc, elementAt(result, col),
+                              resultPointers[number], ValueRange{col});
+    });
+    elementMemo = std::move(saved);
+  }
+}
