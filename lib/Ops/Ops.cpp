@@ -18,18 +18,17 @@ const char *source(const std::string &kernel) {
 } // namespace
 
 Operators::Operators(rt::Device device, std::string cacheDir,
-                     int64_t rowsPerCta, int64_t persistentCtas)
-    : dev(std::move(device)), jit(std::move(cacheDir)), rowsPerCta(rowsPerCta),
-      persistentCtas(persistentCtas) {}
+                     ScheduleOverrides overrides)
+    : dev(std::move(device)), jit(std::move(cacheDir)), overrides(overrides) {}
 
 rt::StatusOr<std::unique_ptr<Operators>>
-Operators::create(int ordinal, std::string cacheDir, int64_t rowsPerCta,
-                  int64_t persistentCtas) {
+Operators::create(int ordinal, std::string cacheDir,
+                  ScheduleOverrides overrides) {
   rt::StatusOr<rt::Device> device = rt::Device::open(ordinal);
   if (!device)
     return device.takeStatus();
-  return std::unique_ptr<Operators>(new Operators(
-      std::move(*device), std::move(cacheDir), rowsPerCta, persistentCtas));
+  return std::unique_ptr<Operators>(
+      new Operators(std::move(*device), std::move(cacheDir), overrides));
 }
 
 rt::StatusOr<Launcher *>
@@ -43,8 +42,9 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
   options.mainGrad = mainGrad;
   options.returnPrimal = returnPrimal;
   options.widths = widths;
-  options.rowsPerCta = rowsPerCta;
-  options.persistentCtas = persistentCtas;
+  options.threads = overrides.threads;
+  options.rowsPerCta = overrides.rowsPerCta;
+  options.persistentCtas = overrides.persistentCtas;
   std::string key = std::string(kernel) + "/" + options.dtype +
                     (mainGrad ? "/main-grad" : "") +
                     (returnPrimal ? "/return-primal" : "");

@@ -8,7 +8,8 @@
 // output written once, workspace not counted.
 //
 //   tile-bench [--json=FILE] [--iterations=N] [--dtypes=bf16,f16,f32]
-//              [--rows-per-cta=N]   (a schedule override, for experiments)
+//              [--threads=N]        (a schedule override, for experiments)
+//              [--rows-per-cta=N]   (likewise)
 //              [--ctas=N]           (persistent grids' CTAs, likewise)
 //              [--shapes=MxN,...]   (only these shapes: for a profiler)
 //   tile-bench mlp ...              (the tiled MLP: see MLPBench.cpp)
@@ -124,7 +125,7 @@ int main(int argc, char **argv) {
   }
   std::string jsonPath;
   int iterations = 50;
-  int64_t rowsPerCta = 0, persistentCtas = 0;
+  ops::ScheduleOverrides schedule;
   std::vector<DType> dtypes = {DType::BF16, DType::F16, DType::F32};
   std::string shapes; // ",MxN,...," or empty for every shape
   for (int i = 1; i < argc; ++i) {
@@ -136,9 +137,11 @@ int main(int argc, char **argv) {
     else if (arg.rfind("--shapes=", 0) == 0)
       shapes = "," + arg.substr(9) + ",";
     else if (arg.rfind("--ctas=", 0) == 0)
-      persistentCtas = std::atoll(arg.c_str() + 7);
+      schedule.persistentCtas = std::atoll(arg.c_str() + 7);
     else if (arg.rfind("--rows-per-cta=", 0) == 0)
-      rowsPerCta = std::atoll(arg.c_str() + 15);
+      schedule.rowsPerCta = std::atoll(arg.c_str() + 15);
+    else if (arg.rfind("--threads=", 0) == 0)
+      schedule.threads = std::atoll(arg.c_str() + 10);
     else if (arg.rfind("--dtypes=", 0) == 0) {
       dtypes.clear();
       std::string list = arg.substr(9) + ",";
@@ -157,17 +160,20 @@ int main(int argc, char **argv) {
     } else
       return fail("unknown option " + arg);
   }
-  auto created = ops::Operators::create(0, "", rowsPerCta, persistentCtas);
+  auto created = ops::Operators::create(0, "", schedule);
   if (!created)
     return fail(created.message());
   ops::Operators &ops = **created;
   Bench bench(ops, iterations);
   std::vector<Result> results;
   std::string overrides;
-  if (rowsPerCta)
-    overrides += ", " + std::to_string(rowsPerCta) + " rows per CTA";
-  if (persistentCtas)
-    overrides += ", " + std::to_string(persistentCtas) + " persistent CTAs";
+  if (schedule.threads)
+    overrides += ", " + std::to_string(schedule.threads) + " threads";
+  if (schedule.rowsPerCta)
+    overrides += ", " + std::to_string(schedule.rowsPerCta) + " rows per CTA";
+  if (schedule.persistentCtas)
+    overrides +=
+        ", " + std::to_string(schedule.persistentCtas) + " persistent CTAs";
   std::printf("device: %s (%s, %d SMs), median of %d runs%s\n",
               ops.device().name().c_str(), ops.device().chip().c_str(),
               ops.device().multiprocessors(), iterations, overrides.c_str());

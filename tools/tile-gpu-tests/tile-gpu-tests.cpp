@@ -215,7 +215,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  auto ops = ops::Operators::create(0, "", rowsPerCta);
+  auto ops = ops::Operators::create(0, "", {0, rowsPerCta, 0});
   if (!ops) {
     std::fprintf(stderr, "error: %s\n", ops.message().c_str());
     return 1;

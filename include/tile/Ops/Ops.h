@@ -34,15 +34,20 @@ using rt::TensorView;
 /// a column, so it is an error.
 Status checkSiluAndMulInput(const TensorView &x);
 
+/// Experiments' knobs over tile-schedule's choices (0: its default).
+struct ScheduleOverrides {
+  int64_t threads = 0;
+  int64_t rowsPerCta = 0;
+  /// The CTA count of persistent grids.
+  int64_t persistentCtas = 0;
+};
+
 class Operators {
 public:
   /// Opens device `ordinal`; `cacheDir` as for jit::Jit.
-  /// `rowsPerCta` overrides the schedule's rows per CTA and
-  /// `persistentCtas` the CTA count of persistent grids (0: the defaults):
-  /// experiments' knobs.
   static rt::StatusOr<std::unique_ptr<Operators>>
-  create(int ordinal = 0, std::string cacheDir = "", int64_t rowsPerCta = 0,
-         int64_t persistentCtas = 0);
+  create(int ordinal = 0, std::string cacheDir = "",
+         ScheduleOverrides overrides = {});
 
   const rt::Device &device() const { return dev; }
 
@@ -80,8 +85,8 @@ public:
   jit::Jit &compiler() { return jit; }
 
 private:
-  Operators(rt::Device device, std::string cacheDir, int64_t rowsPerCta,
-            int64_t persistentCtas);
+  Operators(rt::Device device, std::string cacheDir,
+            ScheduleOverrides overrides);
   /// Runs `function` of the example `kernel` at the dtype of the first
   /// argument, compiled for the widths of the first `specialized` arguments.
   Status call(const char *kernel, const char *function, bool mainGrad,
@@ -97,8 +102,7 @@ private:
 
   rt::Device dev;
   jit::Jit jit;
-  int64_t rowsPerCta = 0;
-  int64_t persistentCtas = 0;
+  ScheduleOverrides overrides;
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Launcher>> launchers;
 };

@@ -94,9 +94,10 @@ func.func @across(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>, tensor<?xf32>)
   return %yb, %c : tensor<?x?xbf16>, tensor<?xf32>
 }
 
-// Wider than two chunks a thread at 256 threads: 512 threads, so that the
-// lowering can keep the row in registers; a persistent grid then has one
-// CTA per SM. Unspecialized, or elementwise: 256.
+// A cross-row kernel wider than two chunks a thread at 256 threads: 512
+// threads, so that the lowering can keep the row in registers; its
+// persistent grid then has one CTA per SM. A row reduction alone, or an
+// elementwise kernel: 256.
 // CHECK-LABEL: func.func @wider
 // CHECK-SAME: ctas = 132 : i64, grid = "persistent", threads = 512 : i64
 // T128-LABEL: func.func @wider
@@ -115,4 +116,12 @@ func.func @wider_elementwise(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
   %y = arith.addf %xf, %xf : tensor<?x?xf32>
   %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
   return %yb : tensor<?x?xbf16>
+}
+// CHECK-LABEL: func.func @wider_row_reduction
+// CHECK-SAME: threads = 256 : i64
+func.func @wider_row_reduction(%x: tensor<?x?xbf16>) -> tensor<?xf32>
+    attributes {tile.kernel, tile.specialize = {w0 = 8192 : i64}} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %s = tile.reduce sum %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  return %s : tensor<?xf32>
 }

@@ -1,7 +1,7 @@
 //===- SchedulePass.cpp - the tile-schedule pass -------------------------===//
 //
 // Today's choices are simple and stated in KernelSchedule.h: 256 threads
-// (512 for wide rows of a reducing kernel, chooseThreads), one CTA per row
+// (512 for wide rows of a cross-row kernel, chooseThreads), one CTA per row
 // or a persistent grid of 512 threads per SM when partials must be combined
 // across rows, and several rows per CTA when a width the kernel is
 // specialized for is narrow (chooseRowsPerCta). The attribute is where a

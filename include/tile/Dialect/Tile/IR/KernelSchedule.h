@@ -57,9 +57,9 @@ struct KernelSchedule {
 bool reducesAcrossRows(func::FuncOp func);
 
 /// Threads per CTA for `func` at `vectorWidth`: 256, or 512 for a kernel
-/// that reduces (over or across rows) with a specialized width of more than
-/// two vector chunks per thread at 256, so that the lowering can keep its
-/// rows in registers.
+/// that reduces across rows with a specialized width of more than two
+/// vector chunks per thread at 256, so that the lowering can keep its rows
+/// in registers.
 int64_t chooseThreads(func::FuncOp func, int64_t vectorWidth);
 
 /// Rows per CTA for `func` at `threads` and `vectorWidth`. For a kernel
