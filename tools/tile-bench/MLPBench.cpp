@@ -19,6 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchTool.h"
+
 #include "tile/Ops/TiledMLP.h"
 #include "tile/Runtime/HostFloat.h"
 
@@ -35,11 +37,6 @@ using rt::DType;
 namespace {
 constexpr int64_t kHidden = 4096, kIntermediate = 12288;
 constexpr double kMiB = 1024.0 * 1024.0;
-
-int fail(const std::string &message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
-  return 1;
-}
 
 /// Fills `buffer` with bf16 values uniform in [-scale, scale] (a random
 /// 16 MiB block, repeated): realistic bit patterns, as GEMM clocks depend

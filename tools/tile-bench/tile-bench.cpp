@@ -16,6 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchTool.h"
+
 #include "tile/Ops/Launcher.h"
 #include "tile/Ops/Ops.h"
 
@@ -30,15 +32,13 @@
 using namespace tile;
 using rt::DType;
 
-int runMLPBench(ops::Operators &ops, const std::vector<std::string> &args);
-
-namespace {
-constexpr size_t kRotateBelow = 512ull << 20; // a set this small may sit in L2
-
 int fail(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   return 1;
 }
+
+namespace {
+constexpr size_t kRotateBelow = 512ull << 20; // a set this small may sit in L2
 
 struct Result {
   std::string kernel, dtype, shape;

@@ -108,7 +108,7 @@ private:
   void emitFinalizeBody();
   /// Sums, cooperatively over the whole CTA, every cross-row reduction's
   /// partial rows at this thread's column (finalizeTotals).
-  void sumPartials(Value col, Value slice);
+  void sumPartials(Value col, Value lane, Value slice);
 
   // Helpers (KernelEmitter.cpp).
   Value index(int64_t value) {
@@ -123,6 +123,11 @@ private:
   Value blockReduce(ReductionKind kind, Value value);
   Value indexToF32(Value value);
   Value andOf(Value a, Value c);
+  /// `into[l] = into[l] ⊕ values[l]` for every lane, `into` first.
+  void combineInto(ReductionKind kind, Lanes &into, ArrayRef<Value> values);
+  /// The workspace index of column `col` of partial row `partialRow` in the
+  /// block at `base` (workspaceBase or scratchBase) of rows `width` wide.
+  Value workspaceAt(Value base, Value partialRow, Value width, Value col);
   /// Visits every column `< end` of the row: `body(base)` handles columns
   /// base .. base + lanes - 1. With a vector width, aligned rows go `lanes`
   /// columns at a time with 16-byte accesses and a scalar loop takes the

@@ -259,6 +259,20 @@ Value Emitter::andOf(Value a, Value c) {
   return arith::AndIOp::create(b, loc, a, c);
 }
 
+void Emitter::combineInto(ReductionKind kind, Lanes &into,
+                          ArrayRef<Value> values) {
+  for (auto [sum, value] : llvm::zip(into, values))
+    sum = combine(kind, sum, value);
+}
+
+Value Emitter::workspaceAt(Value base, Value partialRow, Value width,
+                           Value col) {
+  return arith::AddIOp::create(
+      b, loc, base,
+      arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, partialRow, width), col));
+}
+
 Value Emitter::indexToF32(Value value) {
   Value asInt = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), value);
   return arith::UIToFPOp::create(b, loc, b.getF32Type(), asInt);
@@ -548,7 +562,6 @@ void Emitter::prepareRowValues(Value value) {
 Value Emitter::acrossRowsTotal(ReduceOp reduce, Value col) {
   // The finalize summed the partials at this thread's column (sumPartials)
   // before any thread branched on its column.
-  (void)col;
   Value total = finalizeTotals.lookup(reduce);
   assert(total && "cross-row total read before sumPartials");
   if (reduce.getKind() == ReductionKind::Mean)

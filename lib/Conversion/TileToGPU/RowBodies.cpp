@@ -175,12 +175,9 @@ void Emitter::emitLoopedRows() {
           : arith::AddIOp::create(
                 b, loc, arith::MulIOp::create(b, loc, bid, index(perCta)),
                 rowGroup);
-  auto partialAt = [&](ReduceOp reduce, Value width, Value col) -> Value {
+  auto partialAt = [&](ReduceOp reduce, Value width, Value col) {
     Value base = (perCta == 1 ? workspaceBase : scratchBase).lookup(reduce);
-    return arith::AddIOp::create(
-        b, loc, base,
-        arith::AddIOp::create(
-            b, loc, arith::MulIOp::create(b, loc, partialRow, width), col));
+    return workspaceAt(base, partialRow, width, col);
   };
   for (ReduceOp reduce : model.acrossRowReductions) {
     Value width = widthOf(reduce);
@@ -219,8 +216,7 @@ void Emitter::emitLoopedRows() {
             }
             Value at = partialAt(sink.partialOf, width, col);
             Lanes sums = loadGroup(workspace, at);
-            for (auto [sum, value] : llvm::zip(sums, values))
-              sum = combine(sink.partialOf.getKind(), sum, value);
+            combineInto(sink.partialOf.getKind(), sums, values);
             storeGroup(sums, workspace, at);
           });
         }
@@ -236,30 +232,23 @@ void Emitter::emitLoopedRows() {
   Value firstGroup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                            rowGroup, index(0));
   emitIf(firstGroup, [&] {
+    Value groups = arith::MulIOp::create(b, loc, bid, index(perCta));
     for (ReduceOp reduce : model.acrossRowReductions) {
       Value width = widthOf(reduce);
-      Value groups = arith::MulIOp::create(b, loc, bid, index(perCta));
       columnLoop(width, [&](Value col) {
         Lanes sums;
         for (int64_t g = 0; g < perCta; ++g) {
           Value scratchRow = arith::AddIOp::create(b, loc, groups, index(g));
-          Value at = arith::AddIOp::create(
-              b, loc, scratchBase.lookup(reduce),
-              arith::AddIOp::create(
-                  b, loc, arith::MulIOp::create(b, loc, scratchRow, width),
-                  col));
-          Lanes values = loadGroup(workspace, at);
+          Lanes values =
+              loadGroup(workspace, workspaceAt(scratchBase.lookup(reduce),
+                                               scratchRow, width, col));
           if (g == 0)
             sums = values;
           else
-            for (auto [sum, value] : llvm::zip(sums, values))
-              sum = combine(reduce.getKind(), sum, value);
+            combineInto(reduce.getKind(), sums, values);
         }
-        Value at = arith::AddIOp::create(
-            b, loc, workspaceBase.lookup(reduce),
-            arith::AddIOp::create(
-                b, loc, arith::MulIOp::create(b, loc, bid, width), col));
-        storeGroup(sums, workspace, at);
+        storeGroup(sums, workspace,
+                   workspaceAt(workspaceBase.lookup(reduce), bid, width, col));
       });
     }
   });
@@ -364,19 +353,14 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
       for (ReduceOp reduce : model.acrossRowReductions)
         for (auto [chunkIndex, chunk] : llvm::enumerate(residentChunks))
           emitIf(chunk.valid, [&, &chunk = chunk, chunkIndex = chunkIndex] {
-            Value at = arith::AddIOp::create(
-                b, loc, workspaceBase.lookup(reduce),
-                arith::AddIOp::create(b, loc,
-                                      arith::MulIOp::create(b, loc, bid, width),
-                                      chunk.base));
+            Value at = workspaceAt(workspaceBase.lookup(reduce), bid, width,
+                                   chunk.base);
             size_t first = firstAcc.lookup(reduce) + chunkIndex * vector;
-            Lanes sums(partials.begin() + first,
-                       partials.begin() + first + vector);
-            if (g > 0) {
-              Lanes before = loadGroup(workspace, at);
-              for (auto [sum, earlier] : llvm::zip(sums, before))
-                sum = combine(reduce.getKind(), earlier, sum);
-            }
+            ArrayRef<Value> mine(partials.data() + first, vector);
+            // Earlier groups' sum first, then this group's.
+            Lanes sums = g == 0 ? Lanes(mine) : loadGroup(workspace, at);
+            if (g > 0)
+              combineInto(reduce.getKind(), sums, mine);
             storeGroup(sums, workspace, at);
           });
     });
@@ -389,28 +373,25 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
 // The finalize kernel
 //===----------------------------------------------------------------------===//
 
-void Emitter::sumPartials(Value col, Value slice) {
+void Emitter::sumPartials(Value col, Value lane, Value slice) {
   // Warp w adds partial rows w, w + warps, ... in order; the warps' sums
   // meet in shared memory and are added in warp order: deterministic.
   int64_t warps = schedule.threads / 32;
-  Value lane = arith::RemUIOp::create(b, loc, tid, index(32));
   for (ReduceOp reduce : model.acrossRowReductions) {
     Value width = widthOf(reduce);
     // Threads past the last column load a column that exists (or element
     // 0 of a workspace with none) and store nothing.
     Value last = arith::SubIOp::create(
         b, loc, arith::MaxUIOp::create(b, loc, width, index(1)), index(1));
-    Value at = arith::AddIOp::create(b, loc, workspaceBase.lookup(reduce),
-                                     arith::MinUIOp::create(b, loc, col, last));
+    Value column = arith::MinUIOp::create(b, loc, col, last);
     Value init = identity(reduce.getKind(), b.getF32Type());
     auto loop =
         scf::ForOp::create(b, loc, slice, ctas, index(warps), ValueRange{init});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value offset = arith::AddIOp::create(
-          b, loc, at,
-          arith::MulIOp::create(b, loc, loop.getInductionVar(), width));
+      Value offset = workspaceAt(workspaceBase.lookup(reduce),
+                                 loop.getInductionVar(), width, column);
       Value partial =
           memref::LoadOp::create(b, loc, workspace, ValueRange{offset});
       scf::YieldOp::create(
@@ -439,7 +420,7 @@ void Emitter::emitFinalizeBody() {
   Value col = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, bid, index(kFinalizeColumns)),
       lane);
-  sumPartials(col, slice);
+  sumPartials(col, lane, slice);
   Value firstWarp =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slice, index(0));
   auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
