@@ -57,32 +57,41 @@ func.func @scale_add(%x: tensor<?x?xbf16>, %y: tensor<?x?xbf16>,
 // shuffles and shared memory combine the threads, and the result is used by
 // the second pass; a cross-row reduction writes per-CTA partials and gets a
 // finalize kernel that sums them in CTA order.
+// The shared slots come in two sets of 4 reductions x 8 warps; a row's
+// exchange takes the set its parity (carried by the row loop) names, so
+// that it needs one barrier: the next row's exchange writes the other set.
 // CHECK-LABEL: gpu.func @norm_and_colsum(
-// CHECK-SAME: workgroup(%[[SH:.*]] : memref<32xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[SH:.*]] : memref<64xf32, #gpu.address_space<workgroup>>)
 // Partials zeroed first, in this CTA's own row of the workspace.
 // CHECK: scf.for
 // CHECK: memref.store %{{.*}}, %[[WS:.*]][
-// CHECK: scf.for %[[ROW:.*]] =
+// CHECK: scf.for %[[ROW:.*]] = {{.*}} iter_args(%[[PARITY:.*]] = %c0{{.*}}) -> (index)
 // CHECK: %[[SUM:.*]] = scf.for {{.*}} iter_args
 // CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: %[[SET:.*]] = arith.muli %[[PARITY]], %c32
 // CHECK: memref.store %{{.*}}, %[[SH]]
 // CHECK: gpu.barrier
 // CHECK-COUNT-8: memref.load %[[SH]]
-// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
 // CHECK: math.rsqrt
 // CHECK: scf.for
 // CHECK: memref.load %[[WS]]
 // CHECK: memref.store %{{.*}}, %[[WS]]
+// One exchange in the row: the next row starts on the other set.
+// CHECK: %[[NEXT:.*]] = arith.xori %[[PARITY]], %c1
+// CHECK: scf.yield %[[NEXT]] : index
 // The finalize: 32 columns per CTA, a warp's lanes on the columns; warp w
-// adds partial rows w, w + 8, ... and the warps' sums meet in shared
+// adds partial rows w, w + 8, ... (eight rows a step, loaded first, the
+// rows past the last not added) and the warps' sums meet in shared
 // memory, added in warp order; warp 0 stores.
 // CHECK-LABEL: gpu.func @norm_and_colsum_finalize(
 // CHECK-SAME: workgroup(%[[FSH:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
 // CHECK: gpu.block_id x
 // CHECK: %[[WARP:.*]] = arith.divui %{{.*}}, %c32
-// CHECK: scf.for %{{.*}} = %[[WARP]] to %{{.*}} step %c8{{.*}} iter_args
-// CHECK: memref.load
+// CHECK: scf.for %{{.*}} = %[[WARP]] to %{{.*}} step %c64{{.*}} iter_args
+// CHECK-COUNT-8: memref.load
 // CHECK: arith.addf
+// CHECK-COUNT-7: arith.select
 // CHECK: memref.store %{{.*}}, %[[FSH]]
 // CHECK: gpu.barrier
 // CHECK-COUNT-8: memref.load %[[FSH]]

@@ -4,18 +4,24 @@
 // (512 f32 columns: 128 chunks of 4; four rows of 64 threads per CTA, two
 // chunks each); the row reduction and the output reuse those values; the
 // cross-row partials ride the row loop in registers and reach the
-// workspace once per CTA, the groups added in order. Misaligned buffers
-// take the looped body instead.
+// workspace once per CTA, the groups added in order. The grid is
+// persistent, so the loads are pipelined: the first row's before the row
+// loop, and each row's loads of the next row come before its math, carried
+// to the next iteration. Misaligned buffers take the looped body instead.
 // RUN: tile-opt %s -tile-schedule -convert-tile-to-gpu | FileCheck %s
 //
 // CHECK-LABEL: gpu.func @norm_and_colsum(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>, nvvm.minctasm = 2 : i32
 // CHECK: scf.if %[[ALIGNED:.*]] {
-// CHECK: %[[PARTIALS:.*]]:8 = scf.for %{{.*}} iter_args(
+// CHECK: %[[FIRST0:.*]] = vector.load %[[X:arg0]][
+// CHECK: %[[FIRST1:.*]] = vector.load %[[X]][
+// CHECK: %[[PARTIALS:.*]]:11 = scf.for %{{.*}} iter_args({{.*}}, %[[CUR0:.*]] = %[[FIRST0]], %[[CUR1:.*]] = %[[FIRST1]], %[[PARITY:.*]] = %c0{{.*}})
 // CHECK-NOT: scf.for
-// CHECK: vector.load %[[X:arg0]][
+// CHECK: %[[NEXT0:.*]] = vector.load %[[X]][
 // CHECK-NOT: scf.for
-// CHECK: vector.load %[[X]][
+// CHECK: %[[NEXT1:.*]] = vector.load %[[X]][
+// CHECK-NOT: vector.load
+// CHECK: vector.extract %[[CUR0]][0]
 // CHECK-NOT: vector.load
 // CHECK-NOT: scf.for
 // CHECK: gpu.shuffle xor
@@ -28,7 +34,8 @@
 // CHECK-NOT: vector.load
 // CHECK-NOT: scf.for
 // CHECK: vector.store %{{.*}}, %arg1[
-// CHECK: scf.yield
+// CHECK: %[[NEXTPARITY:.*]] = arith.xori %[[PARITY]]
+// CHECK: scf.yield {{.*}}, %[[NEXT0]], %[[NEXT1]], %[[NEXTPARITY]] :
 // Group 0 stores its partials, then each next group adds its own.
 // CHECK: vector.store %{{.*}}, %[[WS:arg6]][
 // CHECK: vector.store %{{.*}}, %[[WS]][

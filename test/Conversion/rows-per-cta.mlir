@@ -14,16 +14,20 @@
 // CHECK: %[[GROUP:.*]] = arith.divui %[[TID]], %[[C64]]
 // The group's own row of partials is zeroed first.
 // CHECK: scf.for %{{.*}} = %[[MEMBER]] to %{{.*}} step %[[C64]]
-// CHECK: scf.for %[[BLOCK:.*]] = %{{.*}} to %[[ROWS:.*]] step %{{.*}} {
+// CHECK: scf.for %[[BLOCK:.*]] = %{{.*}} to %[[ROWS:.*]] step %{{.*}} iter_args(%[[PARITY:.*]] = %c0{{.*}}) -> (index) {
 // CHECK: %[[MINE:.*]] = arith.addi %[[BLOCK]], %[[GROUP]]
 // CHECK: %[[VALID:.*]] = arith.cmpi ult, %[[MINE]], %[[ROWS]]
 // CHECK: arith.minui %[[MINE]]
 // CHECK: scf.for %{{.*}} = %[[MEMBER]] to %{{.*}} step %[[C64]]
-// Two warps per group: this group's two slots of shared memory.
+// Two warps per group: this group's two slots of shared memory, in the set
+// of the row's parity.
 // CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: %[[SET:.*]] = arith.muli %[[PARITY]], %c32
 // CHECK: gpu.barrier
-// CHECK-COUNT-2: memref.load %{{.*}}[%{{.*}}] : memref<32xf32, #gpu.address_space<workgroup>>
-// CHECK: gpu.barrier
+// CHECK: %[[GROUPWARPS:.*]] = arith.muli %[[GROUP]], %c2
+// CHECK: %[[SLOTS:.*]] = arith.addi %[[SET]], %[[GROUPWARPS]]
+// CHECK-COUNT-2: memref.load %{{.*}}[%{{.*}}] : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: gpu.barrier
 // CHECK: scf.if %[[VALID]] {
 // CHECK: memref.store
 // After the last row: group 0 adds the four scratch rows in order.

@@ -22,7 +22,7 @@
 // CHECK-NEXT: "kernels": [
 // CHECK: "grid": "min(rows, 264)",
 // CHECK-NEXT: "name": "rms_norm_bwd",
-// CHECK-NEXT: "static_shared_bytes": 128
+// CHECK-NEXT: "static_shared_bytes": 256
 // CHECK: "after": "rms_norm_bwd",
 // CHECK-NEXT: "block": 256,
 // CHECK-NEXT: "grid": "ceildiv(w4, 32)",

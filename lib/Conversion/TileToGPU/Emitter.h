@@ -32,6 +32,11 @@ inline Type elementTypeOf(Value value) { return getElementTypeOrSelf(value); }
 /// 128 registers per thread.
 constexpr int64_t kMaxResidentChunks = 4;
 
+/// A persistent resident body loads the next row while it works on this
+/// one when each thread has at most this many chunks (the loads take
+/// registers; see emitResidentRows).
+constexpr int64_t kMaxPipelinedChunks = 2;
+
 class Emitter {
 public:
   Emitter(const KernelModel &model, const Schedule &schedule, Mode mode,
@@ -56,6 +61,12 @@ private:
   /// The value at one column (scalar loops and the finalize).
   Value elementAt(Value value, Value col) { return group(value, col)[0]; }
   Lanes loadGroup(Value buffer, Value at);
+  /// One 16-byte load of `lanes` elements, and its lanes.
+  Value loadVector(Value buffer, Value at);
+  Lanes extractLanes(Value vector);
+  /// The input arguments `value` reads at the columns it is evaluated at
+  /// (through elementwise ops, casts and broadcasts), by argument number.
+  SmallVector<BlockArgument> inputsAtColumn(Value value);
   /// Loads, at columns base.., every input argument that `value` reads at
   /// those same columns, before any of the chunk's math.
   void prefetch(Value value, Value base);
@@ -63,7 +74,11 @@ private:
   void prepareRowValues(Value value);
   Value emitScalarOp(Operation *op, ArrayRef<Value> operands);
   Value convert(Value value, Type to);
+  /// Reduces `reduce` over the row, together with every other row
+  /// reduction whose inputs are ready (one exchange), and memoizes them.
   Value reduceRow(ReduceOp reduce);
+  /// Whether every row reduction `value` depends on is already reduced.
+  bool inputsReduced(Value value);
   /// A thread's fold of `input` over its columns of the row.
   Value foldLooped(ReduceOp reduce);
   Value foldResident(ReduceOp reduce);
@@ -100,7 +115,8 @@ private:
   void emitLoopedRows();
   void emitResidentRows(const ResidentPlan &plan);
   /// The first row of the row loop, its step, and (several rows per CTA)
-  /// this group's row and whether it exists.
+  /// this group's row and whether it exists. The loop carries `inits` and,
+  /// last, rowParity; its body must yield finishRow() last.
   scf::ForOp createRowLoop(ValueRange inits);
   /// Runs `body` only where `condition` (null: always) holds.
   void emitIf(Value condition, function_ref<void()> body);
@@ -120,7 +136,13 @@ private:
   }
   Value identity(ReductionKind kind, Type type);
   Value combine(ReductionKind kind, Value a, Value c);
-  Value blockReduce(ReductionKind kind, Value value);
+  /// Reduces each thread's values over the row's group of threads: one
+  /// exchange through shared memory for all of them.
+  SmallVector<Value> blockReduce(ArrayRef<ReductionKind> kinds,
+                                 SmallVector<Value> values);
+  /// Ends a row of the row loop: the parity the next row starts its
+  /// exchanges with, for the loop to carry.
+  Value finishRow();
   Value indexToF32(Value value);
   Value andOf(Value a, Value c);
   /// `into[l] = into[l] ⊕ values[l]` for every lane, `into` first.
@@ -170,6 +192,11 @@ private:
   DenseMap<Value, Value> rowMemo;
   DenseMap<std::pair<Value, Value>, Lanes> elementMemo;
   Value row;
+  /// The set of shared slots (0 or 1) of the row's first exchange, carried
+  /// by the row loop, and the row's exchanges so far (blockReduce): each
+  /// exchange takes the other set than the one before, across rows too.
+  Value rowParity;
+  int64_t exchangesInRow = 0;
   /// Lanes of the loop being emitted: 1, or the schedule's vector width.
   int64_t lanes = 1;
   /// Uniform i1: every buffer and offset allows vector accesses.

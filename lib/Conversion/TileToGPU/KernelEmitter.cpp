@@ -68,9 +68,10 @@ void Emitter::createKernel() {
   if (mode == Mode::Finalize)
     name += "_finalize";
   b.setInsertionPointToEnd(module.getBody());
-  // The row kernel exchanges one value per warp; the finalize one per
-  // thread (its warps' sums of the partial rows).
-  int64_t sharedFloats = mode == Mode::Rows ? 32 : schedule.threads;
+  // The row kernel exchanges values per warp (rowSharedFloats); the
+  // finalize one per thread (its warps' sums of the partial rows).
+  int64_t sharedFloats =
+      mode == Mode::Rows ? rowSharedFloats(schedule.threads) : schedule.threads;
   auto sharedType = MemRefType::get(
       {sharedFloats}, b.getF32Type(), MemRefLayoutAttrInterface(),
       gpu::AddressSpaceAttr::get(b.getContext(),
@@ -329,16 +330,29 @@ Value Emitter::combine(ReductionKind kind, Value a, Value c) {
   }
 }
 
-Value Emitter::blockReduce(ReductionKind kind, Value value) {
+SmallVector<Value> Emitter::blockReduce(ArrayRef<ReductionKind> kinds,
+                                        SmallVector<Value> values) {
   // Within each warp by shuffles, then across warps through shared memory,
-  // read back by every thread in the same order: the result is uniform and
-  // the same on every run.
-  for (int32_t offset = 16; offset >= 1; offset /= 2) {
-    Value other =
-        gpu::ShuffleOp::create(b, loc, value, offset, 32, gpu::ShuffleMode::XOR)
-            .getShuffleResult();
-    value = combine(kind, value, other);
-  }
+  // read back by every thread in the same order: the results are uniform
+  // and the same on every run. Consecutive exchanges alternate between two
+  // sets of slots, so one barrier suffices: a thread writes a set again
+  // only after the barrier of the exchange in between, which every thread
+  // reaches after reading that set.
+  assert(values.size() <= static_cast<size_t>(kMaxFusedReductions));
+  assert(rowParity && "an exchange outside the row loop");
+  for (int32_t offset = 16; offset >= 1; offset /= 2)
+    for (auto [kind, value] : llvm::zip(kinds, values)) {
+      Value other = gpu::ShuffleOp::create(b, loc, value, offset, 32,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      value = combine(kind, value, other);
+    }
+  int64_t ctaWarps = schedule.threads / 32;
+  Value parity = exchangesInRow++ % 2 == 0
+                     ? rowParity
+                     : arith::XOrIOp::create(b, loc, rowParity, index(1));
+  Value set = arith::MulIOp::create(b, loc, parity,
+                                    index(kMaxFusedReductions * ctaWarps));
   Value lane = arith::RemUIOp::create(b, loc, tid, index(32));
   Value warp = arith::DivUIOp::create(b, loc, tid, index(32));
   Value first =
@@ -347,26 +361,47 @@ Value Emitter::blockReduce(ReductionKind kind, Value value) {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(store.thenBlock());
-    memref::StoreOp::create(b, loc, value, shared, ValueRange{warp});
+    for (auto [j, value] : llvm::enumerate(values)) {
+      Value at = arith::AddIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, set, warp),
+          index(static_cast<int64_t>(j) * ctaWarps));
+      memref::StoreOp::create(b, loc, value, shared, ValueRange{at});
+    }
   }
   gpu::BarrierOp::create(b, loc);
   // The warps of this row's group: all of them with one row per CTA.
-  int64_t warps = schedule.threads / schedule.rowsPerCta / 32;
-  auto slot = [&](int64_t w) -> Value {
-    if (schedule.rowsPerCta == 1)
-      return index(w);
-    return arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, rowGroup, index(warps)),
-        index(w));
-  };
-  Value total = memref::LoadOp::create(b, loc, shared, ValueRange{slot(0)});
-  for (int64_t w = 1; w < warps; ++w)
-    total =
-        combine(kind, total,
-                memref::LoadOp::create(b, loc, shared, ValueRange{slot(w)}));
-  // The next reduction may overwrite the slots only once all have read.
-  gpu::BarrierOp::create(b, loc);
-  return total;
+  int64_t warps = ctaWarps / schedule.rowsPerCta;
+  Value groupWarps =
+      schedule.rowsPerCta == 1
+          ? set
+          : arith::AddIOp::create(
+                b, loc, set,
+                arith::MulIOp::create(b, loc, rowGroup, index(warps)));
+  SmallVector<Value> totals;
+  for (auto [j, kind] : llvm::enumerate(kinds)) {
+    auto slot = [&, j = j](int64_t w) -> Value {
+      return arith::AddIOp::create(
+          b, loc, groupWarps, index(static_cast<int64_t>(j) * ctaWarps + w));
+    };
+    Value total = memref::LoadOp::create(b, loc, shared, ValueRange{slot(0)});
+    for (int64_t w = 1; w < warps; ++w)
+      total =
+          combine(kind, total,
+                  memref::LoadOp::create(b, loc, shared, ValueRange{slot(w)}));
+    totals.push_back(total);
+  }
+  return totals;
+}
+
+Value Emitter::finishRow() {
+  // After an odd count the next row starts on the other set. (With an even
+  // count the parity stays 0, and the set offsets fold to constants.)
+  Value next = exchangesInRow % 2 == 0
+                   ? rowParity
+                   : arith::XOrIOp::create(b, loc, rowParity, index(1));
+  exchangesInRow = 0;
+  rowParity = Value();
+  return next;
 }
 
 void Emitter::stridedLoop(Value start, Value end, Value stride,
@@ -447,17 +482,57 @@ Value Emitter::computeAlignment() {
   return ok;
 }
 
+bool Emitter::inputsReduced(Value value) {
+  SmallVector<Value> worklist{value};
+  llvm::DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value next = worklist.pop_back_val();
+    if (!seen.insert(next).second || !isTensor(next) || rowMemo.count(next))
+      continue;
+    Operation *def = next.getDefiningOp();
+    if (!def)
+      continue;
+    if (isa<ReduceOp>(def) && model.kindOf(next) == ValueKind::RowValue)
+      return false;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return true;
+}
+
 Value Emitter::reduceRow(ReduceOp reduce) {
+  // Every row reduction whose inputs are ready joins this one, so that
+  // independent reductions (RMSNorm's backward has two) share one exchange.
   prepareRowValues(reduce.getInput());
-  Value acc =
-      residentChunks.empty() ? foldLooped(reduce) : foldResident(reduce);
-  Value total = blockReduce(reduce.getKind(), acc);
-  if (reduce.getKind() == ReductionKind::Mean)
-    total = arith::DivFOp::create(b, loc, total,
-                                  indexToF32(widthOf(reduce.getInput())));
-  if (Value init = reduce.getInit())
-    total = combine(reduce.getKind(), rowValue(init), total);
-  return total;
+  // A joining reduction's init must be ready too, so that no init reads a
+  // reduction of the same exchange before it is complete.
+  SmallVector<ReduceOp> together{reduce};
+  for (ReduceOp other : model.rowReductions)
+    if (static_cast<int64_t>(together.size()) < kMaxFusedReductions &&
+        other != reduce && !rowMemo.count(other.getResult()) &&
+        inputsReduced(other.getInput()) &&
+        (!other.getInit() || inputsReduced(other.getInit())))
+      together.push_back(other);
+  SmallVector<ReductionKind> kinds;
+  SmallVector<Value> folds;
+  for (ReduceOp member : together) {
+    prepareRowValues(member.getInput());
+    kinds.push_back(member.getKind());
+    folds.push_back(residentChunks.empty() ? foldLooped(member)
+                                           : foldResident(member));
+  }
+  SmallVector<Value> totals = blockReduce(kinds, std::move(folds));
+  // `reduce` last: its init may read the others.
+  for (size_t i = together.size(); i-- > 0;) {
+    ReduceOp member = together[i];
+    Value total = totals[i];
+    if (member.getKind() == ReductionKind::Mean)
+      total = arith::DivFOp::create(b, loc, total,
+                                    indexToF32(widthOf(member.getInput())));
+    if (Value init = member.getInit())
+      total = combine(member.getKind(), rowValue(init), total);
+    rowMemo[member.getResult()] = total;
+  }
+  return rowMemo.lookup(reduce.getResult());
 }
 
 Value Emitter::foldLooped(ReduceOp reduce) {
@@ -571,14 +646,10 @@ Value Emitter::acrossRowsTotal(ReduceOp reduce, Value col) {
   return total;
 }
 
-void Emitter::prefetch(Value value, Value base) {
-  // Evaluated lazily, a chunk issues its second load only after the math
-  // on its first: one load in flight per thread, and the warps stall on
-  // memory latency (ncu: SwiGLU's forward at 0.63 of DRAM bandwidth). All
-  // loads first keeps every load of the chunk in flight together. Only
-  // inputs read at `base` itself are fetched (through elementwise ops,
-  // casts and broadcasts); slices, pads and concats shift or guard the
-  // column and load where they are evaluated.
+SmallVector<BlockArgument> Emitter::inputsAtColumn(Value value) {
+  // Only inputs read at the column itself (through elementwise ops, casts
+  // and broadcasts); slices, pads and concats shift or guard the column and
+  // load where they are evaluated.
   SmallVector<Value> worklist{value};
   llvm::DenseSet<Value> seen;
   SmallVector<BlockArgument> inputs;
@@ -602,17 +673,32 @@ void Emitter::prefetch(Value value, Value base) {
   llvm::sort(inputs, [](BlockArgument x, BlockArgument y) {
     return x.getArgNumber() < y.getArgNumber();
   });
-  for (BlockArgument input : inputs)
+  return inputs;
+}
+
+void Emitter::prefetch(Value value, Value base) {
+  // Evaluated lazily, a chunk issues its second load only after the math
+  // on its first: one load in flight per thread, and the warps stall on
+  // memory latency (ncu: SwiGLU's forward at 0.63 of DRAM bandwidth). All
+  // loads first keeps every load of the chunk in flight together.
+  for (BlockArgument input : inputsAtColumn(value))
     (void)group(input, base);
 }
 
 Lanes Emitter::loadGroup(Value buffer, Value at) {
   if (lanes == 1)
     return {memref::LoadOp::create(b, loc, buffer, ValueRange{at})};
+  return extractLanes(loadVector(buffer, at));
+}
+
+Value Emitter::loadVector(Value buffer, Value at) {
   Type element = cast<MemRefType>(buffer.getType()).getElementType();
-  Value vector = vector::LoadOp::create(
-      b, loc, VectorType::get({lanes}, element), buffer, ValueRange{at},
-      /*nontemporal=*/false, llvm::MaybeAlign(16));
+  return vector::LoadOp::create(b, loc, VectorType::get({lanes}, element),
+                                buffer, ValueRange{at},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+}
+
+Lanes Emitter::extractLanes(Value vector) {
   Lanes values;
   for (int64_t l = 0; l < lanes; ++l)
     values.push_back(vector::ExtractOp::create(b, loc, vector, l));

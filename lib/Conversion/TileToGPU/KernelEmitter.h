@@ -31,6 +31,21 @@ struct Schedule {
   int64_t rowsPerCta = 1;
 };
 
+/// Row reductions whose inputs are ready together share one exchange
+/// through shared memory (one barrier for all of them), up to this many.
+constexpr int64_t kMaxFusedReductions = 4;
+
+/// The row kernel's shared memory, in floats: a slot per warp per fused
+/// reduction, twice, so that consecutive exchanges alternate between the
+/// two sets and each needs one barrier instead of two.
+inline int64_t rowSharedFloats(int64_t threads) {
+  return 2 * kMaxFusedReductions * (threads / 32);
+}
+
+/// Partial rows a finalize thread loads before it adds them (in order):
+/// the loads of a warp's rows are in flight together.
+constexpr int64_t kFinalizeUnroll = 8;
+
 /// Columns one finalize CTA sums (its grid is ceildiv(width, this)); its
 /// warps split the partial rows.
 constexpr int64_t kFinalizeColumns = 32;

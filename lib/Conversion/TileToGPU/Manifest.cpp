@@ -254,10 +254,11 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
   std::string ctas = schedule.ctas ? "min(" + blocks + ", " +
                                          std::to_string(schedule.ctas) + ")"
                                    : blocks;
-  kernels.push_back(llvm::json::Object{{"name", func.getSymName()},
-                                       {"grid", ctas},
-                                       {"block", schedule.threads},
-                                       {"static_shared_bytes", 128}});
+  kernels.push_back(llvm::json::Object{
+      {"name", func.getSymName()},
+      {"grid", ctas},
+      {"block", schedule.threads},
+      {"static_shared_bytes", 4 * rowSharedFloats(schedule.threads)}});
   std::string columns;
   for (Value result : returnOp.getOperands()) {
     ValueKind kind = model->kindOf(result);

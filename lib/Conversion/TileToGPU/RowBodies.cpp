@@ -11,14 +11,15 @@
 //    all its loads of a row are issued together, every pass over the row
 //    reuses them (RMSNorm's backward reads x once, not three times), and a
 //    cross-row partial stays in registers across rows and is written once
-//    per CTA.
+//    per CTA. On a persistent grid the loads run one row ahead.
 //
 // The resident body needs 16-byte aligned buffers; the kernel tests that
 // once and otherwise takes the looped body, scalar throughout. Both bodies
 // add the same values in the same order: the results are the same bits.
 //
 // The finalize sums the CTAs' partial rows of each cross-row reduction:
-// a CTA takes kFinalizeColumns columns and its warps split the rows.
+// a CTA takes kFinalizeColumns columns and its warps split the rows,
+// kFinalizeUnroll rows a step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -126,9 +128,12 @@ scf::ForOp Emitter::createRowLoop(ValueRange inits) {
       perCta == 1 ? bid : arith::MulIOp::create(b, loc, bid, index(perCta));
   Value step =
       perCta == 1 ? grid : arith::MulIOp::create(b, loc, grid, index(perCta));
-  auto rowLoop = scf::ForOp::create(b, loc, start, rows, step, inits);
+  SmallVector<Value> carried(inits);
+  carried.push_back(index(0));
+  auto rowLoop = scf::ForOp::create(b, loc, start, rows, step, carried);
   b.setInsertionPointToStart(rowLoop.getBody());
   row = rowLoop.getInductionVar();
+  rowParity = rowLoop.getRegionIterArgs().back();
   if (perCta > 1) {
     Value mine = arith::AddIOp::create(b, loc, row, rowGroup);
     rowValid =
@@ -137,6 +142,7 @@ scf::ForOp Emitter::createRowLoop(ValueRange inits) {
     row = arith::MinUIOp::create(b, loc, mine, last);
   }
   rowMemo.clear();
+  exchangesInRow = 0;
   return rowLoop;
 }
 
@@ -223,6 +229,7 @@ void Emitter::emitLoopedRows() {
       });
     }
     storeRowOutputs();
+    scf::YieldOp::create(b, loc, finishRow());
   }
   if (perCta == 1 || model.acrossRowReductions.empty())
     return;
@@ -285,25 +292,89 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
                  identity(reduce.getKind(), b.getF32Type()));
   }
 
+  SmallVector<Sink> sinks;
+  for (SinkGroup &group : sinkGroups)
+    llvm::append_range(sinks, group.sinks);
+
+  // A persistent CTA walks many rows: it issues the next row's loads
+  // before this row's math and exchanges, so that they overlap (ncu: the
+  // unpipelined RMSNorm backward kept 0.9 eligible warps per scheduler and
+  // 63 % of DRAM bandwidth). The carried loads take registers: with more
+  // than kMaxPipelinedChunks chunks, ptxas spilled (RMSNorm's backward at
+  // 16384 columns, 512 threads: 400 bytes).
+  bool pipelined = model.hasAcrossRows() && plan.chunks <= kMaxPipelinedChunks;
+
+  // The inputs a chunk reads at its own columns. Pipelined, the column
+  // inputs (weights), the same on every row, are loaded once, here, and
+  // the row inputs one row ahead; otherwise both at the top of each row.
   auto savedElements = elementMemo;
   auto savedRows = rowMemo;
+  lanes = vector;
+  struct ChunkLoad {
+    BlockArgument input;
+    const Chunk *chunk;
+  };
+  SmallVector<ChunkLoad> rowLoads, columnLoads;
+  for (const Chunk &chunk : residentChunks) {
+    llvm::SetVector<BlockArgument> inputs;
+    for (Sink &sink : sinks)
+      for (BlockArgument input : inputsAtColumn(sink.value))
+        inputs.insert(input);
+    for (ReduceOp reduce : model.rowReductions)
+      for (BlockArgument input : inputsAtColumn(reduce.getInput()))
+        inputs.insert(input);
+    for (BlockArgument input : inputs)
+      (model.kindOf(input) == ValueKind::Element ? rowLoads : columnLoads)
+          .push_back({input, &chunk});
+  }
+  if (pipelined)
+    for (const ChunkLoad &load : columnLoads)
+      (void)group(load.input, load.chunk->base);
+  // The last row's next row is clamped to the tensor's last row, loaded and
+  // not used.
+  auto loadRow = [&](Value rowIndex) {
+    SmallVector<Value> vectors;
+    for (const ChunkLoad &load : rowLoads) {
+      Value at = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, rowIndex, widthOf(load.input)),
+          load.chunk->base);
+      vectors.push_back(loadVector(pointers.lookup(load.input), at));
+    }
+    return vectors;
+  };
+  int64_t perCta = schedule.rowsPerCta;
+  Value lastRow = arith::SubIOp::create(b, loc, rows, index(1));
+  auto groupRow = [&](Value blockStart) -> Value {
+    if (perCta == 1)
+      return arith::MinUIOp::create(b, loc, blockStart, lastRow);
+    return arith::MinUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, blockStart, rowGroup), lastRow);
+  };
+  size_t accCount = inits.size();
+  if (pipelined) {
+    Value firstBlock =
+        perCta == 1 ? bid : arith::MulIOp::create(b, loc, bid, index(perCta));
+    llvm::append_range(inits, loadRow(groupRow(firstBlock)));
+  }
+
   SmallVector<Value> partials;
   {
     OpBuilder::InsertionGuard guard(b);
     scf::ForOp rowLoop = createRowLoop(inits);
-    SmallVector<Value> accs(rowLoop.getRegionIterArgs());
-    lanes = vector;
-    // Every load of the row before any math.
-    for (const Chunk &chunk : residentChunks) {
-      for (SinkGroup &group : sinkGroups)
-        for (Sink &sink : group.sinks)
-          prefetch(sink.value, chunk.base);
-      for (ReduceOp reduce : model.rowReductions)
-        prefetch(reduce.getInput(), chunk.base);
+    ValueRange iterArgs = rowLoop.getRegionIterArgs();
+    SmallVector<Value> accs(iterArgs.take_front(accCount));
+    SmallVector<Value> nextLoads;
+    if (pipelined) {
+      Value nextBlock = arith::AddIOp::create(b, loc, rowLoop.getInductionVar(),
+                                              rowLoop.getStep());
+      nextLoads = loadRow(groupRow(nextBlock));
+      for (auto [load, vector] :
+           llvm::zip(rowLoads, iterArgs.slice(accCount, rowLoads.size())))
+        elementMemo[{load.input, load.chunk->base}] = extractLanes(vector);
     }
-    SmallVector<Sink> sinks;
-    for (SinkGroup &group : sinkGroups)
-      llvm::append_range(sinks, group.sinks);
+    // Every load of the row before any math (those not carried).
+    for (const ChunkLoad &load : llvm::concat<ChunkLoad>(columnLoads, rowLoads))
+      (void)group(load.input, load.chunk->base);
     for (Sink &sink : sinks)
       prepareRowValues(sink.value);
     // Every value first, then the stores (outputs may alias inputs).
@@ -333,10 +404,11 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
       }
     }
     storeRowOutputs();
-    // Without partials the loop has its (empty) terminator already.
-    if (!accs.empty())
-      scf::YieldOp::create(b, loc, accs);
-    partials.assign(rowLoop.getResults().begin(), rowLoop.getResults().end());
+    llvm::append_range(accs, nextLoads);
+    accs.push_back(finishRow());
+    scf::YieldOp::create(b, loc, accs);
+    partials.assign(rowLoop.getResults().begin(),
+                    rowLoop.getResults().begin() + accCount);
   }
   elementMemo = std::move(savedElements);
   rowMemo = std::move(savedRows);
@@ -384,18 +456,35 @@ void Emitter::sumPartials(Value col, Value lane, Value slice) {
     Value last = arith::SubIOp::create(
         b, loc, arith::MaxUIOp::create(b, loc, width, index(1)), index(1));
     Value column = arith::MinUIOp::create(b, loc, col, last);
+    // kFinalizeUnroll rows a step: their loads first (rows past the last
+    // load the last and are not added), then the sums in row order.
     Value init = identity(reduce.getKind(), b.getF32Type());
-    auto loop =
-        scf::ForOp::create(b, loc, slice, ctas, index(warps), ValueRange{init});
+    Value lastRow = arith::SubIOp::create(b, loc, ctas, index(1));
+    auto loop = scf::ForOp::create(
+        b, loc, slice, ctas, index(warps * kFinalizeUnroll), ValueRange{init});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value offset = workspaceAt(workspaceBase.lookup(reduce),
-                                 loop.getInductionVar(), width, column);
-      Value partial =
-          memref::LoadOp::create(b, loc, workspace, ValueRange{offset});
-      scf::YieldOp::create(
-          b, loc, combine(reduce.getKind(), loop.getRegionIterArg(0), partial));
+      SmallVector<std::pair<Value, Value>> loaded; // exists, partial
+      for (int64_t u = 0; u < kFinalizeUnroll; ++u) {
+        Value partialRow = arith::AddIOp::create(b, loc, loop.getInductionVar(),
+                                                 index(u * warps));
+        Value exists = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             partialRow, ctas);
+        partialRow = arith::MinUIOp::create(b, loc, partialRow, lastRow);
+        Value offset = workspaceAt(workspaceBase.lookup(reduce), partialRow,
+                                   width, column);
+        loaded.push_back(
+            {u == 0 ? Value() : exists,
+             memref::LoadOp::create(b, loc, workspace, ValueRange{offset})});
+      }
+      Value sum = loop.getRegionIterArg(0);
+      for (auto [exists, partial] : loaded) {
+        Value added = combine(reduce.getKind(), sum, partial);
+        sum = exists ? arith::SelectOp::create(b, loc, exists, added, sum)
+                     : added;
+      }
+      scf::YieldOp::create(b, loc, sum);
     }
     memref::StoreOp::create(b, loc, loop.getResult(0), shared, ValueRange{tid});
     gpu::BarrierOp::create(b, loc);
