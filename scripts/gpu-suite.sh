@@ -77,6 +77,8 @@ run)
   suite
   # Several rows per CTA (groups of warps sharing a CTA): the quick shapes.
   suite --quick --rows-per-cta=4
+  # Few persistent CTAs, each walking many rows (row kernels persistent too).
+  suite --quick --ctas=2
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ -x "$sanitizer" ]; then
     for tool in memcheck racecheck; do
@@ -84,6 +86,8 @@ run)
         "$bundle/tile-gpu-tests" --small
       step "compute-sanitizer $tool, 4 rows per CTA" "$sanitizer" --tool "$tool" \
         --error-exitcode 1 "$bundle/tile-gpu-tests" --small --rows-per-cta=4
+      step "compute-sanitizer $tool, 2 persistent CTAs" "$sanitizer" --tool "$tool" \
+        --error-exitcode 1 "$bundle/tile-gpu-tests" --small --ctas=2
     done
   else
     echo "compute-sanitizer not found: memcheck and racecheck skipped"

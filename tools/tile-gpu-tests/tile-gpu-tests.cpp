@@ -9,7 +9,7 @@
 // SwiGLU MLP (MLPTests.cpp).
 // Ends with "N passed, N failed"; exit status 1 if anything failed.
 //
-//   tile-gpu-tests [--quick | --small] [--rows-per-cta=N]
+//   tile-gpu-tests [--quick | --small] [--rows-per-cta=N] [--ctas=N]
 //     --quick: rows {1, 7, 13} only
 //     --small: one small case per operator and dtype (for compute-sanitizer)
 //
@@ -201,7 +201,7 @@ void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
 
 int main(int argc, char **argv) {
   bool quick = false, small = false;
-  int64_t rowsPerCta = 0;
+  int64_t rowsPerCta = 0, ctas = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--quick")
@@ -210,21 +210,28 @@ int main(int argc, char **argv) {
       small = true;
     else if (arg.rfind("--rows-per-cta=", 0) == 0)
       rowsPerCta = std::atoll(arg.c_str() + 15);
+    else if (arg.rfind("--ctas=", 0) == 0)
+      // Few persistent CTAs: each walks many rows (pipelined loads, the
+      // exchanges' alternating slots across rows), and row-reducing
+      // kernels are persistent too.
+      ctas = std::atoll(arg.c_str() + 7);
     else {
       std::fprintf(stderr, "error: unknown option %s\n", arg.c_str());
       return 2;
     }
   }
-  auto ops = ops::Operators::create(0, "", {0, rowsPerCta, 0});
+  auto ops = ops::Operators::create(0, "", {0, rowsPerCta, ctas});
   if (!ops) {
     std::fprintf(stderr, "error: %s\n", ops.message().c_str());
     return 1;
   }
-  std::printf(
-      "device: %s (%s)%s\n", (*ops)->device().name().c_str(),
-      (*ops)->device().chip().c_str(),
-      rowsPerCta ? (", " + std::to_string(rowsPerCta) + " rows per CTA").c_str()
-                 : "");
+  std::printf("device: %s (%s)%s\n", (*ops)->device().name().c_str(),
+              (*ops)->device().chip().c_str(),
+              (std::string(rowsPerCta ? ", " + std::to_string(rowsPerCta) +
+                                            " rows per CTA"
+                                      : "") +
+               (ctas ? ", " + std::to_string(ctas) + " persistent CTAs" : ""))
+                  .c_str());
   Suite suite{**ops};
   // Argument errors reach the caller as messages, on the GPU path too.
   Tensor odd = suite.make({7, 13}, DType::BF16, true);

@@ -45,7 +45,8 @@ struct CompileOptions {
   int64_t threads = 0;
   int64_t rowsPerCta = 0;
   /// Override the CTA count of persistent grids (kernels that reduce
-  /// across rows; 0: the schedule's).
+  /// across rows), and make kernels with row reductions persistent too (0:
+  /// the schedule's).
   int64_t persistentCtas = 0;
   /// Widths to specialize for, by tensor argument index, of every kernel
   /// (forward and derived backward share their leading arguments): the

@@ -38,7 +38,8 @@ Status checkSiluAndMulInput(const TensorView &x);
 struct ScheduleOverrides {
   int64_t threads = 0;
   int64_t rowsPerCta = 0;
-  /// The CTA count of persistent grids.
+  /// The CTA count of persistent grids; kernels with row reductions then
+  /// take one too (see jit::CompileOptions::persistentCtas).
   int64_t persistentCtas = 0;
 };
 

@@ -17,6 +17,9 @@
 #define TILE_LIB_CONVERSION_TILETOGPU_KERNELEMITTER_H
 
 #include "KernelModel.h"
+#include "tile/Dialect/Tile/IR/KernelSchedule.h"
+
+#include <algorithm>
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -29,6 +32,16 @@ struct Schedule {
   int64_t vectorWidth = 1;
   /// Rows a CTA works on at once, each by threads / rowsPerCta threads.
   int64_t rowsPerCta = 1;
+  /// CTAs of a persistent grid (each walks many rows); 0 for a CTA per row
+  /// block.
+  int64_t ctas = 0;
+
+  /// The CTAs per SM a persistent grid assumes (.minnctapersm), at most
+  /// what 2048 threads per SM allow.
+  int64_t persistentCtasPerSm() const {
+    int64_t perSm = (ctas + KernelSchedule::kSms - 1) / KernelSchedule::kSms;
+    return std::clamp<int64_t>(perSm, 1, 2048 / threads);
+  }
 };
 
 /// Row reductions whose inputs are ready together share one exchange

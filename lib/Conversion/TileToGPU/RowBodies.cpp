@@ -302,7 +302,7 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
   // 63 % of DRAM bandwidth). The carried loads take registers: with more
   // than kMaxPipelinedChunks chunks, ptxas spilled (RMSNorm's backward at
   // 16384 columns, 512 threads: 400 bytes).
-  bool pipelined = model.hasAcrossRows() && plan.chunks <= kMaxPipelinedChunks;
+  bool pipelined = schedule.ctas && plan.chunks <= kMaxPipelinedChunks;
 
   // The inputs a chunk reads at its own columns. Pipelined, the column
   // inputs (weights), the same on every row, are loaded once, here, and

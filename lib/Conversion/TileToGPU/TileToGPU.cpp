@@ -43,6 +43,7 @@ struct ConvertTileToGPUPass final
       schedule.threads = chosen.threads;
       schedule.vectorWidth = chosen.vectorWidth;
       schedule.rowsPerCta = chosen.rowsPerCta;
+      schedule.ctas = chosen.ctas;
       FailureOr<gpu_lowering::KernelModel> model =
           gpu_lowering::KernelModel::analyze(kernel);
       if (failed(model) ||

@@ -16,6 +16,12 @@ bool mlir::tile::reducesAcrossRows(func::FuncOp func) {
   return found;
 }
 
+bool mlir::tile::reducesAnything(func::FuncOp func) {
+  bool found = false;
+  func.walk([&](ReduceOp) { found = true; });
+  return found;
+}
+
 namespace {
 /// The widest width `func` is specialized for (tile.specialize), or 0.
 int64_t specializedWidth(func::FuncOp func) {
@@ -27,12 +33,6 @@ int64_t specializedWidth(func::FuncOp func) {
       if (auto value = dyn_cast<IntegerAttr>(entry.getValue()))
         width = std::max(width, value.getInt());
   return width;
-}
-
-bool reducesAnything(func::FuncOp func) {
-  bool found = false;
-  func.walk([&](ReduceOp) { found = true; });
-  return found;
 }
 
 /// Vector chunks of a row per thread above which a reducing kernel takes

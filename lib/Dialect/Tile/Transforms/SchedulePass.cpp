@@ -37,7 +37,9 @@ struct TileSchedulePass final
       else if (chosen && vectorWidth)
         // The default threads depend on the vector width.
         schedule.threads = chooseThreads(func, vectorWidth);
-      if (ctas && reducesAcrossRows(func))
+      // Any kernel with a reduction may take a persistent grid (a CTA walks
+      // many rows, and a resident body loads one row ahead).
+      if (ctas && reducesAnything(func))
         schedule.ctas = ctas;
       else if (chosen && reducesAcrossRows(func))
         // The default grid depends on the threads.

@@ -55,6 +55,8 @@ struct KernelSchedule {
 
 /// Whether `func` reduces across rows (and so needs a persistent grid).
 bool reducesAcrossRows(func::FuncOp func);
+/// Whether `func` has any reduction (within or across rows).
+bool reducesAnything(func::FuncOp func);
 
 /// Threads per CTA for `func` at `vectorWidth`: 256, or 512 for a kernel
 /// that reduces across rows with a specialized width of more than two

@@ -92,6 +92,8 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
     persistent grid of `ctas` CTAs, each accumulating the partials of its
     rows. convert-tile-to-gpu follows the attribute. Options override the
     choice for every kernel; without them an existing schedule is kept.
+    `ctas` also makes a kernel with only row reductions persistent (for
+    experiments: its resident body then loads one row ahead).
 
     ```mlir
     func.func @rms_norm_bwd(...) attributes {tile.kernel,
@@ -103,7 +105,8 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
     Option<"threads", "threads", "int64_t", "0",
            "threads per CTA (0: keep, or the default 256)">,
     Option<"ctas", "ctas", "int64_t", "0",
-           "CTAs of a persistent grid (0: keep, or the default 264)">,
+           "CTAs of a persistent grid, for every kernel with a reduction "
+           "(0: keep, or the default 264)">,
     Option<"rowsPerCta", "rows-per-cta", "int64_t", "0",
            "rows a CTA works on at once (0: keep, or chosen from a "
            "specialized width)">,
