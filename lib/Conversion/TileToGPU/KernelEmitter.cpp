@@ -92,7 +92,7 @@ void Emitter::createKernel() {
         b.getDenseI32ArrayAttr({static_cast<int32_t>(schedule.threads), 1, 1}));
   if (persistent)
     kernel->setAttr("nvvm.minctasm",
-                    b.getI32IntegerAttr(schedule.persistentCtasPerSm()));
+                    b.getI32IntegerAttr(schedule.gridCtasPerSm()));
   shared = kernel.getWorkgroupAttributions().front();
 
   Block &entry = kernel.getBody().front();
@@ -521,7 +521,8 @@ Value Emitter::reduceRow(ReduceOp reduce) {
   SmallVector<ReductionKind> kinds;
   SmallVector<Value> folds;
   for (ReduceOp member : together) {
-    prepareRowValues(member.getInput());
+    if (member != reduce)
+      prepareRowValues(member.getInput());
     kinds.push_back(member.getKind());
     folds.push_back(residentChunks.empty() ? foldLooped(member)
                                            : foldResident(member));

@@ -19,30 +19,12 @@
 #include "KernelModel.h"
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
 
-#include <algorithm>
-
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 namespace mlir::tile::gpu_lowering {
 
-struct Schedule {
-  /// Threads per CTA (a multiple of 32, at most 1024).
-  int64_t threads = 256;
-  /// Columns a thread handles at once with 16-byte accesses; 1 for scalar.
-  int64_t vectorWidth = 1;
-  /// Rows a CTA works on at once, each by threads / rowsPerCta threads.
-  int64_t rowsPerCta = 1;
-  /// CTAs of a persistent grid (each walks many rows); 0 for a CTA per row
-  /// block.
-  int64_t ctas = 0;
-
-  /// The CTAs per SM a persistent grid assumes (.minnctapersm), at most
-  /// what 2048 threads per SM allow.
-  int64_t persistentCtasPerSm() const {
-    int64_t perSm = (ctas + KernelSchedule::kSms - 1) / KernelSchedule::kSms;
-    return std::clamp<int64_t>(perSm, 1, 2048 / threads);
-  }
-};
+/// The lowering follows the kernel's tile.schedule as it is.
+using Schedule = KernelSchedule;
 
 /// Row reductions whose inputs are ready together share one exchange
 /// through shared memory (one barrier for all of them), up to this many.

@@ -314,15 +314,15 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
     BlockArgument input;
     const Chunk *chunk;
   };
+  llvm::SetVector<BlockArgument> inputs;
+  for (Sink &sink : sinks)
+    for (BlockArgument input : inputsAtColumn(sink.value))
+      inputs.insert(input);
+  for (ReduceOp reduce : model.rowReductions)
+    for (BlockArgument input : inputsAtColumn(reduce.getInput()))
+      inputs.insert(input);
   SmallVector<ChunkLoad> rowLoads, columnLoads;
   for (const Chunk &chunk : residentChunks) {
-    llvm::SetVector<BlockArgument> inputs;
-    for (Sink &sink : sinks)
-      for (BlockArgument input : inputsAtColumn(sink.value))
-        inputs.insert(input);
-    for (ReduceOp reduce : model.rowReductions)
-      for (BlockArgument input : inputsAtColumn(reduce.getInput()))
-        inputs.insert(input);
     for (BlockArgument input : inputs)
       (model.kindOf(input) == ValueKind::Element ? rowLoads : columnLoads)
           .push_back({input, &chunk});

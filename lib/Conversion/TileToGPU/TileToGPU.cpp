@@ -38,12 +38,7 @@ struct ConvertTileToGPUPass final
     auto gpuModule =
         gpu::GPUModuleOp::create(builder, module.getLoc(), "tile_kernels");
     for (func::FuncOp kernel : kernels) {
-      gpu_lowering::Schedule schedule;
-      KernelSchedule chosen = getSchedule(kernel);
-      schedule.threads = chosen.threads;
-      schedule.vectorWidth = chosen.vectorWidth;
-      schedule.rowsPerCta = chosen.rowsPerCta;
-      schedule.ctas = chosen.ctas;
+      KernelSchedule schedule = getSchedule(kernel);
       FailureOr<gpu_lowering::KernelModel> model =
           gpu_lowering::KernelModel::analyze(kernel);
       if (failed(model) ||

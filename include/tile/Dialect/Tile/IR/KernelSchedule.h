@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace mlir::tile {
@@ -50,6 +51,11 @@ struct KernelSchedule {
   /// The default size of a persistent grid of `threads`-thread CTAs.
   static int64_t persistentCtas(int64_t threads) {
     return kSms * persistentCtasPerSm(threads);
+  }
+  /// The CTAs per SM this persistent grid assumes (.minnctapersm), at most
+  /// what 2048 threads per SM allow.
+  int64_t gridCtasPerSm() const {
+    return std::clamp<int64_t>((ctas + kSms - 1) / kSms, 1, 2048 / threads);
   }
 };
 
