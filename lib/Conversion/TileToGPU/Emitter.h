@@ -15,6 +15,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/MapVector.h"
 
 #include <optional>
 
@@ -169,7 +170,10 @@ private:
   Location loc;
 
   gpu::GPUFuncOp kernel;
-  DenseMap<Value, Value> pointers; // tensor argument -> buffer
+  // Maps that computeAlignment walks keep their insertion order: walking a
+  // DenseMap of Values follows pointer addresses, and the emitted IR
+  // changed from run to run.
+  llvm::MapVector<Value, Value> pointers; // tensor argument -> buffer
   SmallVector<Value> resultPointers;
   DenseMap<Value, Value> argWidths;
   Value rows, ctas, workspace, shared;
@@ -188,7 +192,7 @@ private:
   DenseMap<Operation *, Value> finalizeTotals;
 
   IRMapping uniform;
-  DenseMap<Value, Value> widths;
+  llvm::MapVector<Value, Value> widths;
   DenseMap<Value, Value> rowMemo;
   DenseMap<std::pair<Value, Value>, Lanes> elementMemo;
   Value row;
