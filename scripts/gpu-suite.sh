@@ -79,6 +79,8 @@ run)
   suite --quick --rows-per-cta=4
   # Few persistent CTAs, each walking many rows (row kernels persistent too).
   suite --quick --ctas=2
+  # SwiGLU one CTA per row (its body before the element grid).
+  suite --quick --row-grid
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ -x "$sanitizer" ]; then
     for tool in memcheck racecheck; do

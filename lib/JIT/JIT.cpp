@@ -42,7 +42,7 @@ namespace tile::jit {
 
 namespace {
 /// Bumped whenever generated code changes for the same input.
-constexpr const char *kFormatVersion = "tile-jit-7";
+constexpr const char *kFormatVersion = "tile-jit-8";
 
 uint64_t fnv1a(const std::string &text, uint64_t hash = 0xcbf29ce484222325ULL) {
   for (unsigned char c : text) {
@@ -65,7 +65,7 @@ std::string keyOf(const std::string &source, const CompileOptions &options) {
       << '\0' << options.differentiate << '\0' << options.policy << '\0'
       << options.mainGrad << '\0' << options.returnPrimal << '\0'
       << options.threads << '\0' << options.rowsPerCta << '\0'
-      << options.persistentCtas << '\0';
+      << options.persistentCtas << '\0' << options.rowGrid << '\0';
   for (auto [index, width] : options.widths)
     all << 'w' << index << '=' << width << ',';
   all << '\0' << source;
@@ -202,6 +202,7 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
   ptxOptions.threads = options.threads;
   ptxOptions.persistentCtas = options.persistentCtas;
   ptxOptions.rowsPerCta = options.rowsPerCta;
+  ptxOptions.rowGrid = options.rowGrid;
   auto ptx = mlir::tile::compileToPtx(*module, ptxOptions);
   if (failed(ptx))
     return fail("lowering to PTX");

@@ -45,6 +45,7 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
   options.threads = overrides.threads;
   options.rowsPerCta = overrides.rowsPerCta;
   options.persistentCtas = overrides.persistentCtas;
+  options.rowGrid = overrides.rowGrid;
   std::string key = std::string(kernel) + "/" + options.dtype +
                     (mainGrad ? "/main-grad" : "") +
                     (returnPrimal ? "/return-primal" : "");

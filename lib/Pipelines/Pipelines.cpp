@@ -156,6 +156,7 @@ void mlir::tile::buildTileToPtxPipeline(OpPassManager &pm,
   schedule.threads = options.threads;
   schedule.ctas = options.persistentCtas;
   schedule.rowsPerCta = options.rowsPerCta;
+  schedule.rowGrid = options.rowGrid;
   pm.addPass(createTileSchedulePass(schedule));
   pm.addPass(createConvertTileToGPUPass());
   buildGpuToPtxPipeline(pm, options);

@@ -1,4 +1,4 @@
-// RUN: tile-opt %s -tile-schedule=vector-width=1 -convert-tile-to-gpu | FileCheck %s
+// RUN: tile-opt %s -tile-schedule="vector-width=1 row-grid=true" -convert-tile-to-gpu | FileCheck %s
 
 // Results whose widths the launcher checks to be equal (they meet in an
 // elementwise op: a * b) share one column loop, even though %a and %b have

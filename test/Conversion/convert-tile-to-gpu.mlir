@@ -1,6 +1,6 @@
-// RUN: tile-opt %s -tile-schedule=vector-width=1 -convert-tile-to-gpu | FileCheck %s
-// RUN: tile-opt %s -tile-schedule=threads=128 -convert-tile-to-gpu | FileCheck %s --check-prefix=T128
-// RUN: tile-opt %s -convert-tile-to-gpu | FileCheck %s --check-prefix=VEC
+// RUN: tile-opt %s -tile-schedule="vector-width=1 row-grid=true" -convert-tile-to-gpu | FileCheck %s
+// RUN: tile-opt %s -tile-schedule="threads=128 row-grid=true" -convert-tile-to-gpu | FileCheck %s --check-prefix=T128
+// RUN: tile-opt %s -tile-schedule=row-grid=true -convert-tile-to-gpu | FileCheck %s --check-prefix=VEC
 
 // Vectorized (the default for bf16: 8 columns, 16 bytes): a uniform test
 // that every buffer is 16-byte aligned and every width a multiple of 8,

@@ -1,6 +1,6 @@
 // A kernel specialized for a width (the JIT's widths option) uses it as a
 // constant: the width parameter is still there, but never read.
-// RUN: tile-opt %s -tile-schedule=vector-width=1 -convert-tile-to-gpu | FileCheck %s
+// RUN: tile-opt %s -tile-schedule="vector-width=1 row-grid=true" -convert-tile-to-gpu | FileCheck %s
 // CHECK-LABEL: gpu.func @exp_rows(
 // CHECK-SAME: %[[X:.*]]: memref<1099511627776xf32>, %[[Y:.*]]: memref<1099511627776xf32>, %[[ROWS:.*]]: index, %[[W:.*]]: index
 // CHECK: %[[C4096:.*]] = arith.constant 4096 : index

@@ -58,8 +58,9 @@
 // SAM-NEXT: "0 + (w0 / 2) <= w0",
 // SAM-NEXT: "(w0 / 2) + (w0 / 2) <= w0"
 
+// An element grid: a CTA per 128 threads × 8 bf16 of the flattened tensors.
 // SWIGLU: "block": 128,
-// SWIGLU-NEXT: "grid": "rows",
+// SWIGLU-NEXT: "grid": "ceildiv(rows * w0, 1024)",
 
 // NONE: error: no function carries 'tile.kernel'
 func.func @not_a_kernel(%x: f32) -> f32 {

@@ -19,6 +19,7 @@
 //              [--threads=N]        (a schedule override, for experiments)
 //              [--rows-per-cta=N]   (likewise)
 //              [--ctas=N]           (persistent grids' CTAs, likewise)
+//              [--row-grid]         (SwiGLU one CTA per row, likewise)
 //              [--shapes=MxN,...]   (only these shapes: for a profiler)
 //              [--host-inclusive]   (time from an idle GPU; see above)
 //   tile-bench mlp ...              (the tiled MLP: see MLPBench.cpp)
@@ -156,6 +157,8 @@ int main(int argc, char **argv) {
       schedule.persistentCtas = std::atoll(arg.c_str() + 7);
     else if (arg.rfind("--rows-per-cta=", 0) == 0)
       schedule.rowsPerCta = std::atoll(arg.c_str() + 15);
+    else if (arg == "--row-grid")
+      schedule.rowGrid = true;
     else if (arg == "--host-inclusive")
       hostInclusive = true;
     else if (arg.rfind("--threads=", 0) == 0)
@@ -189,6 +192,8 @@ int main(int argc, char **argv) {
     overrides += ", " + std::to_string(schedule.threads) + " threads";
   if (schedule.rowsPerCta)
     overrides += ", " + std::to_string(schedule.rowsPerCta) + " rows per CTA";
+  if (schedule.rowGrid)
+    overrides += ", one CTA per row";
   if (schedule.persistentCtas)
     overrides +=
         ", " + std::to_string(schedule.persistentCtas) + " persistent CTAs";

@@ -14,6 +14,7 @@
 #include "tile/Runtime/HostFloat.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,27 +35,37 @@ struct Tensor {
   rt::DeviceBuffer buffer;
   rt::TensorView view;
   std::vector<double> host;
+  /// Elements of the buffer before the view's first (a misaligned view).
+  size_t offset = 0;
 };
 
 struct Suite {
   ops::Operators &ops;
   std::mt19937 rng{7};
   int passed = 0, failed = 0;
+  /// Elements every new tensor starts into its buffer (see make).
+  size_t shift = 0;
 
+  /// A device tensor, `offset` (default: shift) elements into its buffer:
+  /// 1 is not 16-byte aligned, so kernels take their scalar paths.
   Tensor make(std::vector<int64_t> shape, DType dtype, bool random,
-              double low = -2.0, double high = 2.0) {
+              double low = -2.0, double high = 2.0, size_t offset = SIZE_MAX) {
+    if (offset == SIZE_MAX)
+      offset = shift;
     Tensor t;
     size_t count = 1;
     for (int64_t size : shape)
       count *= static_cast<size_t>(size);
+    size_t elementBytes = rt::byteSize(dtype);
     auto buffer = rt::DeviceBuffer::allocate(
-        ops.device(), std::max<size_t>(count, 1) * rt::byteSize(dtype));
+        ops.device(), std::max<size_t>(count + offset, 1) * elementBytes);
     if (!buffer) {
       std::fprintf(stderr, "error: %s\n", buffer.message().c_str());
       std::exit(1);
     }
     t.buffer = std::move(*buffer);
-    t.view.data = t.buffer.data();
+    t.offset = offset;
+    t.view.data = t.buffer.data() + offset * elementBytes;
     t.view.shape = shape;
     t.view.dtype = dtype;
     t.host.assign(count, 0.0);
@@ -63,19 +74,20 @@ struct Suite {
       return t;
     }
     std::uniform_real_distribution<double> uniform(low, high);
-    std::vector<unsigned char> bytes(count * rt::byteSize(dtype));
+    std::vector<unsigned char> bytes((count + offset) * elementBytes);
     for (size_t i = 0; i < count; ++i) {
       float value = static_cast<float>(uniform(rng));
+      unsigned char *at = &bytes[(offset + i) * elementBytes];
       if (dtype == DType::BF16) {
         uint16_t b = toBF16(value);
-        std::memcpy(&bytes[2 * i], &b, 2);
+        std::memcpy(at, &b, 2);
         t.host[i] = fromBF16(b);
       } else if (dtype == DType::F16) {
         uint16_t h = toF16(value);
-        std::memcpy(&bytes[2 * i], &h, 2);
+        std::memcpy(at, &h, 2);
         t.host[i] = fromF16(h);
       } else {
-        std::memcpy(&bytes[4 * i], &value, 4);
+        std::memcpy(at, &value, 4);
         t.host[i] = value;
       }
     }
@@ -85,8 +97,8 @@ struct Suite {
 
   /// A new device tensor with t's contents.
   Tensor copy(const Tensor &t) {
-    Tensor c = make(t.view.shape, t.view.dtype, false);
-    std::vector<unsigned char> bytes(t.host.size() *
+    Tensor c = make(t.view.shape, t.view.dtype, false, 0.0, 0.0, t.offset);
+    std::vector<unsigned char> bytes((t.host.size() + t.offset) *
                                      rt::byteSize(t.view.dtype));
     (void)t.buffer.copyToHost(bytes.data(), bytes.size());
     (void)c.buffer.copyFromHost(bytes.data(), bytes.size());
@@ -95,18 +107,19 @@ struct Suite {
   }
 
   std::vector<double> read(const Tensor &t) {
-    size_t count = t.host.size();
-    std::vector<unsigned char> bytes(count * rt::byteSize(t.view.dtype));
+    size_t count = t.host.size(), elementBytes = rt::byteSize(t.view.dtype);
+    std::vector<unsigned char> bytes((count + t.offset) * elementBytes);
     (void)t.buffer.copyToHost(bytes.data(), bytes.size());
     std::vector<double> values(count);
     for (size_t i = 0; i < count; ++i) {
+      const unsigned char *at = &bytes[(t.offset + i) * elementBytes];
       if (t.view.dtype == DType::F32) {
         float f;
-        std::memcpy(&f, &bytes[4 * i], 4);
+        std::memcpy(&f, at, 4);
         values[i] = f;
       } else {
         uint16_t h;
-        std::memcpy(&h, &bytes[2 * i], 2);
+        std::memcpy(&h, at, 2);
         values[i] = t.view.dtype == DType::BF16 ? fromBF16(h) : fromF16(h);
       }
     }

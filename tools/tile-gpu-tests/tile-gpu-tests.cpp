@@ -5,11 +5,13 @@
 // 4096, 11008}, compared with a float64 reference computed on the host
 // from the same rounded inputs; outputs poisoned with NaN before each run;
 // dW bitwise identical across runs; main_grad accumulation gives g1 + g2;
-// SwiGLU in place gives the bits it gives out of place. Then the tiled
+// SwiGLU in place gives the bits it gives out of place; the same with every
+// buffer one element past 16-byte alignment (scalar paths). Then the tiled
 // SwiGLU MLP (MLPTests.cpp).
 // Ends with "N passed, N failed"; exit status 1 if anything failed.
 //
 //   tile-gpu-tests [--quick | --small] [--rows-per-cta=N] [--ctas=N]
+//                  [--row-grid]
 //     --quick: rows {1, 7, 13} only
 //     --small: one small case per operator and dtype (for compute-sanitizer)
 //
@@ -30,7 +32,7 @@ using namespace tile::gputests;
 namespace tile::gputests {
 void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
   std::string at = std::string(rt::name(dtype)) + " " + std::to_string(M) +
-                   "x" + std::to_string(N);
+                   "x" + std::to_string(N) + (suite.shift ? " misaligned" : "");
   size_t count = static_cast<size_t>(M * N);
   // SwiGLU.
   Tensor a = suite.make({M, N}, dtype, true),
@@ -200,7 +202,7 @@ void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
 } // namespace tile::gputests
 
 int main(int argc, char **argv) {
-  bool quick = false, small = false;
+  bool quick = false, small = false, rowGrid = false;
   int64_t rowsPerCta = 0, ctas = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -208,6 +210,9 @@ int main(int argc, char **argv) {
       quick = true;
     else if (arg == "--small")
       small = true;
+    else if (arg == "--row-grid")
+      // SwiGLU one CTA per row, as before its element grid.
+      rowGrid = true;
     else if (arg.rfind("--rows-per-cta=", 0) == 0)
       rowsPerCta = std::atoll(arg.c_str() + 15);
     else if (arg.rfind("--ctas=", 0) == 0)
@@ -220,7 +225,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  auto ops = ops::Operators::create(0, "", {0, rowsPerCta, ctas});
+  auto ops = ops::Operators::create(0, "", {0, rowsPerCta, ctas, rowGrid});
   if (!ops) {
     std::fprintf(stderr, "error: %s\n", ops.message().c_str());
     return 1;
@@ -230,7 +235,8 @@ int main(int argc, char **argv) {
               (std::string(rowsPerCta ? ", " + std::to_string(rowsPerCta) +
                                             " rows per CTA"
                                       : "") +
-               (ctas ? ", " + std::to_string(ctas) + " persistent CTAs" : ""))
+               (ctas ? ", " + std::to_string(ctas) + " persistent CTAs" : "") +
+               (rowGrid ? ", one CTA per row" : ""))
                   .c_str());
   Suite suite{**ops};
   // Argument errors reach the caller as messages, on the GPU path too.
@@ -252,6 +258,14 @@ int main(int argc, char **argv) {
     for (int64_t M : rows)
       for (int64_t N : widths)
         testOperators(suite, dtype, M, N);
+  // Every buffer one element past 16-byte alignment: the scalar paths of
+  // the element grid and of the row kernels, against the same reference.
+  suite.shift = 1;
+  for (DType dtype : {DType::BF16, DType::F16, DType::F32})
+    for (int64_t N : small ? std::vector<int64_t>{13}
+                           : std::vector<int64_t>{13, 1000, 4096})
+      testOperators(suite, dtype, 7, N);
+  suite.shift = 0;
   testTiledMLP(suite, quick, small);
   std::printf("%d passed, %d failed\n", suite.passed, suite.failed);
   return suite.failed ? 1 : 0;

@@ -74,6 +74,10 @@ int main(int argc, char **argv) {
   if (!status)
     return fail(status.message());
 
+  // The manifest's element grid: a CTA per 128 threads × 8 bf16 of the
+  // flattened [rows, width] tensors (tile-translate --tile-manifest).
+  constexpr int64_t kThreads = 128, kPerCta = kThreads * 8;
+  int64_t ctas = (rows * width + kPerCta - 1) / kPerCta;
   // The parameter order of the manifest: a, b, c, rows, width(a), width(b),
   // ctas, workspace.
   KernelArgs args;
@@ -83,11 +87,11 @@ int main(int argc, char **argv) {
   args.index(rows);
   args.index(width);
   args.index(width);
-  args.index(rows);
+  args.index(ctas);
   args.pointer(workspace->data());
   LaunchConfig config;
-  config.grid = static_cast<unsigned>(rows);
-  config.block = 256;
+  config.grid = static_cast<unsigned>(ctas);
+  config.block = kThreads;
   if (Status s = launch(*device, *kernel, config, args); !s)
     return fail(s.message());
   if (Status s = synchronize(*device); !s)

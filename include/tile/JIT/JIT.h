@@ -48,6 +48,9 @@ struct CompileOptions {
   /// across rows), and make kernels with row reductions persistent too (0:
   /// the schedule's).
   int64_t persistentCtas = 0;
+  /// One CTA per row for purely elementwise kernels too, instead of their
+  /// element grid (for comparison).
+  bool rowGrid = false;
   /// Widths to specialize for, by tensor argument index, of every kernel
   /// (forward and derived backward share their leading arguments): the
   /// GPU kernels use them as constants, and calls must match them.

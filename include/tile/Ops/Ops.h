@@ -41,6 +41,8 @@ struct ScheduleOverrides {
   /// The CTA count of persistent grids; kernels with row reductions then
   /// take one too (see jit::CompileOptions::persistentCtas).
   int64_t persistentCtas = 0;
+  /// One CTA per row for purely elementwise kernels (SwiGLU) too.
+  bool rowGrid = false;
 };
 
 class Operators {

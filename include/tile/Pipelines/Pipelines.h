@@ -37,8 +37,10 @@ struct PtxOptions {
   std::string libdevice;
   unsigned optLevel = 3;
   /// tile-schedule's overrides (0: its choice), for experiments: threads
-  /// per CTA, CTAs of persistent grids, rows per CTA.
+  /// per CTA, CTAs of persistent grids, rows per CTA, and one CTA per row
+  /// for purely elementwise kernels too.
   int64_t threads = 0, persistentCtas = 0, rowsPerCta = 0;
+  bool rowGrid = false;
 };
 
 /// $CUDA_HOME (then $CUDA_PATH, then /usr/local/cuda) +

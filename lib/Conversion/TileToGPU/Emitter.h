@@ -28,10 +28,8 @@ using Lanes = SmallVector<Value, 8>;
 inline Type elementTypeOf(Value value) { return getElementTypeOrSelf(value); }
 
 /// A resident body holds at most this many vector chunks of a row per
-/// thread: with three inputs and a cross-row accumulator, four 8-lane chunks
-/// are about 130 live values, the most a 512-thread CTA can keep in its
-/// 128 registers per thread.
-constexpr int64_t kMaxResidentChunks = 4;
+/// thread (the schedule chooses threads with it in mind).
+constexpr int64_t kMaxResidentChunks = KernelSchedule::kMaxResidentChunks;
 
 /// A persistent resident body loads the next row while it works on this
 /// one when each thread has at most this many chunks (the loads take
@@ -102,7 +100,11 @@ private:
     SmallVector<Sink> sinks;
   };
   void emitRowBody();
+  /// grid = "elements": a vector chunk of the flattened tensors per thread.
+  void emitElementGrid();
   void collectSinks();
+  /// Loads every input of the sinks at columns col.., then evaluates them.
+  SmallVector<Lanes> computeChunk(ArrayRef<Sink> sinks, Value col);
   /// A group's loop bound: a constant (specialized) width of its class if
   /// there is one, so the bound and the alignment test fold.
   Value loopWidth(Value width);

@@ -476,9 +476,12 @@ Value Emitter::computeAlignment() {
     both(multipleOf(address, 16));
   }
   int64_t width = schedule.vectorWidth;
-  for (auto [value, w] : widths)
-    if (w)
-      both(multipleOf(w, width));
+  // An element grid's chunks start at multiples of the vector width of the
+  // flattened tensors, whatever the rows' width.
+  if (!schedule.elementGrid)
+    for (auto [value, w] : widths)
+      if (w)
+        both(multipleOf(w, width));
   for (Operation &op : func.getBody().front()) {
     if (auto slice = dyn_cast<SliceOp>(op))
       both(multipleOf(uniformValue(slice.getOffset()), width));
@@ -852,6 +855,16 @@ LogicalResult gpu_lowering::emitKernels(const KernelModel &model,
     return func.emitOpError("threads per CTA must be a multiple of 32 "
                             "between 32 and 1024, not ")
            << schedule.threads;
+  // tile.schedule's verifier checks this on the function; the model must
+  // agree (every tensor an element of the one [rows, W] shape).
+  if (schedule.elementGrid &&
+      (!model.rowReductions.empty() || model.hasAcrossRows() ||
+       llvm::any_of(model.kinds, [](auto entry) {
+         return entry.second != ValueKind::Element &&
+                entry.second != ValueKind::Uniform;
+       })))
+    return func.emitOpError("grid = \"elements\" needs a purely elementwise "
+                            "kernel");
   if (failed(Emitter(model, schedule, Mode::Rows, module).emit()))
     return failure();
   auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());

@@ -3,8 +3,10 @@
 // Emits, for one analyzed kernel, a row kernel (one CTA per row, grid-stride
 // over rows; threads stride over the columns, or hold a few fixed chunks of
 // a row of constant width; row reductions by warp shuffles and shared
-// memory) and, when the kernel reduces across rows, a finalize kernel that
-// sums the per-CTA partials in a fixed order.
+// memory; a purely elementwise kernel on an element grid instead takes one
+// vector chunk of its flattened tensors per thread) and, when the kernel
+// reduces across rows, a finalize kernel that sums the per-CTA partials in a
+// fixed order.
 //
 // Both kernels take the same parameters, in this order (the manifest lists
 // them): a pointer per tensor argument and a value per scalar argument, a

@@ -254,6 +254,15 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
   std::string ctas = schedule.ctas ? "min(" + blocks + ", " +
                                          std::to_string(schedule.ctas) + ")"
                                    : blocks;
+  if (schedule.elementGrid) {
+    // A CTA per threads × vector_width elements of the flattened tensors
+    // (their one width is any result's).
+    FailureOr<std::string> w = names.width(returnOp.getOperand(0));
+    if (failed(w))
+      return failure();
+    ctas = "ceildiv(rows * " + *w + ", " +
+           std::to_string(schedule.threads * schedule.vectorWidth) + ")";
+  }
   kernels.push_back(llvm::json::Object{
       {"name", func.getSymName()},
       {"grid", ctas},

@@ -102,7 +102,67 @@ std::optional<Emitter::ResidentPlan> Emitter::planResident() {
   return ResidentPlan{width, chunks};
 }
 
+SmallVector<Lanes> Emitter::computeChunk(ArrayRef<Sink> sinks, Value col) {
+  // Every value of the chunk first, then (the caller) every store: an
+  // output may be the buffer of an input (an operator run in place), so
+  // nothing of the chunk is written before all of its inputs are read. A
+  // result that needs fewer inputs (a primal result next to gradients)
+  // would otherwise overwrite an input another result still has to load.
+  for (const Sink &sink : sinks)
+    prefetch(sink.value, col);
+  SmallVector<Lanes> computed;
+  for (const Sink &sink : sinks)
+    computed.push_back(group(sink.value, col));
+  return computed;
+}
+
+void Emitter::emitElementGrid() {
+  // Every tensor is [rows, W] of one W (isPurelyElementwise), so element
+  // (r, c) is element r·W + c of every buffer: with row 0 the kernel
+  // evaluates its results at flat indices. A thread takes one vector chunk;
+  // only the last chunk of all may be partial (scalar), and no thread
+  // idles at the end of a row.
+  collectSinks();
+  SmallVector<Sink> sinks;
+  for (SinkGroup &sinkGroup : sinkGroups)
+    llvm::append_range(sinks, sinkGroup.sinks);
+  row = index(0);
+  int64_t vector = schedule.vectorWidth;
+  Value total =
+      arith::MulIOp::create(b, loc, rows, loopWidth(sinkGroups.front().width));
+  Value thread = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, bid, index(schedule.threads)), tid);
+  Value first = arith::MulIOp::create(b, loc, thread, index(vector));
+  Value past = arith::AddIOp::create(b, loc, first, index(vector));
+  auto chunk = [&](Value at) {
+    SmallVector<Lanes> computed = computeChunk(sinks, at);
+    for (auto [sink, values] : llvm::zip(sinks, computed))
+      storeGroup(values, sink.pointer, at);
+  };
+  auto scalar = [&] {
+    Value end = arith::MinUIOp::create(b, loc, past, total);
+    stridedLoop(first, end, index(1), chunk);
+  };
+  if (vector == 1)
+    return scalar();
+  Value whole =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, past, total);
+  auto branch = scf::IfOp::create(b, loc, andOf(aligned, whole),
+                                  /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  auto saved = elementMemo;
+  lanes = vector;
+  chunk(first);
+  lanes = 1;
+  elementMemo = std::move(saved);
+  b.setInsertionPointToStart(branch.elseBlock());
+  scalar();
+}
+
 void Emitter::emitRowBody() {
+  if (schedule.elementGrid)
+    return emitElementGrid();
   collectSinks();
   std::optional<ResidentPlan> plan = planResident();
   if (!plan)
@@ -203,16 +263,7 @@ void Emitter::emitLoopedRows() {
         prepareRowValues(sink.value);
       Value rowStart = arith::MulIOp::create(b, loc, row, width);
       columnLoop(width, [&](Value col) {
-        // Every value of the chunk first, then every store: an output may be
-        // the buffer of an input (an operator run in place), so nothing of
-        // the chunk is written before all of its inputs are read. A result
-        // that needs fewer inputs (a primal result next to gradients) would
-        // otherwise overwrite an input another result still has to load.
-        for (Sink &sink : sinks)
-          prefetch(sink.value, col);
-        SmallVector<Lanes> computed;
-        for (Sink &sink : sinks)
-          computed.push_back(group(sink.value, col));
+        SmallVector<Lanes> computed = computeChunk(sinks, col);
         for (auto [sink, values] : llvm::zip(sinks, computed)) {
           emitIf(rowValid, [&, &sink = sink, &values = values] {
             if (sink.pointer) {

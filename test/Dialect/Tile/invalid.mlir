@@ -554,9 +554,38 @@ func.func @schedule_threads(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
 
 // -----
 
-// expected-error@+1 {{'tile.schedule' needs grid = "rows" or "persistent"}}
+// expected-error@+1 {{'tile.schedule' needs grid = "elements", "rows" or "persistent"}}
 func.func @schedule_grid(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
     attributes {tile.schedule = {grid = "cols", threads = 128 : i64}} {
+  return %x : tensor<?x?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.schedule' grid = "elements" needs a purely elementwise kernel (every tensor [rows, W] of one W, only elementwise ops, casts and splats)}}
+func.func @schedule_elements_reduce(%x: tensor<?x?xf32>) -> tensor<?xf32>
+    attributes {tile.schedule = {grid = "elements", threads = 128 : i64}} {
+  %0 = tile.reduce sum %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+// Two independent chains of different widths have no common flat index.
+// expected-error@+1 {{'tile.schedule' grid = "elements" needs a purely elementwise kernel}}
+func.func @schedule_elements_two_widths(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?xf32>)
+    attributes {tile.schedule = {grid = "elements", threads = 128 : i64}} {
+  %0 = math.exp %x : tensor<?x?xf32>
+  %1 = math.exp %y : tensor<?x?xf32>
+  return %0, %1 : tensor<?x?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.schedule' grid = "elements" has no rows per CTA}}
+func.func @schedule_elements_rows(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.schedule = {grid = "elements", rows_per_cta = 2 : i64, threads = 128 : i64}} {
   return %x : tensor<?x?xf32>
 }
 

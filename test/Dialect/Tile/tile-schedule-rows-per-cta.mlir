@@ -96,8 +96,9 @@ func.func @across(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>, tensor<?xf32>)
 
 // A cross-row kernel wider than two chunks a thread at 256 threads: 512
 // threads, so that the lowering can keep the row in registers; its
-// persistent grid then has one CTA per SM. A row reduction alone, or an
-// elementwise kernel: 256.
+// persistent grid then has one CTA per SM. An elementwise kernel: an
+// element grid of 128-thread CTAs. A row reduction alone: 256 in bf16; in
+// f32, the fewest threads that keep the row within four chunks a thread.
 // CHECK-LABEL: func.func @wider
 // CHECK-SAME: ctas = 132 : i64, grid = "persistent", threads = 512 : i64
 // T128-LABEL: func.func @wider
@@ -109,7 +110,7 @@ func.func @wider(%x: tensor<?x?xbf16>) -> tensor<?xf32>
   return %c : tensor<?xf32>
 }
 // CHECK-LABEL: func.func @wider_elementwise
-// CHECK-SAME: threads = 256 : i64
+// CHECK-SAME: grid = "elements", threads = 128 : i64
 func.func @wider_elementwise(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
     attributes {tile.kernel, tile.specialize = {w0 = 8192 : i64}} {
   %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
@@ -123,5 +124,26 @@ func.func @wider_row_reduction(%x: tensor<?x?xbf16>) -> tensor<?xf32>
     attributes {tile.kernel, tile.specialize = {w0 = 8192 : i64}} {
   %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
   %s = tile.reduce sum %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  return %s : tensor<?xf32>
+}
+// CHECK-LABEL: func.func @wider_row_reduction_f32
+// CHECK-SAME: grid = "rows", threads = 512 : i64
+func.func @wider_row_reduction_f32(%x: tensor<?x?xf32>) -> tensor<?xf32>
+    attributes {tile.kernel, tile.specialize = {w0 = 8192 : i64}} {
+  %s = tile.reduce sum %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+  return %s : tensor<?xf32>
+}
+// CHECK-LABEL: func.func @widest_row_reduction_f32
+// CHECK-SAME: grid = "rows", threads = 1024 : i64
+func.func @widest_row_reduction_f32(%x: tensor<?x?xf32>) -> tensor<?xf32>
+    attributes {tile.kernel, tile.specialize = {w0 = 16384 : i64}} {
+  %s = tile.reduce sum %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+  return %s : tensor<?xf32>
+}
+// CHECK-LABEL: func.func @narrow_row_reduction_f32
+// CHECK-SAME: threads = 256 : i64
+func.func @narrow_row_reduction_f32(%x: tensor<?x?xf32>) -> tensor<?xf32>
+    attributes {tile.kernel, tile.specialize = {w0 = 4096 : i64}} {
+  %s = tile.reduce sum %x [1] : tensor<?x?xf32> -> tensor<?xf32>
   return %s : tensor<?xf32>
 }

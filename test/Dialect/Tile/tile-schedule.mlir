@@ -2,29 +2,46 @@
 // RUN: tile-opt %s -tile-schedule="threads=512 ctas=132" | FileCheck %s --check-prefix=OVERRIDE
 // RUN: tile-opt %s -tile-schedule -convert-tile-to-gpu | FileCheck %s --check-prefix=GPU
 // RUN: tile-opt %s -tile-schedule=vector-width=1 -convert-tile-to-gpu | FileCheck %s --check-prefix=SCALAR
+// RUN: tile-opt %s -tile-schedule=row-grid=true | FileCheck %s --check-prefix=ROWGRID
+// RUN: tile-opt %s -tile-schedule=rows-per-cta=2 | FileCheck %s --check-prefix=ROWS
 
-// One CTA per row without cross-row work; a persistent grid with it; a
-// schedule written by hand stays unless an option overrides it.
+// An element grid for a purely elementwise kernel; a persistent grid with
+// cross-row work; a schedule written by hand stays unless an option
+// overrides it. row-grid gives the elementwise kernel one CTA per row.
 // CHECK-LABEL: func.func @rowwise
-// CHECK-SAME: tile.schedule = {grid = "rows", threads = 256 : i64, vector_width = 4 : i64}
+// CHECK-SAME: tile.schedule = {grid = "elements", threads = 128 : i64, vector_width = 4 : i64}
 // CHECK-LABEL: func.func @colsum
 // CHECK-SAME: tile.schedule = {ctas = 264 : i64, grid = "persistent", threads = 256 : i64, vector_width = 4 : i64}
 // CHECK-LABEL: func.func @chosen
 // CHECK-SAME: tile.schedule = {grid = "rows", threads = 64 : i64, vector_width = 4 : i64}
 // OVERRIDE-LABEL: func.func @rowwise
-// OVERRIDE-SAME: tile.schedule = {grid = "rows", threads = 512 : i64, vector_width = 4 : i64}
+// OVERRIDE-SAME: tile.schedule = {grid = "elements", threads = 512 : i64, vector_width = 4 : i64}
 // OVERRIDE-LABEL: func.func @colsum
 // OVERRIDE-SAME: tile.schedule = {ctas = 132 : i64, grid = "persistent", threads = 512 : i64, vector_width = 4 : i64}
 // OVERRIDE-LABEL: func.func @chosen
 // OVERRIDE-SAME: threads = 512 : i64
-// f32 rows go four columns (16 bytes) at a time where aligned, and a
-// scalar loop takes the tail or a misaligned row.
+// rows-per-cta applies to the kernels with rows: not to an element grid.
+// ROWS-LABEL: func.func @rowwise
+// ROWS-SAME: tile.schedule = {grid = "elements", threads = 128 : i64, vector_width = 4 : i64}
+// ROWS-LABEL: func.func @colsum
+// ROWS-SAME: rows_per_cta = 2 : i64
+// ROWS-LABEL: func.func @chosen
+// ROWS-SAME: tile.schedule = {grid = "rows", rows_per_cta = 2 : i64, threads = 64 : i64, vector_width = 4 : i64}
+// ROWGRID-LABEL: func.func @rowwise
+// ROWGRID-SAME: tile.schedule = {grid = "rows", threads = 256 : i64, vector_width = 4 : i64}
+// ROWGRID-LABEL: func.func @chosen
+// ROWGRID-SAME: tile.schedule = {grid = "rows", threads = 64 : i64, vector_width = 4 : i64}
+// A thread of the element grid takes four f32 (16 bytes) where its chunk
+// is whole and the buffers aligned, and a scalar loop otherwise.
 // GPU-LABEL: gpu.func @rowwise(
 // GPU: memref.extract_aligned_pointer_as_index
+// GPU: arith.muli %block_id_x, %c128
+// GPU: arith.cmpi ule
 // GPU: scf.if
 // GPU: vector.load {{.*}} {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
 // GPU: vector.store {{.*}} {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
-// GPU: arith.select
+// GPU: } else {
+// GPU: arith.minui
 // GPU: memref.load
 // GPU-LABEL: gpu.func @colsum(
 // GPU: step %c256

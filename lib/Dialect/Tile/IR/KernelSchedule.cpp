@@ -3,6 +3,8 @@
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
+#include "llvm/ADT/EquivalenceClasses.h"
+
 using namespace mlir;
 using namespace mlir::tile;
 
@@ -20,6 +22,45 @@ bool mlir::tile::reducesAnything(func::FuncOp func) {
   bool found = false;
   func.walk([&](ReduceOp) { found = true; });
   return found;
+}
+
+bool mlir::tile::isPurelyElementwise(func::FuncOp func) {
+  // Tensors an op ties together (its tensor operands and results) have the
+  // same shape: an elementwise op's operands are checked equally wide at
+  // launch, and a splat takes the shape of its `like` operand.
+  llvm::EquivalenceClasses<Value> sameShape;
+  SmallVector<Value> tensors;
+  for (Operation &op : func.getBody().front()) {
+    SmallVector<Value> opTensors;
+    for (Value value : llvm::concat<Value>(op.getOperands(), op.getResults()))
+      if (isa<RankedTensorType>(value.getType()))
+        opTensors.push_back(value);
+    if (opTensors.empty() || isa<tensor::DimOp>(op))
+      continue;
+    bool elementwise = isa<CastOp, SplatOp, func::ReturnOp>(op) ||
+                       op.hasTrait<OpTrait::Elementwise>();
+    if (!elementwise || llvm::any_of(opTensors, [](Value value) {
+          return cast<RankedTensorType>(value.getType()).getRank() != 2;
+        }))
+      return false;
+    if (isa<func::ReturnOp>(op))
+      continue;
+    for (Value value : opTensors)
+      sameShape.unionSets(opTensors.front(), value);
+    llvm::append_range(tensors, opTensors);
+  }
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  if (returnOp.getNumOperands() == 0)
+    return false;
+  // Every result, and every tensor computed with, in one class: two
+  // independent chains of different widths have no common flat index.
+  Value first = returnOp.getOperand(0);
+  sameShape.insert(first);
+  for (Value value : llvm::concat<Value>(tensors, returnOp.getOperands()))
+    if (!isa<RankedTensorType>(value.getType()) ||
+        !sameShape.isEquivalent(value, first))
+      return false;
+  return true;
 }
 
 namespace {
@@ -42,20 +83,38 @@ int64_t specializedWidth(func::FuncOp func) {
 constexpr int64_t kChunksPerThread = 2;
 } // namespace
 
-int64_t mlir::tile::chooseThreads(func::FuncOp func, int64_t vectorWidth) {
+int64_t mlir::tile::chooseThreads(func::FuncOp func, int64_t vectorWidth,
+                                  bool elementGrid) {
   // A cross-row kernel gains most from a resident row (its passes share
   // one read of the row, its partials stay in registers): wide rows take
   // 512 threads so that fewer chunks per thread cover them. Measured on an
   // H200 (docs/Performance.md): RMSNorm's backward at 4096 x 16384 went
   // from 0.31 to 0.57 of the ceiling; its forward and SwiGLU lost up to a
   // quarter at 512 threads, so they keep 256.
+  if (elementGrid)
+    return KernelSchedule::kElementGridThreads;
   int64_t width = specializedWidth(func);
   int64_t threads = KernelSchedule::kDefaultThreads;
-  if (width <= 0 || vectorWidth <= 0 || !reducesAcrossRows(func))
+  if (width <= 0 || vectorWidth <= 0 || !reducesAnything(func))
     return threads;
   int64_t chunks = (width + vectorWidth - 1) / vectorWidth;
-  if (chunks > kChunksPerThread * threads)
-    threads = 2 * threads;
+  if (reducesAcrossRows(func)) {
+    if (chunks > kChunksPerThread * threads)
+      threads = 2 * threads;
+    return threads;
+  }
+  // A row reduction alone (RMSNorm's forward): a row too wide to stay in
+  // registers at 256 threads is read twice (once per pass). Measured on an
+  // H200 (docs/Performance.md): in f32, the resident row at 512 or 1024
+  // threads took the forward at 32768 x 8192 from 0.73 to 0.96 of the
+  // ceiling and at 4096 x 16384 from 0.61 to 0.89; in bf16 and f16 (eight
+  // lanes a chunk) it lost (0.67 -> 0.62 at 4096 x 16384), so they keep
+  // 256.
+  if (vectorWidth > 4)
+    return threads;
+  while (chunks > KernelSchedule::kMaxResidentChunks * threads &&
+         threads < 1024)
+    threads *= 2;
   return threads;
 }
 
@@ -80,6 +139,7 @@ int64_t mlir::tile::chooseRowsPerCta(func::FuncOp func, int64_t threads,
 
 KernelSchedule mlir::tile::defaultSchedule(func::FuncOp func) {
   KernelSchedule schedule;
+  schedule.elementGrid = isPurelyElementwise(func);
   // 16 bytes of the narrowest storage type the kernel moves.
   unsigned narrowest = 4;
   for (Type type :
@@ -88,7 +148,8 @@ KernelSchedule mlir::tile::defaultSchedule(func::FuncOp func) {
       narrowest = std::min(narrowest,
                            tensor.getElementType().getIntOrFloatBitWidth() / 8);
   schedule.vectorWidth = 16 / std::max(narrowest, 1u);
-  schedule.threads = chooseThreads(func, schedule.vectorWidth);
+  schedule.threads =
+      chooseThreads(func, schedule.vectorWidth, schedule.elementGrid);
   if (reducesAcrossRows(func))
     schedule.ctas = KernelSchedule::persistentCtas(schedule.threads);
   schedule.rowsPerCta =
@@ -104,6 +165,8 @@ KernelSchedule mlir::tile::getSchedule(func::FuncOp func) {
   KernelSchedule schedule = defaultSchedule(func);
   schedule.ctas = 0;
   schedule.rowsPerCta = 1; // setSchedule leaves out a 1
+  auto gridKind = dyn_cast_or_null<StringAttr>(dict.get("grid"));
+  schedule.elementGrid = gridKind && gridKind.getValue() == "elements";
   if (auto threads = dyn_cast_or_null<IntegerAttr>(dict.get("threads")))
     schedule.threads = threads.getInt();
   if (auto ctas = dyn_cast_or_null<IntegerAttr>(dict.get("ctas")))
@@ -119,8 +182,10 @@ void mlir::tile::setSchedule(func::FuncOp func,
                              const KernelSchedule &schedule) {
   Builder b(func.getContext());
   SmallVector<NamedAttribute> entries;
-  entries.push_back(b.getNamedAttr(
-      "grid", b.getStringAttr(schedule.ctas ? "persistent" : "rows")));
+  entries.push_back(
+      b.getNamedAttr("grid", b.getStringAttr(schedule.elementGrid ? "elements"
+                                             : schedule.ctas      ? "persistent"
+                                                                  : "rows")));
   entries.push_back(
       b.getNamedAttr("threads", b.getI64IntegerAttr(schedule.threads)));
   if (schedule.ctas)
@@ -148,9 +213,15 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
             entry.getName().getValue()))
       return op->emitError("'tile.schedule' has an unknown entry '")
              << entry.getName().getValue() << "'";
-  if (!grid || (grid.getValue() != "rows" && grid.getValue() != "persistent"))
-    return op->emitError(
-        "'tile.schedule' needs grid = \"rows\" or \"persistent\"");
+  if (!grid ||
+      !llvm::is_contained({"elements", "rows", "persistent"}, grid.getValue()))
+    return op->emitError("'tile.schedule' needs grid = \"elements\", "
+                         "\"rows\" or \"persistent\"");
+  if (grid.getValue() == "elements" &&
+      !isPurelyElementwise(cast<func::FuncOp>(op)))
+    return op->emitError("'tile.schedule' grid = \"elements\" needs a "
+                         "purely elementwise kernel (every tensor [rows, W] "
+                         "of one W, only elementwise ops, casts and splats)");
   if (!threads || threads.getInt() < 32 || threads.getInt() > 1024 ||
       threads.getInt() % 32)
     return op->emitError("'tile.schedule' needs threads, a multiple of 32 "
@@ -165,6 +236,9 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
         threads.getInt() % (32 * rows.getInt()) != 0)
       return op->emitError("'tile.schedule' rows_per_cta must be a power of "
                            "two that splits the threads into whole warps");
+  if (grid.getValue() == "elements" && dict.get("rows_per_cta"))
+    return op->emitError("'tile.schedule' grid = \"elements\" has no rows "
+                         "per CTA");
   bool persistent = grid.getValue() == "persistent";
   if (persistent != static_cast<bool>(ctas) || (ctas && ctas.getInt() <= 0))
     return op->emitError("'tile.schedule' needs a positive ctas exactly "

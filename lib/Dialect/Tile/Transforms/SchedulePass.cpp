@@ -1,11 +1,13 @@
 //===- SchedulePass.cpp - the tile-schedule pass -------------------------===//
 //
 // Today's choices are simple and stated in KernelSchedule.h: 256 threads
-// (512 for wide rows of a cross-row kernel, chooseThreads), one CTA per row
-// or a persistent grid of 512 threads per SM when partials must be combined
-// across rows, and several rows per CTA when a width the kernel is
-// specialized for is narrow (chooseRowsPerCta). The attribute is where a
-// better model (occupancy, vector width) will write its answer.
+// (512 for wide rows of a cross-row kernel, chooseThreads), a CTA per
+// threads × vector_width elements for a purely elementwise kernel, one CTA
+// per row for one with row reductions, or a persistent grid of 512 threads per
+// SM when partials must be combined across rows, and several rows per CTA when
+// a width the kernel is specialized for is narrow (chooseRowsPerCta). The
+// attribute is where a better model (occupancy, vector width) will write its
+// answer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,11 +34,17 @@ struct TileSchedulePass final
         continue;
       bool chosen = !func->hasAttr("tile.schedule");
       KernelSchedule schedule = getSchedule(func);
+      if (rowGrid && schedule.elementGrid) {
+        schedule.elementGrid = false;
+        if (chosen) // the default threads depend on the grid
+          schedule.threads = chooseThreads(func, schedule.vectorWidth, false);
+      }
       if (threads)
         schedule.threads = threads;
       else if (chosen && vectorWidth)
         // The default threads depend on the vector width.
-        schedule.threads = chooseThreads(func, vectorWidth);
+        schedule.threads =
+            chooseThreads(func, vectorWidth, schedule.elementGrid);
       // Any kernel with a reduction may take a persistent grid (a CTA walks
       // many rows, and a resident body loads one row ahead).
       if (ctas && reducesAnything(func))
@@ -46,7 +54,10 @@ struct TileSchedulePass final
         schedule.ctas = KernelSchedule::persistentCtas(schedule.threads);
       if (vectorWidth)
         schedule.vectorWidth = vectorWidth;
-      if (rowsPerCta)
+      // An element grid has no rows to group.
+      if (schedule.elementGrid)
+        schedule.rowsPerCta = 1;
+      else if (rowsPerCta)
         schedule.rowsPerCta = rowsPerCta;
       else if (chosen && (threads || vectorWidth))
         // The default rows per CTA depends on the threads and the width.

@@ -3,13 +3,17 @@
 // The choices tile-schedule makes and convert-tile-to-gpu follows, stored on
 // each kernel as the attribute
 //
+//   tile.schedule = {grid = "elements", threads = 256 : i64}
 //   tile.schedule = {grid = "rows", threads = 256 : i64}
 //   tile.schedule = {ctas = 264 : i64, grid = "persistent", threads = 256 :
 //   i64}
 //
-// `grid = "rows"` launches one CTA per row; `"persistent"` (kernels with a
-// cross-row reduction) launches min(rows, ctas) CTAs that walk the rows, so
-// that the workspace of partials has `ctas` rows, not one per row.
+// `grid = "elements"` (purely elementwise kernels) launches a CTA per
+// threads × vector_width elements of the flattened [rows, width] tensors,
+// so that no thread idles at the end of a row; `"rows"` launches one CTA
+// per row; `"persistent"` (kernels with a cross-row reduction) launches
+// min(rows, ctas) CTAs that walk the rows, so that the workspace of
+// partials has `ctas` rows, not one per row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +28,9 @@
 namespace mlir::tile {
 
 struct KernelSchedule {
+  /// grid = "elements": the kernel treats its tensors as flat arrays of
+  /// rows × width elements (only for isPurelyElementwise kernels).
+  bool elementGrid = false;
   /// Threads per CTA: a multiple of 32, at most 1024.
   int64_t threads = 256;
   /// CTAs of a persistent grid; 0 for one CTA per row.
@@ -41,6 +48,14 @@ struct KernelSchedule {
   static constexpr int64_t kSms = 132;
   static constexpr int64_t kPersistentThreadsPerSm = 512;
   static constexpr int64_t kDefaultThreads = 256;
+  /// An element grid's CTAs: 128 threads measured 0–4 % faster than 256 on
+  /// SwiGLU (docs/Performance.md); smaller CTAs end the grid more evenly.
+  static constexpr int64_t kElementGridThreads = 128;
+  /// The most vector chunks of a row a thread keeps in registers (the
+  /// lowering's resident body): with three inputs and a cross-row
+  /// accumulator, four 8-lane chunks are about 130 live values, the most a
+  /// 512-thread CTA can keep in its 128 registers per thread.
+  static constexpr int64_t kMaxResidentChunks = 4;
 
   /// CTAs per SM a persistent grid of `threads`-thread CTAs aims for.
   static int64_t persistentCtasPerSm(int64_t threads) {
@@ -64,11 +79,21 @@ bool reducesAcrossRows(func::FuncOp func);
 /// Whether `func` has any reduction (within or across rows).
 bool reducesAnything(func::FuncOp func);
 
-/// Threads per CTA for `func` at `vectorWidth`: 256, or 512 for a kernel
-/// that reduces across rows with a specialized width of more than two
-/// vector chunks per thread at 256, so that the lowering can keep its rows
-/// in registers.
-int64_t chooseThreads(func::FuncOp func, int64_t vectorWidth);
+/// Whether every tensor of `func` is [rows, W] with one W for all of them
+/// and every op on tensors is elementwise (a cast, an elementwise op or a
+/// splat): element (r, c) of every tensor is then element r·W + c of its
+/// buffer, and the kernel may ignore rows.
+bool isPurelyElementwise(func::FuncOp func);
+
+/// Threads per CTA for `func` at `vectorWidth` (on an element grid or not):
+/// 128 for an element grid;
+/// 512 for a kernel that reduces across rows with a specialized width of
+/// more than two vector chunks per thread at 256; for one with only row
+/// reductions, f32 (vectors of at most four lanes) and a specialized width
+/// of more than kMaxResidentChunks chunks at 256, the fewest up to 1024
+/// that bring it within; otherwise 256. The wider CTAs let the lowering
+/// keep rows in registers.
+int64_t chooseThreads(func::FuncOp func, int64_t vectorWidth, bool elementGrid);
 
 /// Rows per CTA for `func` at `threads` and `vectorWidth`. For a kernel
 /// that reduces (over or across rows) with a specialized width

@@ -87,9 +87,11 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
   let description = [{
     Writes `tile.schedule` on every `tile.kernel` function: the threads per
     CTA, the grid, and the vector width (columns per thread and 16-byte
-    access; rows that turn out misaligned at run time go scalar). A kernel without a cross-row reduction gets
-    `grid = "rows"` (one CTA per row); one with a cross-row reduction gets a
-    persistent grid of `ctas` CTAs, each accumulating the partials of its
+    access; rows that turn out misaligned at run time go scalar). A purely
+    elementwise kernel gets `grid = "elements"` (a CTA per threads ×
+    vector_width elements of its flattened tensors); one with only row
+    reductions gets `grid = "rows"` (one CTA per row); one with a cross-row
+    reduction gets a persistent grid of `ctas` CTAs, each accumulating the partials of its
     rows. convert-tile-to-gpu follows the attribute. Options override the
     choice for every kernel; without them an existing schedule is kept.
     `ctas` also makes a kernel with only row reductions persistent (for
@@ -107,6 +109,9 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
     Option<"ctas", "ctas", "int64_t", "0",
            "CTAs of a persistent grid, for every kernel with a reduction "
            "(0: keep, or the default 264)">,
+    Option<"rowGrid", "row-grid", "bool", "false",
+           "one CTA per row for purely elementwise kernels too (for "
+           "comparison with the element grid)">,
     Option<"rowsPerCta", "rows-per-cta", "int64_t", "0",
            "rows a CTA works on at once (0: keep, or chosen from a "
            "specialized width)">,
