@@ -1,5 +1,5 @@
 // A resident body: with a specialized width every column loop is over, and
-// at most four vector chunks per thread, the row kernel unrolls its column
+// at most four vector chunks per thread (or more, up to 128 values), the row kernel unrolls its column
 // loops. Each thread loads its chunks of the row once, before any math
 // (512 f32 columns: 128 chunks of 4; four rows of 64 threads per CTA, two
 // chunks each); the row reduction and the output reuse those values; the
@@ -47,13 +47,27 @@
 // CHECK-LABEL: gpu.func @norm_and_colsum_finalize(
 //
 // Not resident: an unspecialized width (the loops stay), or more than four
-// chunks per thread.
+// chunks per thread and more than 128 values of them (64 chunks of 4).
 // CHECK-LABEL: gpu.func @unspecialized(
 // CHECK-NOT: iter_args(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}
 // CHECK: scf.for {{.*}} iter_args
 // CHECK-LABEL: gpu.func @too_wide(
-// CHECK: scf.for
-// CHECK: scf.for {{.*}} iter_args
+// CHECK-NOT: scf.if
+// CHECK: scf.for %{{.*}} = %block_id_x
+// CHECK: scf.for %{{.*}} = %thread_id_x {{.*}} iter_args
+//
+// Resident at eight chunks: one input of four lanes is 32 values a thread.
+// The eight loads of the row come first, in the row loop, with no column
+// loop around them.
+// CHECK-LABEL: gpu.func @eight_chunks(
+// CHECK: scf.if
+// CHECK-NOT: scf.for
+// CHECK: scf.for %{{.*}} = %block_id_x {{.*}} iter_args
+// CHECK-NOT: scf.for
+// CHECK-COUNT-8: vector.load %arg0
+// CHECK-NOT: vector.load
+// CHECK: gpu.shuffle xor
+// CHECK: } else {
 func.func @norm_and_colsum(%x: tensor<?x?xf32>)
     -> (tensor<?x?xf32>, tensor<?xf32>)
     attributes {tile.kernel, tile.specialize = {w0 = 512 : i64}} {
@@ -78,6 +92,18 @@ func.func @unspecialized(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
 }
 
 func.func @too_wide(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.kernel, tile.specialize = {w0 = 65536 : i64},
+                tile.schedule = {grid = "rows", threads = 256 : i64,
+                                 vector_width = 4 : i64}} {
+  %sq = arith.mulf %x, %x : tensor<?x?xf32>
+  %ms = tile.reduce mean %sq [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %rb = tile.broadcast %ms [1] like %x
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.mulf %x, %rb : tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+func.func @eight_chunks(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
     attributes {tile.kernel, tile.specialize = {w0 = 8192 : i64},
                 tile.schedule = {grid = "rows", threads = 256 : i64,
                                  vector_width = 4 : i64}} {

@@ -16,6 +16,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <optional>
 
@@ -30,6 +31,10 @@ inline Type elementTypeOf(Value value) { return getElementTypeOrSelf(value); }
 /// A resident body holds at most this many vector chunks of a row per
 /// thread (the schedule chooses threads with it in mind).
 constexpr int64_t kMaxResidentChunks = KernelSchedule::kMaxResidentChunks;
+/// ... or more chunks, as long as a thread keeps at most this many input
+/// and partial values of its row (four 8-lane chunks of three inputs and
+/// a partial).
+constexpr int64_t kMaxResidentValues = 128;
 
 /// A persistent resident body loads the next row while it works on this
 /// one when each thread has at most this many chunks (the loads take
@@ -115,6 +120,9 @@ private:
     int64_t chunks;
   };
   std::optional<ResidentPlan> planResident();
+  /// The input arguments the row kernel reads at the columns it computes
+  /// (inputsAtColumn of every sink and row reduction), in order.
+  llvm::SetVector<BlockArgument> residentInputs();
   void emitLoopedRows();
   void emitResidentRows(const ResidentPlan &plan);
   /// The first row of the row loop, its step, and (several rows per CTA)

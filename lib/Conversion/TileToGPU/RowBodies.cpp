@@ -97,9 +97,30 @@ std::optional<Emitter::ResidentPlan> Emitter::planResident() {
   int64_t width = constant.value();
   int64_t perGroup = schedule.threads / schedule.rowsPerCta;
   int64_t chunks = llvm::divideCeil(width / vector, perGroup);
-  if (width <= 0 || width % vector != 0 || chunks > kMaxResidentChunks)
+  // A chunk keeps the lanes of every input it reads and of every cross-row
+  // partial live; kMaxResidentChunks is measured for RMSNorm's backward
+  // (three inputs and a partial), and a kernel that keeps fewer values a
+  // chunk may hold more chunks within the same registers.
+  int64_t perChunk =
+      vector * static_cast<int64_t>(residentInputs().size() +
+                                    model.acrossRowReductions.size());
+  int64_t limit = std::max<int64_t>(
+      kMaxResidentChunks, kMaxResidentValues / std::max<int64_t>(perChunk, 1));
+  if (width <= 0 || width % vector != 0 || chunks > limit)
     return std::nullopt;
   return ResidentPlan{width, chunks};
+}
+
+llvm::SetVector<BlockArgument> Emitter::residentInputs() {
+  llvm::SetVector<BlockArgument> inputs;
+  for (SinkGroup &group : sinkGroups)
+    for (Sink &sink : group.sinks)
+      for (BlockArgument input : inputsAtColumn(sink.value))
+        inputs.insert(input);
+  for (ReduceOp reduce : model.rowReductions)
+    for (BlockArgument input : inputsAtColumn(reduce.getInput()))
+      inputs.insert(input);
+  return inputs;
 }
 
 SmallVector<Lanes> Emitter::computeChunk(ArrayRef<Sink> sinks, Value col) {
@@ -365,13 +386,7 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
     BlockArgument input;
     const Chunk *chunk;
   };
-  llvm::SetVector<BlockArgument> inputs;
-  for (Sink &sink : sinks)
-    for (BlockArgument input : inputsAtColumn(sink.value))
-      inputs.insert(input);
-  for (ReduceOp reduce : model.rowReductions)
-    for (BlockArgument input : inputsAtColumn(reduce.getInput()))
-      inputs.insert(input);
+  llvm::SetVector<BlockArgument> inputs = residentInputs();
   SmallVector<ChunkLoad> rowLoads, columnLoads;
   for (const Chunk &chunk : residentChunks) {
     for (BlockArgument input : inputs)
