@@ -434,6 +434,12 @@ LaunchPlan::bind(const std::string &name,
     StatusOr<int64_t> grid = evaluate(kernel.grid, symbols);
     if (!grid)
       return grid.takeStatus();
+    // cuLaunchKernel takes at most 2^31 - 1 CTAs in x (an element grid is
+    // a CTA per 1024 elements: 2^41 of them would pass it).
+    if (*grid < 0 || *grid > 0x7fffffff)
+      return Status::error(name + ": kernel " + kernel.name +
+                           " would need a grid of " + std::to_string(*grid) +
+                           " CTAs, more than the 2^31 - 1 a launch takes");
     bound.launches.push_back({kernel.name, static_cast<unsigned>(*grid),
                               static_cast<unsigned>(kernel.block)});
   }

@@ -83,6 +83,26 @@ TEST(LaunchPlanTest, ARightCallBindsSizesAndLaunches) {
   EXPECT_EQ(bound->workspaceParam, 12u);
 }
 
+TEST(LaunchPlanTest, ElementwiseKernelsLaunchAnElementGrid) {
+  // SwiGLU: a CTA per 128 threads x 8 bf16 of the flattened tensors, so
+  // 7 x 333 = 2331 elements take 3 CTAs whatever the rows.
+  LaunchPlan swiglu = plan("swiglu");
+  auto bound = swiglu.bind("swiglu", {tensor({7, 333}), tensor({7, 333})},
+                           {tensor({7, 333})});
+  ASSERT_TRUE(bound) << bound.message();
+  ASSERT_EQ(bound->launches.size(), 1u);
+  EXPECT_EQ(bound->launches[0].grid, 3u);
+  EXPECT_EQ(bound->launches[0].block, 128u);
+  // 2^31 CTAs or more: refused, not truncated.
+  int64_t rows = int64_t(1) << 31;
+  auto huge =
+      swiglu.bind("swiglu", {tensor({rows, 1024}), tensor({rows, 1024})},
+                  {tensor({rows, 1024})});
+  ASSERT_FALSE(huge);
+  EXPECT_TRUE(contains(huge.message(), "more than the 2^31 - 1 a launch takes"))
+      << huge.message();
+}
+
 TEST(LaunchPlanTest, AWrongCallIsToldWhatIsWrong) {
   LaunchPlan rms = plan("rms_norm");
   auto call = [&](std::vector<Argument> args,

@@ -3,7 +3,7 @@
 // The choices tile-schedule makes and convert-tile-to-gpu follows, stored on
 // each kernel as the attribute
 //
-//   tile.schedule = {grid = "elements", threads = 256 : i64}
+//   tile.schedule = {grid = "elements", threads = 128 : i64}
 //   tile.schedule = {grid = "rows", threads = 256 : i64}
 //   tile.schedule = {ctas = 264 : i64, grid = "persistent", threads = 256 :
 //   i64}

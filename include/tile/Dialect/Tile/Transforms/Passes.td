@@ -91,8 +91,8 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
     elementwise kernel gets `grid = "elements"` (a CTA per threads ×
     vector_width elements of its flattened tensors); one with only row
     reductions gets `grid = "rows"` (one CTA per row); one with a cross-row
-    reduction gets a persistent grid of `ctas` CTAs, each accumulating the partials of its
-    rows. convert-tile-to-gpu follows the attribute. Options override the
+    reduction gets a persistent grid of `ctas` CTAs, each accumulating the
+    partials of its rows. convert-tile-to-gpu follows the attribute. Options override the
     choice for every kernel; without them an existing schedule is kept.
     `ctas` also makes a kernel with only row reductions persistent (for
     experiments: its resident body then loads one row ahead).
