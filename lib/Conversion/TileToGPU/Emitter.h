@@ -114,15 +114,17 @@ private:
   /// there is one, so the bound and the alignment test fold.
   Value loopWidth(Value width);
   /// A resident body: every column loop of the row kernel is over the
-  /// constant `width`, which gives each thread `chunks` vector chunks.
+  /// constant `width`, which gives each thread `chunks` vector chunks of
+  /// `inputs`, the arguments it reads at the columns it computes
+  /// (inputsAtColumn of every sink and row reduction), in order.
   struct ResidentPlan {
     int64_t width;
     int64_t chunks;
+    llvm::SetVector<BlockArgument> inputs;
   };
   std::optional<ResidentPlan> planResident();
-  /// The input arguments the row kernel reads at the columns it computes
-  /// (inputsAtColumn of every sink and row reduction), in order.
-  llvm::SetVector<BlockArgument> residentInputs();
+  /// Every sink of every column loop, in group order.
+  SmallVector<Sink> allSinks() const;
   void emitLoopedRows();
   void emitResidentRows(const ResidentPlan &plan);
   /// The first row of the row loop, its step, and (several rows per CTA)

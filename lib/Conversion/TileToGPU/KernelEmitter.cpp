@@ -855,14 +855,9 @@ LogicalResult gpu_lowering::emitKernels(const KernelModel &model,
     return func.emitOpError("threads per CTA must be a multiple of 32 "
                             "between 32 and 1024, not ")
            << schedule.threads;
-  // tile.schedule's verifier checks this on the function; the model must
-  // agree (every tensor an element of the one [rows, W] shape).
-  if (schedule.elementGrid &&
-      (!model.rowReductions.empty() || model.hasAcrossRows() ||
-       llvm::any_of(model.kinds, [](auto entry) {
-         return entry.second != ValueKind::Element &&
-                entry.second != ValueKind::Uniform;
-       })))
+  // tile.schedule's verifier checks this where the attribute is written;
+  // a schedule passed in directly is checked here.
+  if (schedule.elementGrid && !isPurelyElementwise(func))
     return func.emitOpError("grid = \"elements\" needs a purely elementwise "
                             "kernel");
   if (failed(Emitter(model, schedule, Mode::Rows, module).emit()))

@@ -101,26 +101,28 @@ std::optional<Emitter::ResidentPlan> Emitter::planResident() {
   // partial live; kMaxResidentChunks is measured for RMSNorm's backward
   // (three inputs and a partial), and a kernel that keeps fewer values a
   // chunk may hold more chunks within the same registers.
+  llvm::SetVector<BlockArgument> inputs;
+  for (const Sink &sink : allSinks())
+    for (BlockArgument input : inputsAtColumn(sink.value))
+      inputs.insert(input);
+  for (ReduceOp reduce : model.rowReductions)
+    for (BlockArgument input : inputsAtColumn(reduce.getInput()))
+      inputs.insert(input);
   int64_t perChunk =
-      vector * static_cast<int64_t>(residentInputs().size() +
-                                    model.acrossRowReductions.size());
+      vector *
+      static_cast<int64_t>(inputs.size() + model.acrossRowReductions.size());
   int64_t limit = std::max<int64_t>(
       kMaxResidentChunks, kMaxResidentValues / std::max<int64_t>(perChunk, 1));
   if (width <= 0 || width % vector != 0 || chunks > limit)
     return std::nullopt;
-  return ResidentPlan{width, chunks};
+  return ResidentPlan{width, chunks, std::move(inputs)};
 }
 
-llvm::SetVector<BlockArgument> Emitter::residentInputs() {
-  llvm::SetVector<BlockArgument> inputs;
-  for (SinkGroup &group : sinkGroups)
-    for (Sink &sink : group.sinks)
-      for (BlockArgument input : inputsAtColumn(sink.value))
-        inputs.insert(input);
-  for (ReduceOp reduce : model.rowReductions)
-    for (BlockArgument input : inputsAtColumn(reduce.getInput()))
-      inputs.insert(input);
-  return inputs;
+SmallVector<Emitter::Sink> Emitter::allSinks() const {
+  SmallVector<Sink> sinks;
+  for (const SinkGroup &group : sinkGroups)
+    llvm::append_range(sinks, group.sinks);
+  return sinks;
 }
 
 SmallVector<Lanes> Emitter::computeChunk(ArrayRef<Sink> sinks, Value col) {
@@ -144,9 +146,7 @@ void Emitter::emitElementGrid() {
   // only the last chunk of all may be partial (scalar), and no thread
   // idles at the end of a row.
   collectSinks();
-  SmallVector<Sink> sinks;
-  for (SinkGroup &sinkGroup : sinkGroups)
-    llvm::append_range(sinks, sinkGroup.sinks);
+  SmallVector<Sink> sinks = allSinks();
   row = index(0);
   int64_t vector = schedule.vectorWidth;
   Value total =
@@ -364,9 +364,7 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
                  identity(reduce.getKind(), b.getF32Type()));
   }
 
-  SmallVector<Sink> sinks;
-  for (SinkGroup &group : sinkGroups)
-    llvm::append_range(sinks, group.sinks);
+  SmallVector<Sink> sinks = allSinks();
 
   // A persistent CTA walks many rows: it issues the next row's loads
   // before this row's math and exchanges, so that they overlap (ncu: the
@@ -386,10 +384,9 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
     BlockArgument input;
     const Chunk *chunk;
   };
-  llvm::SetVector<BlockArgument> inputs = residentInputs();
   SmallVector<ChunkLoad> rowLoads, columnLoads;
   for (const Chunk &chunk : residentChunks) {
-    for (BlockArgument input : inputs)
+    for (BlockArgument input : plan.inputs)
       (model.kindOf(input) == ValueKind::Element ? rowLoads : columnLoads)
           .push_back({input, &chunk});
   }

@@ -34,33 +34,32 @@ struct TileSchedulePass final
         continue;
       bool chosen = !func->hasAttr("tile.schedule");
       KernelSchedule schedule = getSchedule(func);
-      if (rowGrid && schedule.elementGrid) {
+      // Options first, then what depends on them: the grid and the vector
+      // width decide the default threads, and the threads the default
+      // CTAs and rows per CTA. A schedule this pass chooses takes every
+      // default from the options; one written by hand changes only where
+      // an option says so.
+      if (rowGrid)
         schedule.elementGrid = false;
-        if (chosen) // the default threads depend on the grid
-          schedule.threads = chooseThreads(func, schedule.vectorWidth, false);
-      }
+      if (vectorWidth)
+        schedule.vectorWidth = vectorWidth;
       if (threads)
         schedule.threads = threads;
-      else if (chosen && vectorWidth)
-        // The default threads depend on the vector width.
+      else if (chosen)
         schedule.threads =
-            chooseThreads(func, vectorWidth, schedule.elementGrid);
+            chooseThreads(func, schedule.vectorWidth, schedule.elementGrid);
       // Any kernel with a reduction may take a persistent grid (a CTA walks
       // many rows, and a resident body loads one row ahead).
       if (ctas && reducesAnything(func))
         schedule.ctas = ctas;
       else if (chosen && reducesAcrossRows(func))
-        // The default grid depends on the threads.
         schedule.ctas = KernelSchedule::persistentCtas(schedule.threads);
-      if (vectorWidth)
-        schedule.vectorWidth = vectorWidth;
       // An element grid has no rows to group.
       if (schedule.elementGrid)
         schedule.rowsPerCta = 1;
       else if (rowsPerCta)
         schedule.rowsPerCta = rowsPerCta;
-      else if (chosen && (threads || vectorWidth))
-        // The default rows per CTA depends on the threads and the width.
+      else if (chosen)
         schedule.rowsPerCta =
             chooseRowsPerCta(func, schedule.threads, schedule.vectorWidth);
       setSchedule(func, schedule);
