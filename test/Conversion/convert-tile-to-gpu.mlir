@@ -81,17 +81,18 @@ func.func @scale_add(%x: tensor<?x?xbf16>, %y: tensor<?x?xbf16>,
 // CHECK: %[[NEXT:.*]] = arith.xori %[[PARITY]], %c1
 // CHECK: scf.yield %[[NEXT]] : index
 // The finalize: 32 columns per CTA, a warp's lanes on the columns; warp w
-// adds partial rows w, w + 8, ... (eight rows a step, loaded first, the
-// rows past the last not added) and the warps' sums meet in shared
-// memory, added in warp order; warp 0 stores.
+// adds partial rows w, w + 8, ... (its share of the 264 partial rows, 33,
+// in one step, loaded first, the rows past the last not added) and the
+// warps' sums meet in shared memory, added in warp order; warp 0 stores.
 // CHECK-LABEL: gpu.func @norm_and_colsum_finalize(
 // CHECK-SAME: workgroup(%[[FSH:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
 // CHECK: gpu.block_id x
 // CHECK: %[[WARP:.*]] = arith.divui %{{.*}}, %c32
-// CHECK: scf.for %{{.*}} = %[[WARP]] to %{{.*}} step %c64{{.*}} iter_args
-// CHECK-COUNT-8: memref.load
+// CHECK: scf.for %{{.*}} = %[[WARP]] to %{{.*}} step %c264{{.*}} iter_args
+// CHECK-COUNT-33: memref.load
+// CHECK-NOT: memref.load
 // CHECK: arith.addf
-// CHECK-COUNT-7: arith.select
+// CHECK-COUNT-32: arith.select
 // CHECK: memref.store %{{.*}}, %[[FSH]]
 // CHECK: gpu.barrier
 // CHECK-COUNT-8: memref.load %[[FSH]]

@@ -78,6 +78,9 @@ private:
   void prepareRowValues(Value value);
   Value emitScalarOp(Operation *op, ArrayRef<Value> operands);
   Value convert(Value value, Type to);
+  /// Widens lane `lane` of a loaded 16-bit vector from its 32-bit word
+  /// (see rewidenFromWords).
+  Value widenFromWord(Value vector, int64_t lane, Type to);
   /// Reduces `reduce` over the row, together with every other row
   /// reduction whose inputs are ready (one exchange), and memoizes them.
   Value reduceRow(ReduceOp reduce);
@@ -217,6 +220,15 @@ private:
   int64_t lanes = 1;
   /// Uniform i1: every buffer and offset allows vector accesses.
   Value aligned;
+  /// The vector and lane each loaded lane was extracted from.
+  DenseMap<Value, std::pair<Value, int64_t>> loadedLanes;
+  /// Set in a resident body after the row's exchanges: widening a loaded
+  /// 16-bit lane reads it out of its 32-bit word again (widenFromWord).
+  bool rewidenFromWords = false;
+  /// i32 zero, hidden from the optimizers (widenFromWord).
+  Value opaqueZero;
+  /// A loaded 16-bit vector as i32 words (widenFromWord).
+  DenseMap<Value, Value> loadedWords;
 
   /// The row kernel's column loops (collectSinks).
   llvm::EquivalenceClasses<Value> equalWidths;

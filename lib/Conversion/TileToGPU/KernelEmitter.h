@@ -39,9 +39,10 @@ inline int64_t rowSharedFloats(int64_t threads) {
   return 2 * kMaxFusedReductions * (threads / 32);
 }
 
-/// Partial rows a finalize thread loads before it adds them (in order):
-/// the loads of a warp's rows are in flight together.
-constexpr int64_t kFinalizeUnroll = 8;
+/// At most this many partial rows a finalize thread loads before it adds
+/// them (in order): the loads of a warp's rows are in flight together
+/// (finalizeUnroll).
+constexpr int64_t kMaxFinalizeUnroll = 36;
 
 /// Columns one finalize CTA sums (its grid is ceildiv(width, this)); its
 /// warps split the partial rows.

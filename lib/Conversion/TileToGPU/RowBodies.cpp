@@ -19,7 +19,7 @@
 //
 // The finalize sums the CTAs' partial rows of each cross-row reduction:
 // a CTA takes kFinalizeColumns columns and its warps split the rows,
-// kFinalizeUnroll rows a step.
+// up to kMaxFinalizeUnroll rows a step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -440,6 +440,21 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
       (void)group(load.input, load.chunk->base);
     for (Sink &sink : sinks)
       prepareRowValues(sink.value);
+    // After the row's exchanges, the last pass computes its values again
+    // from the loaded lanes, widening 16-bit ones from their words:
+    // otherwise the first pass's f32 lanes stay live across the exchange,
+    // twice the registers of the loaded words (ptxas, RMSNorm's bf16
+    // forward at 16384 columns: 138 -> 94 registers, 0.64 -> 0.83 of the
+    // ceiling). Not in a pipelined body: it already carries the next row's
+    // words, ptxas gave it as many registers either way, and the second
+    // widening cost its backward 1-2 % (docs/Performance.md).
+    if (!pipelined) {
+      // (Erasing from a DenseMap leaves its other iterators valid.)
+      for (auto it = elementMemo.begin(); it != elementMemo.end(); ++it)
+        if (!isa<BlockArgument>(it->first.first))
+          elementMemo.erase(it);
+      rewidenFromWords = true;
+    }
     // Every value first, then the stores (outputs may alias inputs).
     SmallVector<SmallVector<Lanes>> computed;
     for (const Chunk &chunk : residentChunks) {
@@ -447,6 +462,7 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
       for (Sink &sink : sinks)
         computed.back().push_back(group(sink.value, chunk.base));
     }
+    rewidenFromWords = false;
     Value rowStart = arith::MulIOp::create(b, loc, row, width);
     for (auto [chunkIndex, chunk] : llvm::enumerate(residentChunks)) {
       Value mask = andOf(chunk.valid, rowValid);
@@ -519,17 +535,23 @@ void Emitter::sumPartials(Value col, Value lane, Value slice) {
     Value last = arith::SubIOp::create(
         b, loc, arith::MaxUIOp::create(b, loc, width, index(1)), index(1));
     Value column = arith::MinUIOp::create(b, loc, col, last);
-    // kFinalizeUnroll rows a step: their loads first (rows past the last
-    // load the last and are not added), then the sums in row order.
+    // `unroll` rows a step: their loads first (rows past the last load the
+    // last and are not added), then the sums in row order. A warp's share
+    // of the grid's partial rows, up to kMaxFinalizeUnroll, is one step:
+    // the finalize has a CTA per 32 columns, too few to cover the memory
+    // latency with a few loads each (ncu: 6.9 us and 13 % of DRAM
+    // bandwidth at 8 rows a step, RMSNorm's backward at 4096 x 4096).
+    int64_t unroll = std::clamp<int64_t>(llvm::divideCeil(schedule.ctas, warps),
+                                         1, kMaxFinalizeUnroll);
     Value init = identity(reduce.getKind(), b.getF32Type());
     Value lastRow = arith::SubIOp::create(b, loc, ctas, index(1));
-    auto loop = scf::ForOp::create(
-        b, loc, slice, ctas, index(warps * kFinalizeUnroll), ValueRange{init});
+    auto loop = scf::ForOp::create(b, loc, slice, ctas, index(warps * unroll),
+                                   ValueRange{init});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       SmallVector<std::pair<Value, Value>> loaded; // exists, partial
-      for (int64_t u = 0; u < kFinalizeUnroll; ++u) {
+      for (int64_t u = 0; u < unroll; ++u) {
         Value partialRow = arith::AddIOp::create(b, loc, loop.getInductionVar(),
                                                  index(u * warps));
         Value exists = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
