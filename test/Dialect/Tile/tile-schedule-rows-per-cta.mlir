@@ -3,10 +3,11 @@
 
 // A kernel that reduces over its rows, specialized for a narrow width, gets
 // several rows per CTA, so that every thread has two 16-byte chunks of its
-// row: 1024 bf16 columns are 128 chunks, two each for 64 threads, four
-// rows to a CTA of 256.
+// row: 1024 bf16 columns are 128 chunks, two each for 64 threads. A row of
+// at most 128 chunks takes a CTA of 128 threads (chooseThreads): two rows
+// to a CTA; at 256 threads it would be four.
 // CHECK-LABEL: func.func @narrow
-// CHECK-SAME: rows_per_cta = 4 : i64
+// CHECK-SAME: rows_per_cta = 2 : i64, threads = 128 : i64
 // T128-LABEL: func.func @narrow
 // T128-SAME: rows_per_cta = 2 : i64
 func.func @narrow(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
@@ -20,9 +21,10 @@ func.func @narrow(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %yb : tensor<?x?xbf16>
 }
 
-// 2048 columns: two rows. 4096: one (no rows_per_cta entry).
+// 2048 columns (256 threads): two rows. 4096: one (no rows_per_cta
+// entry).
 // CHECK-LABEL: func.func @medium
-// CHECK-SAME: rows_per_cta = 2 : i64
+// CHECK-SAME: rows_per_cta = 2 : i64, threads = 256 : i64
 func.func @medium(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
     attributes {tile.kernel, tile.specialize = {w0 = 2048 : i64}} {
   %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>

@@ -51,6 +51,9 @@ struct KernelSchedule {
   /// An element grid's CTAs: 128 threads measured 0–4 % faster than 256 on
   /// SwiGLU (docs/Performance.md); smaller CTAs end the grid more evenly.
   static constexpr int64_t kElementGridThreads = 128;
+  /// A row-reducing kernel's CTAs when its rows are narrow 16-bit ones
+  /// (chooseThreads).
+  static constexpr int64_t kNarrowRowThreads = 128;
   /// The most vector chunks of a row a thread keeps in registers (the
   /// lowering's resident body): with three inputs and a cross-row
   /// accumulator, four 8-lane chunks are about 130 live values, the most a
