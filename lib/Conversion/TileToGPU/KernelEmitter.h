@@ -41,7 +41,7 @@ inline int64_t rowSharedFloats(int64_t threads) {
 
 /// At most this many partial rows a finalize thread loads before it adds
 /// them (in order): the loads of a warp's rows are in flight together
-/// (finalizeUnroll).
+/// (sumPartials).
 constexpr int64_t kMaxFinalizeUnroll = 36;
 
 /// Columns one finalize CTA sums (its grid is ceildiv(width, this)); its
