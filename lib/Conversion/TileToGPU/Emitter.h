@@ -36,6 +36,15 @@ constexpr int64_t kMaxResidentChunks = KernelSchedule::kMaxResidentChunks;
 /// a partial).
 constexpr int64_t kMaxResidentValues = 128;
 
+/// Registers a resident body may keep across its row's exchange (its
+/// loaded lanes, a 16-bit one as half a register, and its cross-row
+/// partials) before it loads the column inputs again after the exchange
+/// instead. Measured on an H200 (docs/Performance.md): at 128 (RMSNorm's
+/// f32 backward at 16384 columns, which spilled) reloading took it from
+/// 0.67 to 0.89 of the ceiling; at 80 and below it cost up to 6 % (one
+/// kernel at 64 gained 6 %, its f16 twin nothing).
+constexpr int64_t kMaxHeldRegisters = 96;
+
 /// A persistent resident body loads the next row while it works on this
 /// one when each thread has at most this many chunks (the loads take
 /// registers; see emitResidentRows).
@@ -124,6 +133,9 @@ private:
     int64_t width;
     int64_t chunks;
     llvm::SetVector<BlockArgument> inputs;
+    /// The last pass loads the column inputs (weights) again instead of
+    /// keeping them across the exchange (kMaxHeldRegisters).
+    bool reloadColumns;
   };
   std::optional<ResidentPlan> planResident();
   /// Every sink of every column loop, in group order.

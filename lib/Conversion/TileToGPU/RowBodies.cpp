@@ -115,7 +115,14 @@ std::optional<Emitter::ResidentPlan> Emitter::planResident() {
       kMaxResidentChunks, kMaxResidentValues / std::max<int64_t>(perChunk, 1));
   if (width <= 0 || width % vector != 0 || chunks > limit)
     return std::nullopt;
-  return ResidentPlan{width, chunks, std::move(inputs)};
+  // What stays live across the exchange once 16-bit lanes are kept as
+  // words (emitResidentRows), in registers.
+  int64_t heldHalves = 0;
+  for (BlockArgument input : inputs)
+    heldHalves += elementTypeOf(input).getIntOrFloatBitWidth() <= 16 ? 1 : 2;
+  heldHalves += 2 * static_cast<int64_t>(model.acrossRowReductions.size());
+  bool reloadColumns = chunks * vector * heldHalves / 2 > kMaxHeldRegisters;
+  return ResidentPlan{width, chunks, std::move(inputs), reloadColumns};
 }
 
 SmallVector<Emitter::Sink> Emitter::allSinks() const {
@@ -447,11 +454,15 @@ void Emitter::emitResidentRows(const ResidentPlan &plan) {
     // forward at 16384 columns: 138 -> 94 registers, 0.64 -> 0.83 of the
     // ceiling). Not in a pipelined body: it already carries the next row's
     // words, ptxas gave it as many registers either way, and the second
-    // widening cost its backward 1-2 % (docs/Performance.md).
+    // widening cost its backward 1-2 % (docs/Performance.md). Where even
+    // that keeps too much live, the column inputs, the same on every row
+    // and so in L2, are loaded again too (plan.reloadColumns).
     if (!pipelined) {
       // (Erasing from a DenseMap leaves its other iterators valid.)
       for (auto it = elementMemo.begin(); it != elementMemo.end(); ++it)
-        if (!isa<BlockArgument>(it->first.first))
+        if (!isa<BlockArgument>(it->first.first) ||
+            (plan.reloadColumns &&
+             model.kindOf(it->first.first) == ValueKind::Column))
           elementMemo.erase(it);
       rewidenFromWords = true;
     }
