@@ -232,8 +232,6 @@ private:
   int64_t lanes = 1;
   /// Uniform i1: every buffer and offset allows vector accesses.
   Value aligned;
-  /// The vector and lane each loaded lane was extracted from.
-  DenseMap<Value, std::pair<Value, int64_t>> loadedLanes;
   /// Set in a resident body after the row's exchanges: widening a loaded
   /// 16-bit lane reads it out of its 32-bit word again (widenFromWord).
   bool rewidenFromWords = false;

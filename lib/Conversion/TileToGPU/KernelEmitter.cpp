@@ -247,9 +247,13 @@ Value Emitter::convert(Value value, Type to) {
   if (from == to)
     return value;
   if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()) {
+    // A lane of a 16-bit vector load (extractLanes).
     if (rewidenFromWords && from.getIntOrFloatBitWidth() == 16)
-      if (auto loaded = loadedLanes.find(value); loaded != loadedLanes.end())
-        return widenFromWord(loaded->second.first, loaded->second.second, to);
+      if (auto lane = value.getDefiningOp<vector::ExtractOp>())
+        if (lane.getSource().getDefiningOp<vector::LoadOp>() &&
+            !lane.hasDynamicPosition())
+          return widenFromWord(lane.getSource(), lane.getStaticPosition()[0],
+                               to);
     return arith::ExtFOp::create(b, loc, to, value);
   }
   return arith::TruncFOp::create(b, loc, to, value);
@@ -749,10 +753,8 @@ Value Emitter::loadVector(Value buffer, Value at) {
 
 Lanes Emitter::extractLanes(Value vector) {
   Lanes values;
-  for (int64_t l = 0; l < lanes; ++l) {
+  for (int64_t l = 0; l < lanes; ++l)
     values.push_back(vector::ExtractOp::create(b, loc, vector, l));
-    loadedLanes[values.back()] = {vector, l};
-  }
   return values;
 }
 
