@@ -203,12 +203,12 @@ LaunchPlan::~LaunchPlan() = default;
 LaunchPlan::LaunchPlan(LaunchPlan &&) = default;
 LaunchPlan &LaunchPlan::operator=(LaunchPlan &&) = default;
 
-std::vector<std::string> LaunchPlan::kernelNames() const {
-  std::vector<std::string> names;
+std::map<std::string, int64_t> LaunchPlan::kernelBlocks() const {
+  std::map<std::string, int64_t> blocks;
   for (auto &[name, function] : impl->functions)
     for (const Kernel &kernel : function.kernels)
-      names.push_back(kernel.name);
-  return names;
+      blocks[kernel.name] = kernel.block;
+  return blocks;
 }
 
 StatusOr<LaunchPlan> LaunchPlan::parse(const std::string &manifest) {
@@ -447,8 +447,8 @@ LaunchPlan::bind(const std::string &name,
 }
 
 StatusOr<std::unique_ptr<Launcher>>
-Launcher::create(const rt::Device &device,
-                 const jit::CompiledKernels &kernels) {
+Launcher::create(const rt::Device &device, const jit::CompiledKernels &kernels,
+                 LoadOptions options) {
   StatusOr<LaunchPlan> plan = LaunchPlan::parse(kernels.manifest);
   if (!plan)
     return plan.takeStatus();
@@ -459,13 +459,76 @@ Launcher::create(const rt::Device &device,
   launcher->device = &device;
   launcher->plan = std::move(*plan);
   launcher->module = std::move(*module);
-  for (const std::string &name : launcher->plan.kernelNames()) {
+  for (auto [name, block] : launcher->plan.kernelBlocks()) {
     StatusOr<rt::cu::Function> function = launcher->module.function(name);
     if (!function)
       return function.takeStatus();
-    launcher->functions[name] = *function;
+    StatusOr<rt::FunctionInfo> info = rt::functionInfo(device, *function);
+    if (!info)
+      return info.takeStatus();
+    Loaded &loaded = launcher->kernels[name];
+    loaded.info = *info;
+    loaded.function = *function;
+    loaded.load.name = name;
+    loaded.load.threads = static_cast<int>(block);
+    loaded.load.registers = info->resources.registers;
+    loaded.load.residentCtas = rt::residentCtas(
+        device.smLimits(), info->resources, loaded.load.threads);
   }
+  if (options.registerCaps)
+    if (Status s = launcher->loadCapped(kernels.ptx); !s)
+      return s;
   return launcher;
+}
+
+// The lowering cannot choose a register cap: whether ptxas fits a kernel
+// under it without spilling is known only after the driver's JIT ran, and
+// a cap that spills costs more than the CTA it gains (f16 RMSNorm forward,
+// docs/Performance.md), while a cap passed to a whole module slowed kernels
+// it did not bind. So the cap is tried here, per kernel, where registers
+// are the only thing between the kernel and one more CTA per SM, and kept
+// only if the capped variant uses no local memory.
+Status Launcher::loadCapped(const std::string &ptx) {
+  const rt::SmLimits &sm = device->smLimits();
+  std::map<int, std::vector<Loaded *>> byCap;
+  for (auto &[name, loaded] : kernels) {
+    if (loaded.info.localBytes != 0)
+      continue; // spills already; a cap would add to it
+    if (int cap = rt::registerCapForOneMoreCta(sm, loaded.info.resources,
+                                               loaded.load.threads))
+      byCap[cap].push_back(&loaded);
+  }
+  for (auto &[cap, candidates] : byCap) {
+    StatusOr<rt::Module> capped = rt::Module::load(*device, ptx, cap);
+    if (!capped)
+      continue; // the uncapped module loaded: launch that
+    bool used = false;
+    for (Loaded *loaded : candidates) {
+      StatusOr<rt::cu::Function> function = capped->function(loaded->load.name);
+      if (!function)
+        return function.takeStatus();
+      StatusOr<rt::FunctionInfo> info = rt::functionInfo(*device, *function);
+      if (!info)
+        return info.takeStatus();
+      int ctas = rt::residentCtas(sm, info->resources, loaded->load.threads);
+      if (info->localBytes != 0 || ctas <= loaded->load.residentCtas)
+        continue;
+      loaded->capped = *function;
+      loaded->load.cappedRegisters = info->resources.registers;
+      loaded->load.cappedResidentCtas = ctas;
+      used = true;
+    }
+    if (used)
+      cappedModules.push_back(std::move(*capped));
+  }
+  return Status::ok();
+}
+
+std::vector<KernelLoad> Launcher::loads() const {
+  std::vector<KernelLoad> result;
+  for (auto &[name, loaded] : kernels)
+    result.push_back(loaded.load);
+  return result;
 }
 
 Launcher::~Launcher() = default;
@@ -487,9 +550,14 @@ Status Launcher::run(const std::string &function,
     rt::LaunchConfig config;
     config.grid = launch.grid;
     config.block = launch.block;
-    if (Status s =
-            rt::launch(*device, functions[launch.kernel], config, bound->args);
-        !s)
+    // The capped variant only pays where the grid is more than one wave of
+    // the uncapped kernel; below that the extra CTAs per SM sit idle.
+    const Loaded &loaded = kernels.at(launch.kernel);
+    int64_t wave = static_cast<int64_t>(device->multiprocessors()) *
+                   loaded.load.residentCtas;
+    rt::cu::Function function =
+        loaded.capped && launch.grid > wave ? loaded.capped : loaded.function;
+    if (Status s = rt::launch(*device, function, config, bound->args); !s)
       return s;
   }
   return Status::ok();

@@ -59,11 +59,20 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
   if (!compiled)
     return compiled.takeStatus();
   rt::StatusOr<std::unique_ptr<Launcher>> created =
-      Launcher::create(dev, *compiled);
+      Launcher::create(dev, *compiled, LoadOptions{overrides.registerCaps});
   if (!created)
     return created.takeStatus();
   Launcher *result = created->get();
   launchers[key] = std::move(*created);
+  return result;
+}
+
+std::vector<std::pair<std::string, KernelLoad>> Operators::kernelLoads() {
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<std::pair<std::string, KernelLoad>> result;
+  for (auto &[key, launcher] : launchers)
+    for (const KernelLoad &load : launcher->loads())
+      result.push_back({key, load});
   return result;
 }
 

@@ -122,6 +122,7 @@ StatusOr<DriverApi> load(const char *path) {
   resolveSymbol(library, "cuModuleLoadDataEx", api.moduleLoadDataEx, missing);
   resolveSymbol(library, "cuModuleUnload", api.moduleUnload, missing);
   resolveSymbol(library, "cuModuleGetFunction", api.moduleGetFunction, missing);
+  resolveSymbol(library, "cuFuncGetAttribute", api.funcGetAttribute, missing);
   resolveSymbol(library, "cuLaunchKernel", api.launchKernel, missing);
   resolveSymbol(library, "cuStreamSynchronize", api.streamSynchronize, missing);
   resolveSymbol(library, "cuGetErrorName", api.getErrorName, missing);

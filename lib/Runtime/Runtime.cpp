@@ -3,6 +3,7 @@
 #include "tile/Runtime/Runtime.h"
 
 #include <cstring>
+#include <utility>
 
 namespace tile::rt {
 
@@ -50,6 +51,20 @@ StatusOr<Device> Device::open(int ordinal) {
     return s;
   (void)api.deviceGetAttribute(&minor, 76, device.handle);
   (void)api.deviceGetAttribute(&device.smCount, 16, device.handle);
+  // 39, 82, 106, 81, 111: threads, registers, CTAs and shared memory per
+  // SM, and the shared memory reserved per CTA. A failed query keeps the
+  // default (an H100's figure).
+  auto query = [&](int &value, int attribute) {
+    int result = 0;
+    if (api.deviceGetAttribute(&result, attribute, device.handle) == 0 &&
+        result > 0)
+      value = result;
+  };
+  query(device.limits.threads, 39);
+  query(device.limits.registers, 82);
+  query(device.limits.ctas, 106);
+  query(device.limits.sharedBytes, 81);
+  query(device.limits.reservedSharedBytes, 111);
   device.capability = major * 10 + minor;
   char text[256] = {0};
   (void)api.deviceGetName(text, sizeof(text) - 1, device.handle);
@@ -145,16 +160,21 @@ Status DeviceBuffer::fill(unsigned char byte) {
 // Module
 //===----------------------------------------------------------------------===//
 
-StatusOr<Module> Module::load(const Device &device, const std::string &image) {
+StatusOr<Module> Module::load(const Device &device, const std::string &image,
+                              int maxRegisters) {
   Module module;
   module.api = &device.driver();
   // The JIT's error log says which PTX line it rejected.
   char log[8192] = {0};
   int options[] = {5 /*CU_JIT_ERROR_LOG_BUFFER*/,
-                   6 /*CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES*/};
-  void *values[] = {log, reinterpret_cast<void *>(sizeof(log) - 1)};
+                   6 /*CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES*/,
+                   0 /*CU_JIT_MAX_REGISTERS*/};
+  void *values[] = {log, reinterpret_cast<void *>(sizeof(log) - 1),
+                    reinterpret_cast<void *>(static_cast<uintptr_t>(
+                        maxRegisters > 0 ? maxRegisters : 0))};
+  unsigned count = maxRegisters > 0 ? 3 : 2;
   cu::Result result = module.api->moduleLoadDataEx(
-      &module.handle, image.c_str(), 2, options, values);
+      &module.handle, image.c_str(), count, options, values);
   if (result != 0)
     return Status::error(
         "loading the module failed: " + driverErrorName(result) +
@@ -190,6 +210,22 @@ StatusOr<cu::Function> Module::function(const std::string &name) const {
   if (Status s = check(result, "cuModuleGetFunction"); !s)
     return s;
   return function;
+}
+
+StatusOr<FunctionInfo> functionInfo(const Device &device,
+                                    cu::Function function) {
+  FunctionInfo info;
+  const DriverApi &api = device.driver();
+  // 4, 1, 3: CU_FUNC_ATTRIBUTE_NUM_REGS, _SHARED_SIZE_BYTES,
+  // _LOCAL_SIZE_BYTES.
+  for (auto [value, attribute] : {std::pair{&info.resources.registers, 4},
+                                  std::pair{&info.resources.sharedBytes, 1},
+                                  std::pair{&info.localBytes, 3}})
+    if (Status s = check(api.funcGetAttribute(value, attribute, function),
+                         "cuFuncGetAttribute");
+        !s)
+      return s;
+  return info;
 }
 
 //===----------------------------------------------------------------------===//

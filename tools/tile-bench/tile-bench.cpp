@@ -22,6 +22,7 @@
 //              [--row-grid]         (SwiGLU one CTA per row, likewise)
 //              [--shapes=MxN,...]   (only these shapes: for a profiler)
 //              [--host-inclusive]   (time from an idle GPU; see above)
+//              [--no-register-caps] (load kernels as the JIT made them)
 //   tile-bench mlp ...              (the tiled MLP: see MLPBench.cpp)
 //
 //===----------------------------------------------------------------------===//
@@ -161,6 +162,8 @@ int main(int argc, char **argv) {
       schedule.rowGrid = true;
     else if (arg == "--host-inclusive")
       hostInclusive = true;
+    else if (arg == "--no-register-caps")
+      schedule.registerCaps = false;
     else if (arg.rfind("--threads=", 0) == 0)
       schedule.threads = std::atoll(arg.c_str() + 10);
     else if (arg.rfind("--dtypes=", 0) == 0) {
@@ -197,6 +200,8 @@ int main(int argc, char **argv) {
   if (schedule.persistentCtas)
     overrides +=
         ", " + std::to_string(schedule.persistentCtas) + " persistent CTAs";
+  if (!schedule.registerCaps)
+    overrides += ", no register caps";
   std::printf("device: %s (%s, %d SMs), median of %d runs, %s%s\n",
               ops.device().name().c_str(), ops.device().chip().c_str(),
               ops.device().multiprocessors(), iterations,
@@ -329,6 +334,20 @@ int main(int argc, char **argv) {
     std::printf("%-28s %-6s %-12s %10.4f %10.0f %8.2f\n", r.kernel.c_str(),
                 r.dtype.c_str(), r.shape.c_str(), r.ms, r.gbps(),
                 r.gbps() / ceiling);
+  // The kernels the launcher also loaded under a register cap (launched on
+  // grids of more than one wave).
+  std::vector<std::pair<std::string, ops::KernelLoad>> capped;
+  for (auto &[key, load] : ops.kernelLoads())
+    if (load.cappedRegisters)
+      capped.push_back({key, load});
+  if (!capped.empty())
+    std::printf(
+        "\nregister caps (registers, CTAs per SM: as compiled -> capped):\n");
+  for (auto &[key, load] : capped)
+    std::printf(
+        "  %-36s %-24s %d threads: %d regs, %d CTAs -> %d regs, %d CTAs\n",
+        key.c_str(), load.name.c_str(), load.threads, load.registers,
+        load.residentCtas, load.cappedRegisters, load.cappedResidentCtas);
   if (!jsonPath.empty()) {
     std::ofstream json(jsonPath);
     json << "{\n  \"device\": \"" << ops.device().name() << "\",\n"
@@ -343,6 +362,18 @@ int main(int argc, char **argv) {
            << ", \"gbps\": " << r.gbps()
            << ", \"ceiling_ratio\": " << r.gbps() / ceiling << "}"
            << (i + 1 < results.size() ? ",\n" : "\n");
+    }
+    json << "  ],\n  \"register_caps\": [\n";
+    for (size_t i = 0; i < capped.size(); ++i) {
+      const ops::KernelLoad &load = capped[i].second;
+      json << "    {\"compilation\": \"" << capped[i].first
+           << "\", \"kernel\": \"" << load.name
+           << "\", \"threads\": " << load.threads
+           << ", \"registers\": " << load.registers
+           << ", \"resident_ctas\": " << load.residentCtas
+           << ", \"capped_registers\": " << load.cappedRegisters
+           << ", \"capped_resident_ctas\": " << load.cappedResidentCtas << "}"
+           << (i + 1 < capped.size() ? ",\n" : "\n");
     }
     json << "  ]\n}\n";
   }

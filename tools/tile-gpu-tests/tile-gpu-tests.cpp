@@ -2,7 +2,7 @@
 //
 // The on-GPU suite: every operator, forward and backward, at bf16, f16 and
 // f32, rows {1, 7, 13, 4096} x widths {1, 13, 100, 333, 1000, 1500, 3000,
-// 4096, 11008} and rows {1, 7, 13} x 16384, compared with a float64
+// 4096, 11008} and rows {1, 7, 13, 300} x 16384, compared with a float64
 // reference computed on the host
 // from the same rounded inputs; outputs poisoned with NaN before each run;
 // dW bitwise identical across runs; main_grad accumulation gives g1 + g2;
@@ -272,6 +272,26 @@ int main(int argc, char **argv) {
                            : std::vector<int64_t>{13, 1000, 4096})
       testOperators(suite, dtype, 7, N);
   suite.shift = 0;
+  // More rows than one wave at 16384 columns: where the launcher loaded a
+  // register-capped variant (RMSNorm's forward, 16-bit), this grid
+  // launches it. Each variant it keeps must hold fewer registers and more
+  // CTAs than the kernel as compiled.
+  if (!small)
+    for (DType dtype : {DType::BF16, DType::F16, DType::F32})
+      testOperators(suite, dtype, 300, 16384);
+  for (auto &[key, load] : (*ops)->kernelLoads()) {
+    if (!load.cappedRegisters)
+      continue;
+    std::printf("register cap: %s %s, %d threads: %d registers, %d CTAs per "
+                "SM -> %d, %d\n",
+                key.c_str(), load.name.c_str(), load.threads, load.registers,
+                load.residentCtas, load.cappedRegisters,
+                load.cappedResidentCtas);
+    suite.report("register cap " + key + " " + load.name,
+                 load.cappedRegisters < load.registers &&
+                     load.cappedResidentCtas > load.residentCtas,
+                 "the capped variant gains nothing");
+  }
   testTiledMLP(suite, quick, small);
   std::printf("%d passed, %d failed\n", suite.passed, suite.failed);
   return suite.failed ? 1 : 0;

@@ -62,12 +62,29 @@ public:
                            const std::vector<Argument> &arguments,
                            const std::vector<rt::TensorView> &results) const;
 
-  /// The kernel names the manifest lists, for loading.
-  std::vector<std::string> kernelNames() const;
+  /// The kernels the manifest lists and the threads of each one's CTAs.
+  std::map<std::string, int64_t> kernelBlocks() const;
 
 private:
   struct Impl;
   std::unique_ptr<Impl> impl;
+};
+
+struct LoadOptions {
+  /// Where registers alone keep a kernel from one more resident CTA per
+  /// SM, also load it under a register cap and launch that variant on
+  /// grids larger than one wave (if the driver's JIT fits it without
+  /// spilling).
+  bool registerCaps = true;
+};
+
+/// How a kernel was loaded: registers a thread and CTAs resident per SM,
+/// and the same for its register-capped variant (0 where it has none).
+struct KernelLoad {
+  std::string name;
+  int threads = 0;
+  int registers = 0, residentCtas = 0;
+  int cappedRegisters = 0, cappedResidentCtas = 0;
 };
 
 class Launcher {
@@ -75,8 +92,12 @@ public:
   /// Loads `kernels` on `device`; fails on a malformed manifest or a module
   /// the driver rejects.
   static rt::StatusOr<std::unique_ptr<Launcher>>
-  create(const rt::Device &device, const jit::CompiledKernels &kernels);
+  create(const rt::Device &device, const jit::CompiledKernels &kernels,
+         LoadOptions options = {});
   ~Launcher();
+
+  /// Every kernel as loaded, in name order.
+  std::vector<KernelLoad> loads() const;
 
   /// Runs `function` (e.g. "rms_norm_bwd") on `arguments` writing
   /// `results`, on the default stream (asynchronously; rt::synchronize
@@ -87,10 +108,22 @@ public:
 
 private:
   Launcher() = default;
+  struct Loaded {
+    KernelLoad load;
+    rt::FunctionInfo info; ///< as compiled, without a cap
+    rt::cu::Function function = nullptr;
+    rt::cu::Function capped = nullptr;
+  };
+  /// Loads the register-capped variants where they keep more CTAs resident
+  /// without spilling (compiling `ptx` again under each distinct cap).
+  rt::Status loadCapped(const std::string &ptx);
+
   const rt::Device *device = nullptr;
   LaunchPlan plan;
   rt::Module module;
-  std::map<std::string, rt::cu::Function> functions;
+  /// One module per distinct cap, holding the capped variants.
+  std::vector<rt::Module> cappedModules;
+  std::map<std::string, Loaded> kernels;
   rt::DeviceBuffer workspace;
 };
 

@@ -43,6 +43,9 @@ struct ScheduleOverrides {
   int64_t persistentCtas = 0;
   /// One CTA per row for purely elementwise kernels (SwiGLU) too.
   bool rowGrid = false;
+  /// Not a schedule but a load-time choice (LoadOptions::registerCaps):
+  /// false keeps every kernel as the driver's JIT compiled it.
+  bool registerCaps = true;
 };
 
 class Operators {
@@ -86,6 +89,10 @@ public:
                                    const TensorView &mainGrad);
 
   jit::Jit &compiler() { return jit; }
+
+  /// How each kernel compiled so far was loaded, keyed by its compilation
+  /// ("rms_norm/bf16/w0=16384"): registers, resident CTAs, register caps.
+  std::vector<std::pair<std::string, KernelLoad>> kernelLoads();
 
 private:
   Operators(rt::Device device, std::string cacheDir,

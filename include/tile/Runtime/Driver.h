@@ -50,6 +50,7 @@ struct DriverApi {
                                  void **);
   cu::Result (*moduleUnload)(cu::Module);
   cu::Result (*moduleGetFunction)(cu::Function *, cu::Module, const char *);
+  cu::Result (*funcGetAttribute)(int *, int, cu::Function);
   cu::Result (*launchKernel)(cu::Function, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, unsigned, cu::Stream,
                              void **, void **);

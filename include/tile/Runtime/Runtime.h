@@ -12,6 +12,7 @@
 #define TILE_RUNTIME_RUNTIME_H
 
 #include "tile/Runtime/Driver.h"
+#include "tile/Runtime/Occupancy.h"
 
 #include <cstdint>
 #include <string>
@@ -37,11 +38,14 @@ public:
   const std::string &name() const { return deviceName; }
   /// "sm_90a" on compute capability 9.0, "sm_80" on 8.x, ...
   std::string chip() const;
+  /// What one SM holds (threads, registers, CTAs, shared memory).
+  const SmLimits &smLimits() const { return limits; }
 
 private:
   const DriverApi *api = nullptr;
   cu::Device handle = 0;
   int capability = 0, smCount = 0;
+  SmLimits limits;
   std::string deviceName;
 };
 
@@ -74,7 +78,10 @@ private:
 class Module {
 public:
   /// Compiles `image` (PTX text or cubin); a PTX error returns the JIT log.
-  static StatusOr<Module> load(const Device &device, const std::string &image);
+  /// A nonzero `maxRegisters` caps every kernel's registers per thread
+  /// (CU_JIT_MAX_REGISTERS): where that is too few, the JIT spills.
+  static StatusOr<Module> load(const Device &device, const std::string &image,
+                               int maxRegisters = 0);
   Module() = default;
   Module(Module &&other) noexcept;
   Module &operator=(Module &&other) noexcept;
@@ -88,6 +95,16 @@ private:
   const DriverApi *api = nullptr;
   cu::Module handle = nullptr;
 };
+
+/// What the driver's JIT made of a kernel: its registers and shared
+/// memory, and the local memory a thread uses (nonzero: it spills, as
+/// Tile's kernels have no local arrays).
+struct FunctionInfo {
+  KernelResources resources;
+  int localBytes = 0;
+};
+StatusOr<FunctionInfo> functionInfo(const Device &device,
+                                    cu::Function function);
 
 /// A tensor in device memory: pointer, shape, strides (in elements; empty
 /// means contiguous row-major) and dtype.
