@@ -87,9 +87,10 @@ private:
   void prepareRowValues(Value value);
   Value emitScalarOp(Operation *op, ArrayRef<Value> operands);
   Value convert(Value value, Type to);
-  /// Widens lane `lane` of a loaded 16-bit vector from its 32-bit word
-  /// (see rewidenFromWords).
-  Value widenFromWord(Value vector, int64_t lane, Type to);
+  /// Widens lane `lane` of a loaded 16-bit vector from its 32-bit word:
+  /// bf16 to f32 by a shift or a mask of the word's bits; with `opaque`,
+  /// after an xor with an opaque zero (see rewidenFromWords).
+  Value widenFromWord(Value vector, int64_t lane, Type to, bool opaque);
   /// Reduces `reduce` over the row, together with every other row
   /// reduction whose inputs are ready (one exchange), and memoizes them.
   Value reduceRow(ReduceOp reduce);

@@ -247,19 +247,23 @@ Value Emitter::convert(Value value, Type to) {
   if (from == to)
     return value;
   if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()) {
-    // A lane of a 16-bit vector load (extractLanes).
-    if (rewidenFromWords && from.getIntOrFloatBitWidth() == 16)
-      if (auto lane = value.getDefiningOp<vector::ExtractOp>())
-        if (lane.getSource().getDefiningOp<vector::LoadOp>() &&
-            !lane.hasDynamicPosition())
-          return widenFromWord(lane.getSource(), lane.getStaticPosition()[0],
-                               to);
+    // A lane of a 16-bit vector load (extractLanes): widened from its word
+    // where it is bf16 (a bf16 is the top half of an f32, so one shift or
+    // one mask: `cvt.f32.bf16` of the extracted half takes ptxas two
+    // instructions for an upper lane) or where the body widens again
+    // after the exchange.
+    if (auto lane = value.getDefiningOp<vector::ExtractOp>())
+      if (lane.getSource().getDefiningOp<vector::LoadOp>() &&
+          !lane.hasDynamicPosition() && from.getIntOrFloatBitWidth() == 16 &&
+          ((from.isBF16() && to.isF32()) || rewidenFromWords))
+        return widenFromWord(lane.getSource(), lane.getStaticPosition()[0], to,
+                             rewidenFromWords);
     return arith::ExtFOp::create(b, loc, to, value);
   }
   return arith::TruncFOp::create(b, loc, to, value);
 }
 
-Value Emitter::widenFromWord(Value vector, int64_t lane, Type to) {
+Value Emitter::widenFromWord(Value vector, int64_t lane, Type to, bool opaque) {
   // The lane is cut out of its word after an xor with a zero that neither
   // LLVM nor ptxas can prove is zero: the row count's sign, spread over
   // all bits, so that no bit of it is known to either. Without it, both
@@ -267,7 +271,7 @@ Value Emitter::widenFromWord(Value vector, int64_t lane, Type to) {
   // keep that pass's widened value alive across the exchange instead of
   // the word (ptxas, RMSNorm's f16 forward at 16384 columns: 144
   // registers; with it, 85).
-  if (!opaqueZero) {
+  if (opaque && !opaqueZero) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&kernel.getBody().front());
     Value sign = arith::ShRSIOp::create(b, loc, rows, index(63));
@@ -283,12 +287,22 @@ Value Emitter::widenFromWord(Value vector, int64_t lane, Type to) {
         b, loc, VectorType::get({type.getNumElements() / 2}, b.getI32Type()),
         vector);
   }
-  Value word = arith::XOrIOp::create(
-      b, loc, vector::ExtractOp::create(b, loc, words, lane / 2), opaqueZero);
+  Value word = vector::ExtractOp::create(b, loc, words, lane / 2);
+  if (opaque)
+    word = arith::XOrIOp::create(b, loc, word, opaqueZero);
+  auto i32 = [&](int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  };
+  if (type.getElementType().isBF16() && to.isF32()) {
+    // The upper lane masked in place (0xffff0000), the lower one shifted
+    // up.
+    Value bits = lane % 2
+                     ? Value(arith::AndIOp::create(b, loc, word, i32(-65536)))
+                     : Value(arith::ShLIOp::create(b, loc, word, i32(16)));
+    return arith::BitcastOp::create(b, loc, to, bits);
+  }
   if (lane % 2)
-    word = arith::ShRUIOp::create(
-        b, loc, word,
-        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(16)));
+    word = arith::ShRUIOp::create(b, loc, word, i32(16));
   Value half = arith::TruncIOp::create(b, loc, b.getI16Type(), word);
   Value narrow = arith::BitcastOp::create(b, loc, type.getElementType(), half);
   return arith::ExtFOp::create(b, loc, to, narrow);

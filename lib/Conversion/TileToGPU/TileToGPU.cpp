@@ -45,6 +45,21 @@ struct ConvertTileToGPUPass final
           failed(gpu_lowering::emitKernels(*model, schedule, gpuModule)))
         return signalPassFailure();
     }
+    // Multiplies and adds may contract into FMAs, as nvcc's default
+    // (-fmad=true) lets them: without the flag, LLVM writes `mul.rn` and
+    // `add.rn`, which ptxas must not fuse (RMSNorm's sum of squares took
+    // an FMUL and an FADD a lane). A fused multiply-add rounds once, so it
+    // is at least as accurate; the order of the sums does not change.
+    auto contract = arith::FastMathFlags::contract;
+    gpuModule.walk([&](Operation *op) {
+      if (!isa<arith::AddFOp, arith::SubFOp, arith::MulFOp>(op))
+        return;
+      auto fastMath = cast<arith::ArithFastMathInterface>(op);
+      arith::FastMathFlags flags =
+          fastMath.getFastMathFlagsAttr().getValue() | contract;
+      op->setAttr(fastMath.getFastMathAttrName(),
+                  arith::FastMathFlagsAttr::get(op->getContext(), flags));
+    });
   }
 };
 } // namespace
