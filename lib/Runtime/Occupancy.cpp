@@ -49,7 +49,7 @@ int registerCapForOneMoreCta(const SmLimits &sm, const KernelResources &kernel,
                           kMaxRegisters / kRegisterUnit * kRegisterUnit);
        cap >= kRegisterUnit; cap -= kRegisterUnit)
     if (ctasByRegisters(sm, cap, warpsPerCta) > now)
-      // A deeper cut makes ptxas spill: not worth the driver's compile.
+      // A deeper cut is likely to spill (Occupancy.h): not worth a compile.
       return 4 * cap >= 3 * kernel.registers ? cap : 0;
   return 0;
 }
