@@ -467,13 +467,11 @@ Launcher::create(const rt::Device &device, const jit::CompiledKernels &kernels,
     if (!info)
       return info.takeStatus();
     Loaded &loaded = launcher->kernels[name];
-    loaded.info = *info;
     loaded.function = *function;
-    loaded.load.name = name;
-    loaded.load.threads = static_cast<int>(block);
-    loaded.load.registers = info->resources.registers;
-    loaded.load.residentCtas = rt::residentCtas(
-        device.smLimits(), info->resources, loaded.load.threads);
+    loaded.threads = static_cast<int>(block);
+    loaded.info = *info;
+    loaded.residentCtas =
+        rt::residentCtas(device.smLimits(), info->resources, loaded.threads);
   }
   if (options.registerCaps)
     if (Status s = launcher->loadCapped(kernels.ptx); !s)
@@ -490,32 +488,32 @@ Launcher::create(const rt::Device &device, const jit::CompiledKernels &kernels,
 // only if the capped variant uses no local memory.
 Status Launcher::loadCapped(const std::string &ptx) {
   const rt::SmLimits &sm = device->smLimits();
-  std::map<int, std::vector<Loaded *>> byCap;
+  std::map<int, std::vector<std::pair<std::string, Loaded *>>> byCap;
   for (auto &[name, loaded] : kernels) {
     if (loaded.info.localBytes != 0)
       continue; // spills already; a cap would add to it
     if (int cap = rt::registerCapForOneMoreCta(sm, loaded.info.resources,
-                                               loaded.load.threads))
-      byCap[cap].push_back(&loaded);
+                                               loaded.threads))
+      byCap[cap].push_back({name, &loaded});
   }
   for (auto &[cap, candidates] : byCap) {
     StatusOr<rt::Module> capped = rt::Module::load(*device, ptx, cap);
     if (!capped)
       continue; // the uncapped module loaded: launch that
     bool used = false;
-    for (Loaded *loaded : candidates) {
-      StatusOr<rt::cu::Function> function = capped->function(loaded->load.name);
+    for (auto &[name, loaded] : candidates) {
+      StatusOr<rt::cu::Function> function = capped->function(name);
       if (!function)
         return function.takeStatus();
       StatusOr<rt::FunctionInfo> info = rt::functionInfo(*device, *function);
       if (!info)
         return info.takeStatus();
-      int ctas = rt::residentCtas(sm, info->resources, loaded->load.threads);
-      if (info->localBytes != 0 || ctas <= loaded->load.residentCtas)
+      int ctas = rt::residentCtas(sm, info->resources, loaded->threads);
+      if (info->localBytes != 0 || ctas <= loaded->residentCtas)
         continue;
       loaded->capped = *function;
-      loaded->load.cappedRegisters = info->resources.registers;
-      loaded->load.cappedResidentCtas = ctas;
+      loaded->cappedRegisters = info->resources.registers;
+      loaded->cappedResidentCtas = ctas;
       used = true;
     }
     if (used)
@@ -527,8 +525,21 @@ Status Launcher::loadCapped(const std::string &ptx) {
 std::vector<KernelLoad> Launcher::loads() const {
   std::vector<KernelLoad> result;
   for (auto &[name, loaded] : kernels)
-    result.push_back(loaded.load);
+    result.push_back({name, loaded.threads, loaded.info.resources.registers,
+                      loaded.residentCtas, loaded.cappedRegisters,
+                      loaded.cappedResidentCtas});
   return result;
+}
+
+std::string describe(const KernelLoad &load) {
+  std::string text = load.name + ", " + std::to_string(load.threads) +
+                     " threads: " + std::to_string(load.registers) +
+                     " registers, " + std::to_string(load.residentCtas) +
+                     " CTAs per SM";
+  if (load.cappedRegisters)
+    text += " -> " + std::to_string(load.cappedRegisters) + ", " +
+            std::to_string(load.cappedResidentCtas);
+  return text;
 }
 
 Launcher::~Launcher() = default;
@@ -553,8 +564,8 @@ Status Launcher::run(const std::string &function,
     // The capped variant only pays where the grid is more than one wave of
     // the uncapped kernel; below that the extra CTAs per SM sit idle.
     const Loaded &loaded = kernels.at(launch.kernel);
-    int64_t wave = static_cast<int64_t>(device->multiprocessors()) *
-                   loaded.load.residentCtas;
+    int64_t wave =
+        static_cast<int64_t>(device->multiprocessors()) * loaded.residentCtas;
     rt::cu::Function function =
         loaded.capped && launch.grid > wave ? loaded.capped : loaded.function;
     if (Status s = rt::launch(*device, function, config, bound->args); !s)

@@ -384,13 +384,9 @@ int main(int argc, char **argv) {
     if (load.cappedRegisters)
       capped.push_back({key, load});
   if (!capped.empty())
-    std::printf(
-        "\nregister caps (registers, CTAs per SM: as compiled -> capped):\n");
+    std::printf("\nregister caps (as compiled -> capped):\n");
   for (auto &[key, load] : capped)
-    std::printf(
-        "  %-36s %-24s %d threads: %d regs, %d CTAs -> %d regs, %d CTAs\n",
-        key.c_str(), load.name.c_str(), load.threads, load.registers,
-        load.residentCtas, load.cappedRegisters, load.cappedResidentCtas);
+    std::printf("  %s %s\n", key.c_str(), ops::describe(load).c_str());
   if (!jsonPath.empty()) {
     std::ofstream json(jsonPath);
     json << "{\n  \"device\": \"" << ops.device().name() << "\",\n"

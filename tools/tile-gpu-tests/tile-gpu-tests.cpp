@@ -282,11 +282,8 @@ int main(int argc, char **argv) {
   for (auto &[key, load] : (*ops)->kernelLoads()) {
     if (!load.cappedRegisters)
       continue;
-    std::printf("register cap: %s %s, %d threads: %d registers, %d CTAs per "
-                "SM -> %d, %d\n",
-                key.c_str(), load.name.c_str(), load.threads, load.registers,
-                load.residentCtas, load.cappedRegisters,
-                load.cappedResidentCtas);
+    std::printf("register cap: %s %s\n", key.c_str(),
+                ops::describe(load).c_str());
     suite.report("register cap " + key + " " + load.name,
                  load.cappedRegisters < load.registers &&
                      load.cappedResidentCtas > load.residentCtas,

@@ -87,6 +87,10 @@ struct KernelLoad {
   int cappedRegisters = 0, cappedResidentCtas = 0;
 };
 
+/// "rms_norm, 256 threads: 94 registers, 2 CTAs per SM -> 80, 3" (the
+/// capped figures only where there is a capped variant).
+std::string describe(const KernelLoad &load);
+
 class Launcher {
 public:
   /// Loads `kernels` on `device`; fails on a malformed manifest or a module
@@ -109,10 +113,14 @@ public:
 private:
   Launcher() = default;
   struct Loaded {
-    KernelLoad load;
-    rt::FunctionInfo info; ///< as compiled, without a cap
     rt::cu::Function function = nullptr;
+    int threads = 0;
+    rt::FunctionInfo info; ///< as compiled, without a cap
+    /// CTAs per SM as compiled: a grid larger than a wave of them launches
+    /// the capped variant.
+    int residentCtas = 0;
     rt::cu::Function capped = nullptr;
+    int cappedRegisters = 0, cappedResidentCtas = 0;
   };
   /// Loads the register-capped variants where they keep more CTAs resident
   /// without spilling (compiling `ptx` again under each distinct cap).
