@@ -42,7 +42,7 @@ namespace tile::jit {
 
 namespace {
 /// Bumped whenever generated code changes for the same input.
-constexpr const char *kFormatVersion = "tile-jit-13";
+constexpr const char *kFormatVersion = "tile-jit-14";
 
 uint64_t fnv1a(const std::string &text, uint64_t hash = 0xcbf29ce484222325ULL) {
   for (unsigned char c : text) {

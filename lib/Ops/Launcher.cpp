@@ -159,6 +159,9 @@ struct Kernel {
   std::string name;
   std::string grid;
   int64_t block = 256;
+  /// The kernel waits for the one before it in the stream itself
+  /// (griddepcontrol.wait), so it may launch while that one finishes.
+  bool overlapsPrevious = false;
   rt::cu::Function function = nullptr;
 };
 
@@ -243,6 +246,8 @@ StatusOr<LaunchPlan> LaunchPlan::parse(const std::string &manifest) {
         kernel.name = str(ko, "name");
         kernel.grid = str(ko, "grid");
         kernel.block = ko->getInteger("block").value_or(256);
+        kernel.overlapsPrevious =
+            ko->getBoolean("overlaps_previous").value_or(false);
         function.kernels.push_back(kernel);
       }
     if (const llvm::json::Array *ps = object->getArray("params"))
@@ -441,7 +446,8 @@ LaunchPlan::bind(const std::string &name,
                            " would need a grid of " + std::to_string(*grid) +
                            " CTAs, more than the 2^31 - 1 a launch takes");
     bound.launches.push_back({kernel.name, static_cast<unsigned>(*grid),
-                              static_cast<unsigned>(kernel.block)});
+                              static_cast<unsigned>(kernel.block),
+                              kernel.overlapsPrevious});
   }
   return bound;
 }
@@ -561,6 +567,7 @@ Status Launcher::run(const std::string &function,
     rt::LaunchConfig config;
     config.grid = launch.grid;
     config.block = launch.block;
+    config.overlapPrevious = launch.overlapsPrevious;
     // The capped variant only pays where the grid is more than one wave of
     // the uncapped kernel; below that the extra CTAs per SM sit idle.
     const Loaded &loaded = kernels.at(launch.kernel);

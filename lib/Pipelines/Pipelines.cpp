@@ -119,7 +119,29 @@ struct CheckLibdevicePass final
   }
   std::string path;
 };
+
+/// Removes nvvm.griddepcontrol, which needs sm_90, from code for an older
+/// chip. The kernels only use it to let a dependent kernel launch early
+/// (the finalize, which waits for the row kernel with it); without it the
+/// runtime launches them one after the other, as it does on those chips.
+struct DropGridDependencyControlPass final
+    : PassWrapper<DropGridDependencyControlPass,
+                  OperationPass<gpu::GPUModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DropGridDependencyControlPass)
+  StringRef getArgument() const override { return "tile-drop-griddepcontrol"; }
+  void runOnOperation() override {
+    getOperation().walk([](NVVM::GriddepcontrolOp op) { op.erase(); });
+  }
+};
 } // namespace
+
+bool mlir::tile::chipHasGridDependencyControl(StringRef chip) {
+  unsigned version = 0;
+  if (!chip.consume_front("sm_"))
+    return false;
+  chip.consumeInteger(10, version);
+  return version >= 90;
+}
 
 void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
                                        const PtxOptions &options) {
@@ -135,6 +157,8 @@ void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
   pm.addPass(createGpuNVVMAttachTarget(target));
 
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  if (!chipHasGridDependencyControl(options.chip))
+    device.addPass(std::make_unique<DropGridDependencyControlPass>());
   device.addPass(createSCFToControlFlowPass());
   device.addPass(memref::createExpandStridedMetadataPass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;

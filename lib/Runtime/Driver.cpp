@@ -124,6 +124,7 @@ StatusOr<DriverApi> load(const char *path) {
   resolveSymbol(library, "cuModuleGetFunction", api.moduleGetFunction, missing);
   resolveSymbol(library, "cuFuncGetAttribute", api.funcGetAttribute, missing);
   resolveSymbol(library, "cuLaunchKernel", api.launchKernel, missing);
+  resolveSymbol(library, "cuLaunchKernelEx", api.launchKernelEx, missing);
   resolveSymbol(library, "cuStreamSynchronize", api.streamSynchronize, missing);
   resolveSymbol(library, "cuGetErrorName", api.getErrorName, missing);
   resolveSymbol(library, "cuEventCreate", api.eventCreate, missing);

@@ -308,6 +308,23 @@ Status launch(const Device &device, cu::Function kernel,
   if (config.grid == 0)
     return Status::ok();
   std::vector<void *> params = args.pointers();
+  // Programmatic dependent launch exists from compute capability 9.0 on;
+  // below it the kernel launches after its predecessor, as always.
+  if (config.overlapPrevious && device.computeCapability() >= 90) {
+    cu::LaunchAttribute overlap;
+    overlap.id = cu::kLaunchAttributeProgrammaticSerialization;
+    overlap.value.flag = 1;
+    cu::LaunchConfig ex;
+    ex.gridX = config.grid;
+    ex.blockX = config.block;
+    ex.sharedBytes = config.sharedBytes;
+    ex.stream = config.stream;
+    ex.attributes = &overlap;
+    ex.attributeCount = 1;
+    return check(
+        device.driver().launchKernelEx(&ex, kernel, params.data(), nullptr),
+        "cuLaunchKernelEx");
+  }
   return check(device.driver().launchKernel(
                    kernel, config.grid, 1, 1, config.block, 1, 1,
                    config.sharedBytes, config.stream, params.data(), nullptr),

@@ -28,6 +28,8 @@
 // CHECK-SAME: %[[X:.*]]: memref<1099511627776xbf16>, %[[Y:.*]]: memref<1099511627776xbf16>, %[[S:.*]]: f32, %[[OUT:.*]]: memref<1099511627776xbf16>,
 // CHECK-SAME: %[[ROWS:.*]]: index, %[[WX:.*]]: index, %[[WY:.*]]: index, %[[CTAS:.*]]: index, %[[WS:.*]]: memref<1099511627776xf32>)
 // CHECK-SAME: kernel {
+// No finalize follows it, so it does not let one launch early.
+// CHECK-NOT: nvvm.griddepcontrol
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[BID:.*]] = gpu.block_id x
 // CHECK: %[[GRID:.*]] = gpu.grid_dim x
@@ -87,6 +89,9 @@ func.func @scale_add(%x: tensor<?x?xbf16>, %y: tensor<?x?xbf16>,
 // CHECK-LABEL: gpu.func @norm_and_colsum_finalize(
 // CHECK-SAME: workgroup(%[[FSH:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
 // CHECK: gpu.block_id x
+// Launched early, it waits for the row kernel before its first load.
+// CHECK-NOT: memref.load
+// CHECK: nvvm.griddepcontrol wait
 // CHECK: %[[WARP:.*]] = arith.divui %{{.*}}, %c32
 // CHECK: scf.for %{{.*}} = %[[WARP]] to %{{.*}} step %c264{{.*}} iter_args
 // CHECK-COUNT-33: memref.load

@@ -27,6 +27,7 @@
 // CHECK-NEXT: "block": 256,
 // CHECK-NEXT: "grid": "ceildiv(w4, 32)",
 // CHECK-NEXT: "name": "rms_norm_bwd_finalize",
+// CHECK-NEXT: "overlaps_previous": true,
 // CHECK-NEXT: "static_shared_bytes": 1024
 // Parameters: x, w, eps, offset, dy; dx, dw; rows; widths; ctas; workspace.
 // CHECK: "params": [

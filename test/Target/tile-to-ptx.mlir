@@ -3,10 +3,25 @@
 // tile-lower-to-ptx.
 //
 // RUN: tile-opt %tile_src/examples/rms_norm.mlir -tile-differentiate -canonicalize -cse | tile-translate --tile-to-ptx --tile-chip=sm_90a | FileCheck %s
+// RUN: tile-opt %tile_src/examples/rms_norm.mlir -tile-differentiate -canonicalize -cse | tile-translate --tile-to-ptx --tile-chip=sm_90a | FileCheck %s --check-prefix=PDL
 // RUN: tile-opt %tile_src/examples/swiglu.mlir --tile-lower-to-ptx="chip=sm_80" | FileCheck %s --check-prefix=OPT
+// RUN: tile-opt %tile_src/examples/rms_norm.mlir -tile-differentiate -canonicalize -cse | tile-translate --tile-to-ptx --tile-chip=sm_80 | FileCheck %s --check-prefix=SM80
 // CHECK: // gpu.module @tile_kernels
 // CHECK: .target sm_90a
 // CHECK-DAG: .visible .entry rms_norm(
 // CHECK-DAG: .visible .entry rms_norm_bwd(
 // CHECK-DAG: .visible .entry rms_norm_bwd_finalize(
+// The finalize, launched to overlap the row kernel's end (sm_90 on), waits
+// for it before it loads a partial; the row kernels signal nothing early.
+// PDL-LABEL: .entry rms_norm(
+// PDL-NOT: griddepcontrol
+// PDL-LABEL: .entry rms_norm_bwd(
+// PDL-NOT: griddepcontrol
+// PDL-LABEL: .entry rms_norm_bwd_finalize(
+// PDL-NOT: ld.global
+// PDL: griddepcontrol.wait;
+// PDL: ld.global
+// Older chips have no griddepcontrol: the pipeline drops it.
+// SM80: .target sm_80
+// SM80-NOT: griddepcontrol
 // OPT: gpu.binary @tile_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80"

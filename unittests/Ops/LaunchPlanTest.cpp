@@ -74,6 +74,11 @@ TEST(LaunchPlanTest, ARightCallBindsSizesAndLaunches) {
   EXPECT_EQ(bound->launches[0].grid, 6u); // min(rows, 264)
   EXPECT_EQ(bound->launches[1].kernel, "rms_norm_bwd_finalize");
   EXPECT_EQ(bound->launches[1].grid, 32u); // ceildiv(1000, 32)
+  // The finalize waits for the row kernel itself (griddepcontrol.wait),
+  // so its launch may overlap the row kernel's end; the row kernel's may
+  // not overlap whatever came before the call.
+  EXPECT_FALSE(bound->launches[0].overlapsPrevious);
+  EXPECT_TRUE(bound->launches[1].overlapsPrevious);
   EXPECT_EQ(bound->workspaceBytes, 6u * 1000 * 4);
   // x, w, eps, offset, dy, dx, dw, rows, 3 widths, ctas, workspace.
   EXPECT_EQ(bound->args.size(), 13u);
@@ -93,6 +98,7 @@ TEST(LaunchPlanTest, ElementwiseKernelsLaunchAnElementGrid) {
   ASSERT_EQ(bound->launches.size(), 1u);
   EXPECT_EQ(bound->launches[0].grid, 3u);
   EXPECT_EQ(bound->launches[0].block, 128u);
+  EXPECT_FALSE(bound->launches[0].overlapsPrevious);
   // 2^31 CTAs or more: refused, not truncated.
   int64_t rows = int64_t(1) << 31;
   auto huge =

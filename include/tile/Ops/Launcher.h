@@ -45,6 +45,9 @@ public:
     struct Launch {
       std::string kernel;
       unsigned grid = 0, block = 0;
+      /// Launched with programmatic stream serialization (the manifest's
+      /// `overlaps_previous`: the kernel waits for its predecessor itself).
+      bool overlapsPrevious = false;
     };
     std::vector<Launch> launches;
     /// One per kernel parameter, in order: a tensor's pointer, a scalar's

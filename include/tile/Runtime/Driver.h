@@ -27,6 +27,31 @@ using Module = struct CUmod_st *;
 using Function = struct CUfunc_st *;
 using Stream = struct CUstream_st *;
 using Event = struct CUevent_st *;
+
+/// cuLaunchKernelEx's attribute (CUlaunchAttribute: a 4-byte id padded to
+/// 8, then a 64-byte union of values) and configuration (CUlaunchConfig).
+struct LaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union {
+    char bytes[64];
+    int flag;
+  } value = {};
+};
+static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute's layout");
+
+/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+constexpr int kLaunchAttributeProgrammaticSerialization = 6;
+
+struct LaunchConfig {
+  unsigned gridX = 1, gridY = 1, gridZ = 1;
+  unsigned blockX = 1, blockY = 1, blockZ = 1;
+  unsigned sharedBytes = 0;
+  Stream stream = nullptr;
+  LaunchAttribute *attributes = nullptr;
+  unsigned attributeCount = 0;
+};
+static_assert(sizeof(LaunchConfig) == 56, "CUlaunchConfig's layout");
 } // namespace cu
 
 /// The driver entry points the runtime uses.
@@ -54,6 +79,8 @@ struct DriverApi {
   cu::Result (*launchKernel)(cu::Function, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, unsigned, cu::Stream,
                              void **, void **);
+  cu::Result (*launchKernelEx)(const cu::LaunchConfig *, cu::Function, void **,
+                               void **);
   cu::Result (*streamSynchronize)(cu::Stream);
   cu::Result (*getErrorName)(cu::Result, const char **);
   cu::Result (*eventCreate)(cu::Event *, unsigned);

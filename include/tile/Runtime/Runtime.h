@@ -150,6 +150,13 @@ struct LaunchConfig {
   unsigned block = 256;
   unsigned sharedBytes = 0;
   cu::Stream stream = nullptr;
+  /// Programmatic dependent launch: the kernel's CTAs may start while the
+  /// previous kernel in the stream finishes (once all of that kernel's CTAs
+  /// have run `griddepcontrol.launch_dependents` or exited). Only for a
+  /// kernel that runs `griddepcontrol.wait` before it touches memory the
+  /// previous kernel writes: the wait returns once that kernel is complete
+  /// and its writes are visible.
+  bool overlapPrevious = false;
 };
 
 /// Launches `kernel`; a zero grid launches nothing (an empty tensor).

@@ -14,6 +14,7 @@
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -30,6 +31,17 @@ namespace {
 /// bare-pointer convention passes one pointer per buffer but only for static
 /// shapes, and the real sizes arrive as parameters.
 constexpr int64_t kFlatSize = int64_t(1) << 40;
+
+/// Whether the kernel returns a value summed across rows (or per column),
+/// which the finalize kernel writes.
+bool hasFinalize(const KernelModel &model) {
+  func::FuncOp func = model.func;
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  return llvm::any_of(returnOp.getOperands(), [&](Value v) {
+    ValueKind kind = model.kindOf(v);
+    return kind == ValueKind::AcrossRows || kind == ValueKind::Column;
+  });
+}
 
 MemRefType flatBuffer(Type elementType) {
   return MemRefType::get({kFlatSize}, elementType);
@@ -886,6 +898,16 @@ Lanes Emitter::emitConcat(ValueRange inputs, Value base) {
 
 LogicalResult Emitter::emit() {
   createKernel();
+  // The finalize is launched with programmatic stream serialization (the
+  // manifest's `overlaps_previous`): its launch overlaps the row kernel's
+  // last CTAs, and its threads wait here, before any load, until the row
+  // kernel is complete and its partials are visible (launched plainly, the
+  // wait returns at once). The row kernel does not signal earlier than its
+  // CTAs' exit (griddepcontrol.launch_dependents at its start cost the
+  // RMSNorm backward 2 us where the row kernel holds two CTAs per SM:
+  // docs/Performance.md).
+  if (mode == Mode::Finalize)
+    NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
   if (failed(emitPrologue()))
     return failure();
   if (mode == Mode::Rows)
@@ -919,12 +941,7 @@ LogicalResult gpu_lowering::emitKernels(const KernelModel &model,
                             "kernel");
   if (failed(Emitter(model, schedule, Mode::Rows, module).emit()))
     return failure();
-  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  bool needsFinalize = llvm::any_of(returnOp.getOperands(), [&](Value v) {
-    ValueKind kind = model.kindOf(v);
-    return kind == ValueKind::AcrossRows || kind == ValueKind::Column;
-  });
-  if (needsFinalize)
+  if (hasFinalize(model))
     return Emitter(model, schedule, Mode::Finalize, module).emit();
   return success();
 }

@@ -285,7 +285,10 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
                      std::to_string(gpu_lowering::kFinalizeColumns) + ")"},
         {"block", schedule.threads},
         {"static_shared_bytes", 4 * schedule.threads},
-        {"after", func.getSymName()}});
+        {"after", func.getSymName()},
+        // It begins with griddepcontrol.wait (for the row kernel's
+        // partials), so its launch may overlap the row kernel's end.
+        {"overlaps_previous", true}});
 
   return llvm::json::Object{
       {"function", func.getSymName()},
