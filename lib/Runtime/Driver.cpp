@@ -124,7 +124,10 @@ StatusOr<DriverApi> load(const char *path) {
   resolveSymbol(library, "cuModuleGetFunction", api.moduleGetFunction, missing);
   resolveSymbol(library, "cuFuncGetAttribute", api.funcGetAttribute, missing);
   resolveSymbol(library, "cuLaunchKernel", api.launchKernel, missing);
-  resolveSymbol(library, "cuLaunchKernelEx", api.launchKernelEx, missing);
+  // Optional (drivers from CUDA 12.0 on): without it a kernel that could
+  // overlap its predecessor is launched plainly.
+  std::string optional;
+  resolveSymbol(library, "cuLaunchKernelEx", api.launchKernelEx, optional);
   resolveSymbol(library, "cuStreamSynchronize", api.streamSynchronize, missing);
   resolveSymbol(library, "cuGetErrorName", api.getErrorName, missing);
   resolveSymbol(library, "cuEventCreate", api.eventCreate, missing);

@@ -308,9 +308,11 @@ Status launch(const Device &device, cu::Function kernel,
   if (config.grid == 0)
     return Status::ok();
   std::vector<void *> params = args.pointers();
-  // Programmatic dependent launch exists from compute capability 9.0 on;
-  // below it the kernel launches after its predecessor, as always.
-  if (config.overlapPrevious && device.computeCapability() >= 90) {
+  // Programmatic dependent launch exists from compute capability 9.0 on
+  // (and cuLaunchKernelEx from CUDA 12.0's driver); otherwise the kernel
+  // launches after its predecessor, as always.
+  if (config.overlapPrevious && device.computeCapability() >= 90 &&
+      device.driver().launchKernelEx) {
     cu::LaunchAttribute overlap;
     overlap.id = cu::kLaunchAttributeProgrammaticSerialization;
     overlap.value.flag = 1;

@@ -79,6 +79,7 @@ struct DriverApi {
   cu::Result (*launchKernel)(cu::Function, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, unsigned, cu::Stream,
                              void **, void **);
+  /// Null where the driver predates it (CUDA 12.0).
   cu::Result (*launchKernelEx)(const cu::LaunchConfig *, cu::Function, void **,
                                void **);
   cu::Result (*streamSynchronize)(cu::Stream);
