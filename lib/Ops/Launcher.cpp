@@ -162,7 +162,6 @@ struct Kernel {
   /// The kernel waits for the one before it in the stream itself
   /// (griddepcontrol.wait), so it may launch while that one finishes.
   bool overlapsPrevious = false;
-  rt::cu::Function function = nullptr;
 };
 
 struct Function {

@@ -133,15 +133,16 @@ struct DropGridDependencyControlPass final
     getOperation().walk([](NVVM::GriddepcontrolOp op) { op.erase(); });
   }
 };
-} // namespace
 
-bool mlir::tile::chipHasGridDependencyControl(StringRef chip) {
+/// Whether `chip` (sm_NN…) has griddepcontrol: sm_90 and later.
+bool chipHasGridDependencyControl(StringRef chip) {
   unsigned version = 0;
   if (!chip.consume_front("sm_"))
     return false;
   chip.consumeInteger(10, version);
   return version >= 90;
 }
+} // namespace
 
 void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
                                        const PtxOptions &options) {

@@ -51,11 +51,6 @@ std::string defaultLibdevicePath();
 /// needs 8.0: LLVM's default 6.0 aborts).
 std::string ptxFeaturesFor(StringRef chip);
 
-/// Whether `chip` (sm_NN…) has griddepcontrol (sm_90 and later): below it
-/// the pipeline removes the instruction and the runtime launches a
-/// kernel's dependents plainly.
-bool chipHasGridDependencyControl(StringRef chip);
-
 /// The dialects, translations and interface models the GPU pipeline uses.
 void registerGpuTargets(DialectRegistry &registry);
 
