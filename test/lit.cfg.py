@@ -24,6 +24,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 config.substitutions.append(("%tile_src", config.tile_src_root))
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%tile_obj", config.tile_obj_root))
 config.substitutions.append(
     ("%expect-error",

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 using namespace mlir;
 
@@ -99,9 +100,6 @@ bool compare(arith::CmpFPredicate predicate, double a, double b) {
   }
   return false;
 }
-
-/// Integers are held exactly in double (|value| < 2^53 for any shape).
-int64_t asInt(double value) { return static_cast<int64_t>(value); }
 
 llvm::Error evalConstant(arith::ConstantOp op, Env &env) {
   Attribute value = op.getValue();
@@ -191,12 +189,27 @@ std::optional<llvm::Error> detail::evalElementwise(Operation *op, Env &env) {
       .Case<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp>(
           [&](Operation *intOp) -> std::optional<llvm::Error> {
             bool isDiv = isa<arith::DivSIOp, arith::DivUIOp>(intOp);
+            bool isUnsigned = isa<arith::DivUIOp, arith::RemUIOp>(intOp);
             for (Value operand : intOp->getOperands().drop_front())
               for (double v : env.get(operand).values)
-                if (v == 0.0)
+                if (asInt(v) == 0)
                   return opError(intOp, "integer division by zero");
-            return map([isDiv](A a) {
+            // INT64_MIN / -1 overflows (and traps on x86): arith says the
+            // result is undefined, so a kernel that computes it is wrong.
+            if (!isUnsigned)
+              for (double v : env.get(intOp->getOperand(0)).values)
+                for (double w : env.get(intOp->getOperand(1)).values)
+                  if (asInt(v) == std::numeric_limits<int64_t>::min() &&
+                      asInt(w) == -1)
+                    return opError(intOp, "signed integer division overflows "
+                                          "(the minimum value by -1)");
+            return map([isDiv, isUnsigned](A a) {
               int64_t x = asInt(a[0]), y = asInt(a[1]);
+              if (isUnsigned) {
+                uint64_t ux = static_cast<uint64_t>(x),
+                         uy = static_cast<uint64_t>(y);
+                return static_cast<double>(isDiv ? ux / uy : ux % uy);
+              }
               return static_cast<double>(isDiv ? x / y : x % y);
             });
           })

@@ -10,6 +10,8 @@
 #define TILE_LIB_INTERP_EVALINTERNAL_H
 
 #include "tile/Interp/Evaluator.h"
+#include <cmath>
+#include <limits>
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
@@ -34,6 +36,26 @@ std::optional<llvm::Error> evalElementwise(mlir::Operation *op, Env &env);
 
 /// Evaluates tile data-movement and reduction ops and tensor.dim.
 std::optional<llvm::Error> evalStructural(mlir::Operation *op, Env &env);
+
+/// Integers are held in double (exactly below 2^53); a value out of
+/// int64's range saturates instead of converting with undefined behavior.
+inline int64_t asInt(double value) {
+  if (std::isnan(value))
+    return 0;
+  if (value >= 9.2233720368547758e18)
+    return std::numeric_limits<int64_t>::max();
+  if (value <= -9.2233720368547758e18)
+    return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(value);
+}
+
+/// The most elements one value may hold (512 MiB of doubles): the
+/// evaluator is a reference for tests, and a kernel that would exceed this
+/// gets an error instead of an abort in the allocator.
+constexpr int64_t kMaxElements = int64_t(1) << 26;
+
+/// Checks that `op`'s results fit in kMaxElements before it is evaluated.
+llvm::Error checkResultSizes(mlir::Operation *op, Env &env);
 
 /// Row-major strides of `shape`.
 std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);

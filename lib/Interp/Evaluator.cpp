@@ -8,6 +8,8 @@
 
 #include "EvalInternal.h"
 
+#include "tile/Dialect/Tile/IR/TileOps.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -67,10 +69,62 @@ std::vector<int64_t> detail::stridesOf(ArrayRef<int64_t> shape) {
 }
 
 llvm::Error detail::opError(Operation *op, const llvm::Twine &message) {
+  // `file:line:col: error: ...` like every other diagnostic of the tools,
+  // from the first file location the op's location holds.
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << op->getLoc() << ": '" << op->getName() << "': " << message;
+  FileLineColLoc where;
+  op->getLoc()->walk([&](Location loc) {
+    if (auto fileLoc = dyn_cast<FileLineColLoc>(loc)) {
+      where = fileLoc;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (where)
+    os << where.getFilename().getValue() << ":" << where.getLine() << ":"
+       << where.getColumn() << ": ";
+  os << "error: '" << op->getName() << "': " << message;
   return llvm::createStringError(llvm::inconvertibleErrorCode(), text);
+}
+
+namespace {
+std::string typeName(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+} // namespace
+
+llvm::Error detail::checkResultSizes(Operation *op, Env &env) {
+  // Static shapes are checked as written; a concatenation's size is the sum
+  // of its inputs'. Every other result is as large as an operand at most.
+  for (Value result : op->getResults()) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type)
+      continue;
+    int64_t count = 1;
+    for (int64_t size : type.getShape()) {
+      if (ShapedType::isDynamic(size))
+        break;
+      if (size != 0 && count > kMaxElements / size)
+        return opError(op, "its result type " + llvm::Twine(typeName(type)) +
+                               " exceeds the evaluator's limit of " +
+                               llvm::Twine(kMaxElements) + " elements");
+      count *= size;
+    }
+  }
+  if (auto concat = dyn_cast<mlir::tile::ConcatOp>(op)) {
+    int64_t total = 0;
+    for (Value input : concat.getInputs()) {
+      total += env.get(input).numElements();
+      if (total > kMaxElements)
+        return opError(op, "its result exceeds the evaluator's limit of " +
+                               llvm::Twine(kMaxElements) + " elements");
+    }
+  }
+  return llvm::Error::success();
 }
 
 namespace {
@@ -148,6 +202,8 @@ llvm::Expected<std::vector<Buffer>> evaluate(func::FuncOp func,
         results.push_back(env.get(value));
       return results;
     }
+    if (llvm::Error error = checkResultSizes(&op, env))
+      return std::move(error);
     if (std::optional<llvm::Error> error = evalElementwise(&op, env)) {
       if (*error)
         return std::move(*error);

@@ -160,13 +160,14 @@ llvm::Error evalReduce(t::ReduceOp op, Env &env) {
 
 llvm::Error evalSlice(t::SliceOp op, Env &env) {
   const Buffer &input = env.get(op.getInput());
-  int64_t offset = static_cast<int64_t>(env.get(op.getOffset()).values[0]);
-  int64_t size = static_cast<int64_t>(env.get(op.getSize()).values[0]);
+  int64_t offset = asInt(env.get(op.getOffset()).values[0]);
+  int64_t size = asInt(env.get(op.getSize()).values[0]);
   int64_t width = input.shape.back();
-  if (offset < 0 || size < 0 || offset + size > width)
-    return opError(op, "range [" + llvm::Twine(offset) + ", " +
-                           llvm::Twine(offset + size) +
-                           ") is out of bounds for a last dimension of size " +
+  // Compared without forming offset + size, which can wrap.
+  if (offset < 0 || size < 0 || offset > width || size > width - offset)
+    return opError(op, "offset " + llvm::Twine(offset) + " and size " +
+                           llvm::Twine(size) +
+                           " are out of bounds for a last dimension of size " +
                            llvm::Twine(width));
   std::vector<int64_t> shape = input.shape;
   shape.back() = size;
@@ -184,14 +185,14 @@ llvm::Error evalSlice(t::SliceOp op, Env &env) {
 
 llvm::Error evalPad(t::PadOp op, Env &env) {
   const Buffer &input = env.get(op.getInput());
-  int64_t offset = static_cast<int64_t>(env.get(op.getOffset()).values[0]);
+  int64_t offset = asInt(env.get(op.getOffset()).values[0]);
   Buffer result = emptyLike(op, env.get(op.getShape()).shape);
   int64_t size = input.shape.back(), width = result.shape.back();
   if (!std::equal(input.shape.begin(), input.shape.end() - 1,
                   result.shape.begin()))
     return opError(op, "the input's leading dimensions differ from those of "
                        "the 'like' operand");
-  if (offset < 0 || offset + size > width)
+  if (offset < 0 || offset > width || size > width - offset)
     return opError(op, "range [" + llvm::Twine(offset) + ", " +
                            llvm::Twine(offset + size) +
                            ") is out of bounds for a last dimension of size " +
@@ -238,7 +239,7 @@ llvm::Error evalConcat(t::ConcatOp op, Env &env) {
 
 llvm::Error evalDim(tensor::DimOp op, Env &env) {
   const Buffer &source = env.get(op.getSource());
-  int64_t dim = static_cast<int64_t>(env.get(op.getIndex()).values[0]);
+  int64_t dim = asInt(env.get(op.getIndex()).values[0]);
   if (dim < 0 || dim >= static_cast<int64_t>(source.shape.size()))
     return opError(op, "dimension " + llvm::Twine(dim) +
                            " is out of bounds for rank " +

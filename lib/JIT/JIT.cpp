@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/JIT/JIT.h"
+#include "tile/Tools/ToolSupport.h"
 
 #include "tile/Conversion/TileToGPU/Manifest.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
@@ -150,6 +151,18 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
                              (diagnostics.empty() ? "" : ":\n" + diagnostics));
   };
 
+  // MLIR's parser recurses per level of nesting: deep input is refused
+  // before it reaches it (ToolSupport.h), as the tools do.
+  if (std::optional<size_t> at = mlir::tile::findExcessiveNesting(source)) {
+    StringRef before = StringRef(source).take_front(*at);
+    size_t line = before.count('\n') + 1;
+    size_t column = *at - (before.rfind('\n') + 1) + 1;
+    diagnostics += "kernel:" + std::to_string(line) + ":" +
+                   std::to_string(column) + ": error: nesting deeper than " +
+                   std::to_string(mlir::tile::kMaxNesting) +
+                   " levels of brackets\n";
+    return fail("parsing the kernel");
+  }
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(source, ParserConfig(&context), "kernel");
   if (!module)

@@ -5,6 +5,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <cctype>
+#include <limits>
 
 namespace tile::ops {
 
@@ -52,12 +53,14 @@ private:
         StatusOr<int64_t> right = product();
         if (!right)
           return right;
-        *left += *right;
+        if (__builtin_add_overflow(*left, *right, &*left))
+          return overflow();
       } else if (eat('-')) {
         StatusOr<int64_t> right = product();
         if (!right)
           return right;
-        *left -= *right;
+        if (__builtin_sub_overflow(*left, *right, &*left))
+          return overflow();
       } else {
         break;
       }
@@ -80,9 +83,15 @@ private:
         return right;
       if (op != '*' && *right == 0)
         return Status::error("division by zero in '" + text + "'");
-      *left = op == '*'   ? *left * *right
-              : op == '/' ? *left / *right
-                          : *left % *right;
+      // Shapes near 2^63 must not wrap into a constraint that holds.
+      if (op == '*') {
+        if (__builtin_mul_overflow(*left, *right, &*left))
+          return overflow();
+      } else if (*left == std::numeric_limits<int64_t>::min() && *right == -1) {
+        return overflow();
+      } else {
+        *left = op == '/' ? *left / *right : *left % *right;
+      }
     }
     return left;
   }
@@ -96,9 +105,12 @@ private:
     }
     size_t start = pos;
     if (pos < text.size() && std::isdigit(text[pos])) {
-      while (pos < text.size() && std::isdigit(text[pos]))
-        ++pos;
-      return static_cast<int64_t>(std::stoll(text.substr(start, pos - start)));
+      int64_t value = 0;
+      for (; pos < text.size() && std::isdigit(text[pos]); ++pos)
+        if (__builtin_mul_overflow(value, 10, &value) ||
+            __builtin_add_overflow(value, text[pos] - '0', &value))
+          return overflow();
+      return value;
     }
     while (pos < text.size() && (std::isalnum(text[pos]) || text[pos] == '_'))
       ++pos;
@@ -122,13 +134,17 @@ private:
       if (name == "max")
         return std::max(*a, *b);
       if (name == "ceildiv" && *b > 0)
-        return (*a + *b - 1) / *b;
+        return *a / *b + (*a % *b > 0 ? 1 : 0);
       return Status::error("unknown function '" + name + "' in '" + text + "'");
     }
     auto it = env.find(name);
     if (it == env.end())
       return Status::error("unbound symbol '" + name + "' in '" + text + "'");
     return it->second;
+  }
+
+  Status overflow() const {
+    return Status::error("'" + text + "' overflows 64-bit integers");
   }
 
   const std::string &text;

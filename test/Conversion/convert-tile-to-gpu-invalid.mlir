@@ -11,15 +11,6 @@ func.func @rank3(%x: tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
 
 // -----
 
-func.func @unknown(%x: tensor<?x?xf32>, %v: tensor<?xf32>) -> tensor<?xf32>
-    attributes {tile.kernel} {
-  // expected-error@+1 {{'math.exp' op cannot tell whether a rank-1 value is per row or per column; broadcast it or reduce into it}}
-  %e = math.exp %v : tensor<?xf32>
-  return %e : tensor<?xf32>
-}
-
-// -----
-
 func.func @mixed(%x: tensor<?x?xf32>, %w: tensor<?xf32>) -> tensor<?x?xf32>
     attributes {tile.kernel} {
   %wb = tile.broadcast %w [0] like %x

@@ -21,6 +21,7 @@
 #include "tile/Interp/Evaluator.h"
 #include "tile/Interp/GradientCheck.h"
 #include "tile/Interp/Inputs.h"
+#include "tile/Tools/ToolSupport.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -100,18 +101,34 @@ static cl::list<std::string> widthsList("widths",
                                         cl::cat(gradientCategory));
 
 namespace {
+/// Prints an evaluator error: its messages that come from an op already
+/// read `file:line:col: error: ...`; the others get the prefix.
+void reportError(llvm::Error error) {
+  std::string message = llvm::toString(std::move(error));
+  if (message.find("error: ") == std::string::npos)
+    message = "error: " + message;
+  llvm::errs() << message << "\n";
+}
+
 func::FuncOp pickFunction(ModuleOp module) {
+  // Functions in nested modules count too: the tools print what they read
+  // inside a module of their own.
   if (!functionName.empty()) {
-    auto func = module.lookupSymbol<func::FuncOp>(functionName);
+    func::FuncOp func;
+    module->walk([&](func::FuncOp candidate) {
+      if (candidate.getSymName() == functionName && !func)
+        func = candidate;
+    });
     if (!func)
       llvm::errs() << "error: no function @" << functionName << " in "
                    << inputFile << "\n";
     return func;
   }
   SmallVector<func::FuncOp> kernels;
-  for (auto func : module.getOps<func::FuncOp>())
+  module->walk([&](func::FuncOp func) {
     if (func->hasAttr(mlir::tile::TileDialect::getKernelAttrName()))
       kernels.push_back(func);
+  });
   if (kernels.size() == 1)
     return kernels.front();
   llvm::errs() << "error: " << inputFile << " holds " << kernels.size()
@@ -191,14 +208,14 @@ int runGradientCheck(func::FuncOp func, const interp::InputOptions &inputs) {
       std::vector<std::string> caseSpecs = substitute(specs, m, n);
       auto args = interp::makeInputs(func, caseSpecs, inputs);
       if (!args) {
-        llvm::errs() << "error: " << llvm::toString(args.takeError()) << "\n";
+        reportError(args.takeError());
         return 1;
       }
       auto report = interp::checkGradients(func, derived->backward,
                                            derived->forwardWithSaved, *args,
                                            checkOptions);
       if (!report) {
-        llvm::errs() << "error: " << llvm::toString(report.takeError()) << "\n";
+        reportError(report.takeError());
         return 1;
       }
       os << "  args " << llvm::join(caseSpecs, ",") << "\n";
@@ -224,8 +241,8 @@ int runGradientCheck(func::FuncOp func, const interp::InputOptions &inputs) {
 }
 } // namespace
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+namespace {
+int runTool(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "Tile reference evaluator: runs a tile function "
                               "in float64 on seeded random inputs\n");
@@ -242,7 +259,10 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: " << error << "\n";
     return 1;
   }
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  unsigned bufferId =
+      sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  if (mlir::tile::reportExcessiveNesting(sourceMgr, bufferId))
+    return 1;
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1;
@@ -259,14 +279,14 @@ int main(int argc, char **argv) {
   std::vector<std::string> specs(argSpecs.begin(), argSpecs.end());
   auto args = interp::makeInputs(func, specs, inputOptions);
   if (!args) {
-    llvm::errs() << "error: " << llvm::toString(args.takeError()) << "\n";
+    reportError(args.takeError());
     return 1;
   }
   interp::EvalOptions evalOptions;
   evalOptions.roundStorage = !exact;
   auto results = interp::evaluate(func, *args, evalOptions);
   if (!results) {
-    llvm::errs() << "error: " << llvm::toString(results.takeError()) << "\n";
+    reportError(results.takeError());
     return 1;
   }
 
@@ -280,4 +300,10 @@ int main(int argc, char **argv) {
     printBuffer(os, func.getResultTypes()[index], buffer);
   }
   return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  return mlir::tile::runWithLargeStack([&] { return runTool(argc, argv); });
 }

@@ -1,8 +1,11 @@
 //===- tile-translate.cpp - translations out of tile IR ------------------===//
 //
 // Translations from tile IR to what a runtime consumes: the kernel
-// signatures (--tile-kernel-signature) and PTX (--tile-to-ptx, from the gpu
-// dialect for now; the tile lowering and the kernel manifest come next).
+// signatures (--tile-kernel-signature), the launch manifest
+// (--tile-manifest) and PTX (--tile-to-ptx). The driver is Tile's own
+// rather than mlirTranslateMain, so that it can bound the input's nesting
+// before MLIR's recursive parser reads it and run on a large stack
+// (ToolSupport.h), and so that --help shows only these options.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,73 +13,123 @@
 #include "tile/InitTile.h"
 #include "tile/Pipelines/Pipelines.h"
 #include "tile/Target/KernelSignature.h"
+#include "tile/Tools/ToolSupport.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
-#include "mlir/Tools/mlir-translate/Translation.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
 
-static llvm::cl::opt<std::string>
-    chip("tile-chip", llvm::cl::desc("target chip for --tile-to-ptx"),
-         llvm::cl::init("sm_80"));
-static llvm::cl::opt<std::string> features(
-    "tile-ptx-features",
-    llvm::cl::desc("PTX features for --tile-to-ptx (default: the chip's "
-                   "minimum PTX version)"),
-    llvm::cl::init(""));
-static llvm::cl::opt<std::string>
+namespace cl = llvm::cl;
+
+namespace {
+cl::OptionCategory category("tile-translate options");
+
+enum class Translation { Signature, Manifest, Ptx };
+
+cl::opt<Translation> translation(
+    cl::desc("Translation:"), cl::Required, cl::cat(category),
+    cl::values(clEnumValN(Translation::Signature, "tile-kernel-signature",
+                          "describe every tile.kernel's arguments and results "
+                          "as JSON"),
+               clEnumValN(Translation::Manifest, "tile-manifest",
+                          "describe how to launch each tile.kernel's GPU "
+                          "kernels as JSON"),
+               clEnumValN(Translation::Ptx, "tile-to-ptx",
+                          "lower every tile.kernel and compile every "
+                          "gpu.module to PTX text")));
+cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input file>"),
+                                   cl::init("-"), cl::cat(category));
+cl::opt<std::string> outputFilename("o", cl::desc("output file"),
+                                    cl::value_desc("filename"), cl::init("-"),
+                                    cl::cat(category));
+cl::opt<std::string> chip("tile-chip",
+                          cl::desc("target chip for --tile-to-ptx"),
+                          cl::init("sm_80"), cl::cat(category));
+cl::opt<std::string>
+    features("tile-ptx-features",
+             cl::desc("PTX features for --tile-to-ptx (default: the chip's "
+                      "minimum PTX version)"),
+             cl::init(""), cl::cat(category));
+cl::opt<std::string>
     libdevice("tile-libdevice",
-              llvm::cl::desc("libdevice.10.bc for --tile-to-ptx (default: from "
-                             "CUDA_HOME, else /usr/local/cuda)"),
-              llvm::cl::init(""));
+              cl::desc("libdevice.10.bc for --tile-to-ptx (default: from "
+                       "CUDA_HOME, else /usr/local/cuda)"),
+              cl::init(""), cl::cat(category));
+
+mlir::LogicalResult translate(mlir::ModuleOp module, llvm::raw_ostream &os) {
+  switch (translation) {
+  case Translation::Signature:
+    return mlir::tile::writeKernelSignatures(module, os);
+  case Translation::Manifest:
+    return mlir::tile::writeKernelManifest(module, os);
+  case Translation::Ptx: {
+    mlir::tile::PtxOptions options;
+    options.chip = chip;
+    options.features = features;
+    options.libdevice = libdevice;
+    auto compiled = mlir::tile::compileToPtx(module, options);
+    if (mlir::failed(compiled))
+      return mlir::failure();
+    for (auto &[name, text] : *compiled)
+      os << "// gpu.module @" << name << "\n" << text;
+    return mlir::success();
+  }
+  }
+  return mlir::failure();
+}
+
+int runTranslate(int argc, char **argv) {
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "Tile translation driver\n");
+
+  std::string error;
+  auto input = mlir::openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::errs() << "error: " << error << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  unsigned id = sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  if (mlir::tile::reportExcessiveNesting(sourceMgr, id))
+    return 1;
+
+  mlir::DialectRegistry registry;
+  mlir::tile::registerTileDialects(registry);
+  mlir::tile::registerGpuTargets(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  // The output is written only when the translation succeeds: a failed run
+  // leaves no partial file behind.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (mlir::failed(translate(*module, os)))
+    return 1;
+  auto output = mlir::openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << "error: " << error << "\n";
+    return 1;
+  }
+  output->os() << text;
+  output->keep();
+  return 0;
+}
+} // namespace
 
 int main(int argc, char **argv) {
-  mlir::TranslateFromMLIRRegistration signature(
-      "tile-kernel-signature",
-      "describe every tile.kernel's arguments and results as JSON",
-      [](mlir::Operation *op, llvm::raw_ostream &os) {
-        auto module = llvm::dyn_cast<mlir::ModuleOp>(op);
-        if (!module)
-          return mlir::LogicalResult(op->emitError("expected a module"));
-        return mlir::tile::writeKernelSignatures(module, os);
-      },
-      [](mlir::DialectRegistry &registry) {
-        mlir::tile::registerTileDialects(registry);
-      });
-  mlir::TranslateFromMLIRRegistration manifest(
-      "tile-manifest",
-      "describe how to launch each tile.kernel's GPU kernels as JSON",
-      [](mlir::Operation *op, llvm::raw_ostream &os) {
-        auto module = llvm::dyn_cast<mlir::ModuleOp>(op);
-        if (!module)
-          return mlir::LogicalResult(op->emitError("expected a module"));
-        return mlir::tile::writeKernelManifest(module, os);
-      },
-      [](mlir::DialectRegistry &registry) {
-        mlir::tile::registerTileDialects(registry);
-      });
-  mlir::TranslateFromMLIRRegistration ptx(
-      "tile-to-ptx", "compile every gpu.module to PTX text",
-      [](mlir::Operation *op, llvm::raw_ostream &os) {
-        auto module = llvm::dyn_cast<mlir::ModuleOp>(op);
-        if (!module)
-          return mlir::LogicalResult(op->emitError("expected a module"));
-        mlir::tile::PtxOptions options;
-        options.chip = chip;
-        options.features = features;
-        options.libdevice = libdevice;
-        auto compiled = mlir::tile::compileToPtx(module, options);
-        if (mlir::failed(compiled))
-          return mlir::failure();
-        for (auto &[name, text] : *compiled)
-          os << "// gpu.module @" << name << "\n" << text;
-        return mlir::success();
-      },
-      [](mlir::DialectRegistry &registry) {
-        mlir::tile::registerTileDialects(registry);
-        mlir::tile::registerGpuTargets(registry);
-      });
-  return mlir::failed(
-      mlir::mlirTranslateMain(argc, argv, "Tile translation driver\n"));
+  llvm::InitLLVM init(argc, argv);
+  return mlir::tile::runWithLargeStack(
+      [&] { return runTranslate(argc, argv); });
 }

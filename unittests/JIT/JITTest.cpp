@@ -199,9 +199,18 @@ TEST_F(JITTest, ErrorsCarryTheDiagnostics) {
     })mlir",
                             derive);
   ASSERT_FALSE(noRule);
-  EXPECT_TRUE(
-      contains(noRule.message(), "'math.atan' op has no derivative rule"))
+  EXPECT_TRUE(contains(noRule.message(),
+                       "'math.atan' op is not supported in a tile kernel"))
       << noRule.message();
+  // 100,000-deep nesting: refused before MLIR's recursive parser.
+  std::string deep = "func.func private @f() -> " + std::string(100000, '(') +
+                     "f32" + std::string(100000, ')');
+  auto nested = jit.compile(deep, CompileOptions());
+  ASSERT_FALSE(nested);
+  EXPECT_TRUE(contains(nested.message(), "kernel:1:"))
+      << nested.message();
+  EXPECT_TRUE(contains(nested.message(), "nesting deeper than"))
+      << nested.message();
   CompileOptions badDtype;
   badDtype.dtype = "f8";
   auto dtype = jit.compile(readExample("swiglu"), badDtype);

@@ -12,6 +12,7 @@
 
 #include "KernelEmitter.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/EquivalenceClasses.h"
@@ -50,12 +51,26 @@ constexpr int64_t kMaxHeldRegisters = 96;
 /// registers; see emitResidentRows).
 constexpr int64_t kMaxPipelinedChunks = 2;
 
+/// Element evaluations (Emitter::group) a kernel may take before the
+/// lowering gives up with an error: a fixed allowance plus a multiple of
+/// its op count. A kernel evaluates each op a few times (the vector loop,
+/// the scalar tail, each loop over the row); the bound keeps a pathological
+/// DAG (each level a concat of the one below, 2^levels evaluations) from
+/// exhausting time and memory.
+constexpr int64_t kEvaluationAllowance = 100000;
+constexpr int64_t kEvaluationsPerOp = 16;
+
 class Emitter {
 public:
   Emitter(const KernelModel &model, const Schedule &schedule, Mode mode,
           gpu::GPUModuleOp module)
       : model(model), func(model.func), schedule(schedule), mode(mode),
-        module(module), b(module.getContext()), loc(func.getLoc()) {}
+        module(module), b(module.getContext()), loc(func.getLoc()),
+        maxEvaluations(kEvaluationAllowance +
+                       kEvaluationsPerOp *
+                           static_cast<int64_t>(
+                               func.getBody().front().getOperations().size())) {
+  }
 
   LogicalResult emit();
 
@@ -86,6 +101,8 @@ private:
   void storeGroup(ArrayRef<Value> values, Value buffer, Value at);
   void prepareRowValues(Value value);
   Value emitScalarOp(Operation *op, ArrayRef<Value> operands);
+  /// The flat global holding a non-splat tensor constant's elements.
+  Value constantTable(arith::ConstantOp constant);
   Value convert(Value value, Type to);
   /// Widens lane `lane` of a loaded 16-bit vector from its 32-bit word:
   /// bf16 to f32 by a shift or a mask of the word's bits; with `opaque`,
@@ -218,6 +235,12 @@ private:
   DenseMap<Operation *, Value> workspaceBase, scratchBase;
   /// The finalize's sums of the partials at this thread's column.
   DenseMap<Operation *, Value> finalizeTotals;
+
+  /// Per non-splat constant: its table, read through memref.get_global.
+  llvm::MapVector<Operation *, Value> constantTables;
+  /// Element values evaluated so far (group), against kMaxEvaluations.
+  int64_t evaluations = 0;
+  int64_t maxEvaluations;
 
   IRMapping uniform;
   llvm::MapVector<Value, Value> widths;

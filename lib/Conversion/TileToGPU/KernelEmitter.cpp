@@ -32,6 +32,16 @@ namespace {
 /// shapes, and the real sizes arrive as parameters.
 constexpr int64_t kFlatSize = int64_t(1) << 40;
 
+/// A tensor constant other than a splat: read from a table (constantTable).
+arith::ConstantOp nonSplatConstant(Value value) {
+  auto constant = value.getDefiningOp<arith::ConstantOp>();
+  if (!constant)
+    return {};
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  return dense && !dense.isSplat() && isTensor(value) ? constant
+                                                      : arith::ConstantOp();
+}
+
 /// Whether the kernel returns a value summed across rows (or per column),
 /// which the finalize kernel writes.
 bool hasFinalize(const KernelModel &model) {
@@ -366,15 +376,52 @@ Value Emitter::emitScalarOp(Operation *op, ArrayRef<Value> operands) {
   if (auto splat = dyn_cast<SplatOp>(op))
     return uniformValue(splat.getValue());
   if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
-    auto dense = cast<SplatElementsAttr>(constant.getValue());
-    return arith::ConstantOp::create(b, loc, dense.getSplatValue<TypedAttr>());
+    // Non-splat tensor constants are read from their table (group and
+    // rowValue); only splats and scalars arrive here.
+    if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
+      return arith::ConstantOp::create(b, loc,
+                                       dense.getSplatValue<TypedAttr>());
+    return arith::ConstantOp::create(b, loc, constant.getValue());
   }
   OperationState state(op->getLoc(), op->getName());
   state.addOperands(operands);
   for (Value result : op->getResults())
     state.addTypes(elementTypeOf(result));
-  state.addAttributes(op->getAttrs());
+  // Only the op's own attributes (fastmath, a predicate): discardable ones
+  // such as tile.save describe the tensor op and mean nothing on a scalar.
+  DictionaryAttr discardable = op->getDiscardableAttrDictionary();
+  for (NamedAttribute attr : op->getAttrs())
+    if (!discardable.get(attr.getName()))
+      state.addAttribute(attr.getName(), attr.getValue());
   return b.create(state)->getResult(0);
+}
+
+Value Emitter::constantTable(arith::ConstantOp constant) {
+  Value &table = constantTables[constant];
+  if (table)
+    return table;
+  // The constant's elements, row-major and flat, in a global of the GPU
+  // module (16-byte aligned, for vector loads), read where the value is
+  // evaluated like an argument of its shape.
+  auto dense = cast<DenseElementsAttr>(constant.getValue());
+  int64_t count = dense.getNumElements();
+  auto flatType = RankedTensorType::get({count}, dense.getElementType());
+  auto memoryType = MemRefType::get(
+      {count}, dense.getElementType(), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Global));
+  std::string name =
+      (kernel.getName() + "_constant_" + std::to_string(constantTables.size()))
+          .str();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(kernel);
+    memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"),
+                             memoryType, dense.reshape(flatType),
+                             /*constant=*/true, b.getI64IntegerAttr(16));
+    b.setInsertionPointToStart(&kernel.getBody().front());
+    table = memref::GetGlobalOp::create(b, loc, memoryType, name);
+  }
+  return table;
 }
 
 Value Emitter::identity(ReductionKind kind, Type type) {
@@ -679,6 +726,9 @@ Value Emitter::rowValue(Value value) {
         memref::LoadOp::create(b, loc, pointers.lookup(arg), ValueRange{row});
   } else if (auto reduce = value.getDefiningOp<ReduceOp>()) {
     result = reduceRow(reduce);
+  } else if (auto constant = nonSplatConstant(value)) {
+    result = memref::LoadOp::create(b, loc, constantTable(constant),
+                                    ValueRange{row});
   } else {
     Operation *def = value.getDefiningOp();
     SmallVector<Value> operands;
@@ -821,9 +871,22 @@ Lanes Emitter::group(Value value, Value base) {
   auto key = std::make_pair(value, base);
   if (auto known = elementMemo.find(key); known != elementMemo.end())
     return known->second;
+  // A value shared under column shifts (concat, slice, pad) is evaluated
+  // once per shift: a DAG of shared concats doubles with each level. Past
+  // the budget, emission stops and emit() reports it.
+  if (++evaluations > maxEvaluations) {
+    Type type = elementTypeOf(value);
+    return Lanes(lanes, arith::ConstantOp::create(b, loc, b.getZeroAttr(type)));
+  }
 
   Lanes result;
-  if (auto arg = dyn_cast<BlockArgument>(value)) {
+  if (auto constant = nonSplatConstant(value)) {
+    Value at = base;
+    if (kind == ValueKind::Element)
+      at = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, row, widthOf(value)), base);
+    result = loadGroup(constantTable(constant), at);
+  } else if (auto arg = dyn_cast<BlockArgument>(value)) {
     Value at = base;
     if (kind == ValueKind::Element)
       at = arith::AddIOp::create(
@@ -914,6 +977,12 @@ LogicalResult Emitter::emit() {
     emitRowBody();
   else
     emitFinalizeBody();
+  if (evaluations > maxEvaluations)
+    return func.emitOpError("is too large to lower: its values at a column "
+                            "take more than ")
+           << maxEvaluations
+           << " evaluations (a value shared under concat, slice or pad is "
+              "evaluated once per column shift)";
   b.setInsertionPointToEnd(&kernel.getBody().front());
   gpu::ReturnOp::create(b, loc);
   return success();

@@ -25,6 +25,14 @@
 
 namespace mlir::tile::gpu_lowering {
 
+/// The most ops one kernel may have for the GPU lowering (the examples
+/// and their derived backward kernels have a few dozen).
+constexpr int64_t kMaxKernelOps = 4096;
+
+/// A non-splat tensor constant becomes a table in the GPU module's global
+/// memory; larger ones belong in an argument.
+constexpr int64_t kMaxConstantElements = 1 << 16;
+
 enum class ValueKind { Uniform, Element, RowValue, Column, AcrossRows };
 
 /// One parameter of the generated kernels, in order. Both kernels of a

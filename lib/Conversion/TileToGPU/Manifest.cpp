@@ -12,6 +12,8 @@
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
 
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -35,18 +37,65 @@ public:
 
   /// The width of a per-element, per-column or across-rows value.
   FailureOr<std::string> width(Value value) {
+    return memoized(widthMemo, value, [&] { return computeWidth(value); });
+  }
+
+  /// An index (or integer) value computed from the parameters.
+  FailureOr<std::string> scalar(Value value) {
+    return memoized(scalarMemo, value, [&] { return computeScalar(value); });
+  }
+
+private:
+  /// Each value is named once (a chain of 100,000 ops asks for the same
+  /// width at every op), and no name grows past kMaxExpressionLength: a DAG
+  /// of shared concats or index sums doubles its expression at each level.
+  FailureOr<std::string>
+  memoized(DenseMap<Value, std::string> &memo, Value value,
+           llvm::function_ref<FailureOr<std::string>()> compute) {
+    if (auto it = memo.find(value); it != memo.end())
+      return it->second;
+    // A failure is remembered too: it was reported once, and a shared
+    // value must not be named (and fail) again along every path to it.
+    if (failedValues.contains(value))
+      return failure();
+    FailureOr<std::string> name = compute();
+    if (failed(name)) {
+      failedValues.insert(value);
+      return failure();
+    }
+    if (name->size() > kMaxExpressionLength) {
+      failedValues.insert(value);
+      Operation *where = value.getDefiningOp();
+      InFlightDiagnostic diag =
+          where ? where->emitOpError() : func::FuncOp(model.func).emitOpError();
+      diag << "has a size whose expression exceeds " << kMaxExpressionLength
+           << " characters; the manifest cannot state it";
+      return failure();
+    }
+    memo[value] = *name;
+    return *name;
+  }
+
+  FailureOr<std::string> computeWidth(Value value) {
     if (auto arg = dyn_cast<BlockArgument>(value))
       return "w" + std::to_string(arg.getArgNumber());
     Operation *def = value.getDefiningOp();
     if (auto slice = dyn_cast<SliceOp>(def))
       return scalar(slice.getSize());
     if (auto concat = dyn_cast<ConcatOp>(def)) {
+      // Equal parts are counted, not repeated: `concat %c, %c` is
+      // (2 * w(c)), so nested concats of one value stay short.
+      llvm::MapVector<Value, int64_t> parts;
+      for (Value input : concat.getInputs())
+        ++parts[input];
       std::string sum;
-      for (Value input : concat.getInputs()) {
+      for (auto [input, count] : parts) {
         FailureOr<std::string> part = width(input);
         if (failed(part))
           return failure();
-        sum += (sum.empty() ? "(" : " + ") + *part;
+        std::string term =
+            count == 1 ? *part : std::to_string(count) + " * " + *part;
+        sum += (sum.empty() ? "(" : " + ") + term;
       }
       return sum + ")";
     }
@@ -67,8 +116,7 @@ public:
     return def->emitOpError("has no width the manifest can name");
   }
 
-  /// An index (or integer) value computed from the parameters.
-  FailureOr<std::string> scalar(Value value) {
+  FailureOr<std::string> computeScalar(Value value) {
     if (auto arg = dyn_cast<BlockArgument>(value))
       return "arg" + std::to_string(arg.getArgNumber());
     Operation *def = value.getDefiningOp();
@@ -98,12 +146,15 @@ public:
       return def->emitOpError("computes a size the manifest cannot write "
                               "as an expression");
     FailureOr<std::string> lhs = scalar(def->getOperand(0));
+    if (failed(lhs))
+      return failure();
     FailureOr<std::string> rhs = scalar(def->getOperand(1));
-    if (failed(lhs) || failed(rhs))
+    if (failed(rhs))
       return failure();
     return "(" + *lhs + " " + symbol.str() + " " + *rhs + ")";
   }
 
+public:
   /// The shape a tensor of the given kind and width has.
   FailureOr<llvm::json::Array> shape(Value value) {
     switch (model.kindOf(value)) {
@@ -125,7 +176,10 @@ public:
   }
 
 private:
+  static constexpr size_t kMaxExpressionLength = 4096;
   const KernelModel &model;
+  DenseMap<Value, std::string> widthMemo, scalarMemo;
+  llvm::DenseSet<Value> failedValues;
 };
 
 FailureOr<llvm::json::Object> describe(func::FuncOp func) {
@@ -203,6 +257,18 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
       require(entry.getName().getValue().str() + " == " +
               std::to_string(cast<IntegerAttr>(entry.getValue()).getInt()));
   for (Operation &op : func.getBody().front()) {
+    // A non-splat constant is a table of its static shape: the kernel reads
+    // it at every row, so there must be exactly as many rows.
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      ValueKind kind = model->kindOf(constant.getResult());
+      if (dense && !dense.isSplat() &&
+          (kind == ValueKind::Element || kind == ValueKind::RowValue))
+        require(
+            "rows == " +
+            std::to_string(
+                cast<RankedTensorType>(constant.getType()).getShape().front()));
+    }
     SmallVector<Value> sameWidth = model->sameWidthValues(op);
     for (size_t i = 1; i < sameWidth.size(); ++i) {
       FailureOr<std::string> a = names.width(sameWidth[0]);

@@ -25,6 +25,8 @@ bool mlir::tile::reducesAnything(func::FuncOp func) {
 }
 
 bool mlir::tile::isPurelyElementwise(func::FuncOp func) {
+  if (func.isExternal() || !func.getBody().hasOneBlock())
+    return false;
   // Tensors an op ties together (its tensor operands and results) have the
   // same shape: an elementwise op's operands are checked equally wide at
   // launch, and a splat takes the shape of its `like` operand.
@@ -49,8 +51,12 @@ bool mlir::tile::isPurelyElementwise(func::FuncOp func) {
       sameShape.unionSets(opTensors.front(), value);
     llvm::append_range(tensors, opTensors);
   }
-  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  if (returnOp.getNumOperands() == 0)
+  // Attribute verifiers run before the function's own: its block may not
+  // end in a return yet.
+  Block &body = func.getBody().front();
+  auto returnOp =
+      body.empty() ? func::ReturnOp() : dyn_cast<func::ReturnOp>(body.back());
+  if (!returnOp || returnOp.getNumOperands() == 0)
     return false;
   // Every result, and every tensor computed with, in one class: two
   // independent chains of different widths have no common flat index.
@@ -226,6 +232,8 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
       !llvm::is_contained({"elements", "rows", "persistent"}, grid.getValue()))
     return op->emitError("'tile.schedule' needs grid = \"elements\", "
                          "\"rows\" or \"persistent\"");
+  if (cast<func::FuncOp>(op).isExternal())
+    return op->emitError("'tile.schedule' applies to a function with a body");
   if (grid.getValue() == "elements" &&
       !isPurelyElementwise(cast<func::FuncOp>(op)))
     return op->emitError("'tile.schedule' grid = \"elements\" needs a "
@@ -241,7 +249,9 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
       return op->emitError("'tile.schedule' vector_width must be a power of "
                            "two from 1 to 16");
   if (auto rows = dyn_cast_or_null<IntegerAttr>(dict.get("rows_per_cta")))
-    if (rows.getInt() < 1 || !llvm::isPowerOf2_64(rows.getInt()) ||
+    // Bounded by the threads before the product, which could wrap.
+    if (rows.getInt() < 1 || rows.getInt() > threads.getInt() / 32 ||
+        !llvm::isPowerOf2_64(rows.getInt()) ||
         threads.getInt() % (32 * rows.getInt()) != 0)
       return op->emitError("'tile.schedule' rows_per_cta must be a power of "
                            "two that splits the threads into whole warps");

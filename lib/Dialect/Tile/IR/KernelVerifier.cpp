@@ -11,6 +11,9 @@
 #include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 using namespace mlir;
 using namespace mlir::tile;
 
@@ -30,10 +33,25 @@ bool isDataMovement(Operation *op) {
   return isa<CastOp, SplatOp, BroadcastOp, SliceOp, ConcatOp, PadOp>(op);
 }
 
+/// The one list of what a kernel may contain. Floating-point math is what
+/// has a derivative rule (the DifferentiableOpInterface, attached to
+/// upstream ops in Derivatives/): the evaluator, the differentiator and the
+/// GPU lowering all handle exactly those, so a kernel that verifies can be
+/// differentiated, evaluated and lowered (an op such as math.trunc, which
+/// has no rule and no NVVM lowering, is rejected here rather than failing
+/// deep inside the PTX pipeline). The rest is index arithmetic on sizes and
+/// offsets, constants, the dimension query, and arith.remf, which the
+/// evaluator and the lowering handle but no gradient flows through (the
+/// differentiator says so where one would).
 bool isSupportedOp(Operation *op) {
-  StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
-  return ns == "tile" || ns == "arith" || ns == "math" ||
-         isa<tensor::DimOp, func::ReturnOp>(op);
+  if (isa<DifferentiableOpInterface>(op))
+    return true;
+  if (op->getDialect() && op->getDialect()->getNamespace() == "tile")
+    return true;
+  return isa<tensor::DimOp, func::ReturnOp, arith::ConstantOp, arith::AddIOp,
+             arith::SubIOp, arith::MulIOp, arith::DivSIOp, arith::DivUIOp,
+             arith::RemSIOp, arith::RemUIOp, arith::MaxSIOp, arith::MinSIOp,
+             arith::IndexCastOp, arith::SIToFPOp, arith::RemFOp>(op);
 }
 
 /// Element (or scalar) types an arithmetic op may produce inside a kernel.
@@ -49,6 +67,10 @@ bool isComputeType(Type type) {
 LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
   if (func.isExternal())
     return func.emitOpError("is a tile kernel but has no body");
+  // A generic-form func.func may lack its function type; func.func's own
+  // verifier, which runs after the attribute verifiers, reports that.
+  if (!func.getFunctionTypeAttr())
+    return success();
   FunctionType type = func.getFunctionType();
   for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
     if (!isStorageTensor(argType) && !isScalarParameter(argType))
@@ -71,7 +93,9 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
   for (Operation &op : func.getBody().front()) {
     if (!isSupportedOp(&op))
       return op.emitOpError("is not supported in a tile kernel (allowed: "
-                            "tile, arith and math ops, tensor.dim)");
+                            "tile ops, arith/math ops with a derivative "
+                            "rule, index arithmetic, tensor.dim; see "
+                            "docs/Dialect.md)");
     if (isDataMovement(&op))
       continue;
     for (Type resultType : op.getResultTypes()) {

@@ -234,8 +234,9 @@ LogicalResult SliceOp::verify() {
     return emitOpError("offset ") << *offset << " is negative";
   if (size && *size < 0)
     return emitOpError("size ") << *size << " is negative";
+  // Compared as `size > width - offset`: offset + size could wrap.
   if (offset && size && !ShapedType::isDynamic(inputWidth) &&
-      *offset + *size > inputWidth)
+      (*offset > inputWidth || *size > inputWidth - *offset))
     return emitOpError("range [")
            << *offset << ", " << *offset + *size
            << ") is out of bounds for a last dimension of size " << inputWidth;
@@ -350,7 +351,8 @@ LogicalResult PadOp::verify() {
   if (offset && *offset < 0)
     return emitOpError("offset ") << *offset << " is negative";
   if (offset && !ShapedType::isDynamic(inputWidth) &&
-      !ShapedType::isDynamic(resultWidth) && *offset + inputWidth > resultWidth)
+      !ShapedType::isDynamic(resultWidth) &&
+      (*offset > resultWidth || inputWidth > resultWidth - *offset))
     return emitOpError("range [")
            << *offset << ", " << *offset + inputWidth
            << ") is out of bounds for a last dimension of size " << resultWidth;

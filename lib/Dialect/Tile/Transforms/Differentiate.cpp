@@ -325,8 +325,15 @@ void Differentiator::applyPolicy(DerivedKernel &derived) {
     value.replaceAllUsesWith(body->getArgument(position));
   }
   variantReturn->setOperands(results);
+  // The clone keeps the forward's result attributes, an array of the old
+  // arity: extend it with the function type, or setResultAttr would index
+  // past its end.
+  SmallVector<DictionaryAttr> resultAttrs;
+  variant.getAllResultAttrs(resultAttrs);
+  resultAttrs.resize(results.size(), builder.getDictionaryAttr({}));
   variant.setFunctionType(builder.getFunctionType(
       variant.getArgumentTypes(), ValueRange(results).getTypes()));
+  variant.setAllResultAttrs(resultAttrs);
   for (unsigned k = 0; k < saved.size(); ++k)
     variant.setResultAttr(firstSaved + k, TileDialect::getSavedAttrName(),
                           builder.getI64IntegerAttr(k));

@@ -17,7 +17,11 @@
 using namespace mlir;
 using namespace mlir::tile;
 
-bool tile::detail::isRowStatistic(Value value) {
+namespace {
+/// The operands `value`'s row-statistic status depends on, and whether it
+/// is one when they all are (std::nullopt: decided without them).
+std::optional<bool> rowStatisticBase(Value value,
+                                     SmallVectorImpl<Value> &dependsOn) {
   Operation *def = value.getDefiningOp();
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!def || !type)
@@ -27,26 +31,64 @@ bool tile::detail::isRowStatistic(Value value) {
     return rank >= 1 && reduce.getDims() == ArrayRef<int64_t>{rank - 1} &&
            !reduce.getInit();
   }
-  if (auto splat = dyn_cast<SplatOp>(def))
-    return isRowStatistic(splat.getShape());
-  if (auto cast = dyn_cast<CastOp>(def))
-    return isRowStatistic(cast.getInput());
+  if (auto splat = dyn_cast<SplatOp>(def)) {
+    dependsOn.push_back(splat.getShape());
+    return std::nullopt;
+  }
+  if (auto cast = dyn_cast<CastOp>(def)) {
+    dependsOn.push_back(cast.getInput());
+    return std::nullopt;
+  }
   if (!def->hasTrait<OpTrait::Elementwise>())
     return false;
-  bool anyTensor = false;
-  for (Value operand : def->getOperands()) {
-    if (!isa<RankedTensorType>(operand.getType()))
+  for (Value operand : def->getOperands())
+    if (isa<RankedTensorType>(operand.getType()))
+      dependsOn.push_back(operand);
+  if (dependsOn.empty())
+    return false;
+  return std::nullopt;
+}
+} // namespace
+
+bool tile::detail::isRowStatistic(Value value, RowStatisticMemo &memo) {
+  // Depth-first over the operands with an explicit stack, each value
+  // decided once: linear in the kernel however deep or shared its DAG is
+  // (a recursive walk overflowed the stack on long chains and took
+  // exponential time on `%v = addf %u, %u` ladders).
+  SmallVector<std::pair<Value, bool>> stack{{value, false}};
+  SmallVector<Value> dependsOn;
+  while (!stack.empty()) {
+    auto [next, expanded] = stack.pop_back_val();
+    if (memo.count(next))
       continue;
-    anyTensor = true;
-    if (!isRowStatistic(operand))
-      return false;
+    dependsOn.clear();
+    std::optional<bool> base = rowStatisticBase(next, dependsOn);
+    if (base) {
+      memo[next] = *base;
+      continue;
+    }
+    if (expanded) {
+      memo[next] = llvm::all_of(
+          dependsOn, [&](Value operand) { return memo.lookup(operand); });
+      continue;
+    }
+    stack.push_back({next, true});
+    for (Value operand : dependsOn)
+      if (!memo.count(operand))
+        stack.push_back({operand, false});
   }
-  return anyTensor;
+  return memo.lookup(value);
+}
+
+bool tile::detail::isRowStatistic(Value value) {
+  RowStatisticMemo memo;
+  return isRowStatistic(value, memo);
 }
 
 namespace {
 bool shouldSave(Operation *op, const llvm::DenseSet<Operation *> &recomputed,
-                const DifferentiateOptions &options) {
+                const DifferentiateOptions &options,
+                tile::detail::RowStatisticMemo &memo) {
   if (op->getNumResults() != 1 ||
       op->hasAttr(TileDialect::getRecomputeAttrName()))
     return false;
@@ -56,17 +98,17 @@ bool shouldSave(Operation *op, const llvm::DenseSet<Operation *> &recomputed,
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!type || !type.getElementType().isF32() ||
       options.policy != RecomputePolicy::SaveRowStats ||
-      !tile::detail::isRowStatistic(value))
+      !tile::detail::isRowStatistic(value, memo))
     return false;
   using Cost = tile::detail::RecomputeCost;
-  return Cost::recompute(value, recomputed, options.rowWidthHint) >
-         Cost::save();
+  return Cost::recompute(value, recomputed, options.rowWidthHint, memo,
+                         Cost::save()) > Cost::save();
 }
 } // namespace
 
 double tile::detail::RecomputeCost::recompute(
     Value value, const llvm::DenseSet<Operation *> &recomputed,
-    int64_t rowWidthHint) {
+    int64_t rowWidthHint, RowStatisticMemo &memo, double stopAbove) {
   auto widthOf = [&](Value tensor) -> double {
     auto type = dyn_cast<RankedTensorType>(tensor.getType());
     if (!type || type.getRank() == 0)
@@ -77,7 +119,10 @@ double tile::detail::RecomputeCost::recompute(
   double cost = 0.0;
   llvm::SetVector<Operation *> slice;
   SmallVector<Value> worklist{value};
-  while (!worklist.empty()) {
+  // Past `stopAbove` the answer no longer changes: stopping there keeps the
+  // policy linear on long per-row chains (each op would otherwise price its
+  // whole slice again).
+  while (!worklist.empty() && cost <= stopAbove) {
     Operation *def = worklist.pop_back_val().getDefiningOp();
     if (!def || !recomputed.contains(def) || !slice.insert(def))
       continue;
@@ -87,7 +132,7 @@ double tile::detail::RecomputeCost::recompute(
       continue; // scalar and index bookkeeping
     if (auto reduce = dyn_cast<ReduceOp>(def))
       cost += widthOf(reduce.getInput()) + kReductionSync;
-    else if (isRowStatistic(def->getResult(0)))
+    else if (isRowStatistic(def->getResult(0), memo))
       cost += 1.0;
     else
       cost += widthOf(def->getResult(0));
@@ -110,11 +155,12 @@ tile::detail::chooseSavedValues(ArrayRef<Operation *> recomputed,
     if (!recomputedSet.contains(&op))
       needed.insert(op.getOperands().begin(), op.getOperands().end());
   SmallVector<Value> saved;
+  RowStatisticMemo memo;
   for (Operation *op : llvm::reverse(recomputed)) {
     if (llvm::none_of(op->getResults(),
                       [&](Value v) { return needed.contains(v); }))
       continue;
-    if (shouldSave(op, recomputedSet, options)) {
+    if (shouldSave(op, recomputedSet, options, memo)) {
       saved.push_back(op->getResult(0));
       continue;
     }

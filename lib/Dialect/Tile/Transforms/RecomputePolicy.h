@@ -13,12 +13,20 @@
 
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+
+#include <limits>
 
 namespace mlir::tile::detail {
 
+/// Values already classified by isRowStatistic.
+using RowStatisticMemo = llvm::DenseMap<Value, bool>;
+
 /// True for a value with one element per row: a reduction over exactly the
 /// last dimension, or elementwise math, casts and splats of such values.
+/// Linear in the values it has not classified before (`memo`).
+bool isRowStatistic(Value value, RowStatisticMemo &memo);
 bool isRowStatistic(Value value);
 
 /// The cost model, in f32-operation equivalents per row.
@@ -37,9 +45,11 @@ struct RecomputeCost {
   /// What recomputing `value` costs: every op of its slice among
   /// `recomputed`, a full-row op `rowWidth` operations (the static width
   /// where known), a per-row op one, a row reduction its width plus the sync.
-  static double recompute(Value value,
-                          const llvm::DenseSet<Operation *> &recomputed,
-                          int64_t rowWidthHint);
+  /// The walk stops once the cost passes `stopAbove`.
+  static double
+  recompute(Value value, const llvm::DenseSet<Operation *> &recomputed,
+            int64_t rowWidthHint, RowStatisticMemo &memo,
+            double stopAbove = std::numeric_limits<double>::infinity());
 };
 
 /// The recomputed values (in `recomputed` order) the backward should take as

@@ -1,0 +1,48 @@
+//===- ToolSupport.h - what every Tile tool does before MLIR runs -*- C++ -*-===//
+//
+// MLIR's parser, verifier and printer recurse once per level of nesting,
+// and several of Tile's passes once per op along a use-def chain. So the
+// tools (and the JIT) bound the nesting of their input before parsing it,
+// and run their work on a thread with a large stack: deep input gives a
+// located error, never a stack overflow.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_TOOLS_TOOLSUPPORT_H
+#define TILE_TOOLS_TOOLSUPPORT_H
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace llvm {
+class MemoryBuffer;
+class SourceMgr;
+} // namespace llvm
+
+namespace mlir::tile {
+
+/// Brackets ((, [, {, <) nested deeper than this are refused. Kernels nest a
+/// few levels; MLIR's generic form of a lowered module about twenty.
+constexpr int64_t kMaxNesting = 512;
+
+/// Where `text` first nests deeper than kMaxNesting: its offset, or nothing.
+/// Strings and `//` comments are skipped; `->` closes nothing.
+std::optional<size_t> findExcessiveNesting(llvm::StringRef text);
+
+/// Reports excessive nesting in buffer `bufferId` of `sourceMgr` as
+/// `file:line:col: error: ...`; true if there was any.
+bool reportExcessiveNesting(llvm::SourceMgr &sourceMgr, unsigned bufferId);
+
+/// The stack the tools run on (the main thread's is 8 MiB by default).
+constexpr unsigned kToolStackBytes = 512u << 20;
+
+/// Runs `body` on a thread with kToolStackBytes of stack; its result.
+int runWithLargeStack(llvm::function_ref<int()> body);
+
+} // namespace mlir::tile
+
+#endif // TILE_TOOLS_TOOLSUPPORT_H

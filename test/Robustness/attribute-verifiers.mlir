@@ -1,0 +1,47 @@
+// Attribute verifiers that once crashed every tool at parse time (issue 19):
+// each now verifies or gives a located error.
+// RUN: tile-opt %s -split-input-file -verify-diagnostics
+
+// tile.specialize on a declaration: checked against the function type, not
+// the (absent) body.
+func.func private @declared(tensor<?x?xf32>) attributes {tile.specialize = {w0 = 4 : i64}}
+
+// -----
+
+// expected-error@+1 {{'tile.schedule' applies to a function with a body}}
+func.func private @declared_schedule(tensor<?x?xf32>) attributes {tile.schedule = {grid = "elements", threads = 128 : i64}}
+
+// -----
+
+// 32 * 2^59 wraps to 0; the bound is checked before the product.
+// expected-error@+1 {{'tile.schedule' rows_per_cta must be a power of two that splits the threads into whole warps}}
+func.func @wrapping_rows(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {tile.kernel, tile.schedule = {grid = "rows", threads = 128 : i64, rows_per_cta = 576460752303423488 : i64}} {
+  return %x : tensor<?x?xf32>
+}
+
+// -----
+
+// A generic-form function without its type: func.func's verifier says so.
+// expected-error@+1 {{'func.func' op requires attribute 'function_type'}}
+"func.func"() <{sym_name = "untyped"}> ({
+^bb0(%x: tensor<?x?xf32>):
+  "func.return"(%x) : (tensor<?x?xf32>) -> ()
+}) {tile.kernel} : () -> ()
+
+// -----
+
+func.func @wrapping_slice(%x: tensor<?x8xf32>) -> tensor<?x?xf32> attributes {tile.kernel} {
+  %o = arith.constant 4611686018427387904 : index
+  // expected-error@+1 {{'tile.slice' op range [}}
+  %y = tile.slice %x [%o, %o] : tensor<?x8xf32> -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @no_ptx(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {tile.kernel} {
+  // math.trunc has no derivative rule and no NVVM lowering: one list says no.
+  // expected-error@+1 {{'math.trunc' op is not supported in a tile kernel}}
+  %y = math.trunc %x : tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
