@@ -197,12 +197,13 @@ std::optional<llvm::Error> detail::evalElementwise(Operation *op, Env &env) {
             // INT64_MIN / -1 overflows (and traps on x86): arith says the
             // result is undefined, so a kernel that computes it is wrong.
             if (!isUnsigned)
-              for (double v : env.get(intOp->getOperand(0)).values)
-                for (double w : env.get(intOp->getOperand(1)).values)
-                  if (asInt(v) == std::numeric_limits<int64_t>::min() &&
-                      asInt(w) == -1)
-                    return opError(intOp, "signed integer division overflows "
-                                          "(the minimum value by -1)");
+              for (auto [v, w] :
+                   llvm::zip(env.get(intOp->getOperand(0)).values,
+                             env.get(intOp->getOperand(1)).values))
+                if (asInt(v) == std::numeric_limits<int64_t>::min() &&
+                    asInt(w) == -1)
+                  return opError(intOp, "signed integer division overflows "
+                                        "(the minimum value by -1)");
             return map([isDiv, isUnsigned](A a) {
               int64_t x = asInt(a[0]), y = asInt(a[1]);
               if (isUnsigned) {

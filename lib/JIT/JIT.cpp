@@ -13,6 +13,9 @@
 #include "tile/JIT/JIT.h"
 #include "tile/Tools/ToolSupport.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
 #include "tile/Conversion/TileToGPU/Manifest.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
@@ -153,15 +156,15 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
 
   // MLIR's parser recurses per level of nesting: deep input is refused
   // before it reaches it (ToolSupport.h), as the tools do.
-  if (std::optional<size_t> at = mlir::tile::findExcessiveNesting(source)) {
-    StringRef before = StringRef(source).take_front(*at);
-    size_t line = before.count('\n') + 1;
-    size_t column = *at - (before.rfind('\n') + 1) + 1;
-    diagnostics += "kernel:" + std::to_string(line) + ":" +
-                   std::to_string(column) + ": error: nesting deeper than " +
-                   std::to_string(mlir::tile::kMaxNesting) +
-                   " levels of brackets\n";
-    return fail("parsing the kernel");
+  {
+    llvm::SourceMgr sourceMgr;
+    unsigned id = sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBuffer(source, "kernel",
+                                         /*RequiresNullTerminator=*/false),
+        llvm::SMLoc());
+    llvm::raw_string_ostream os(diagnostics);
+    if (mlir::tile::reportExcessiveNesting(sourceMgr, id, &os))
+      return fail("parsing the kernel");
   }
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(source, ParserConfig(&context), "kernel");

@@ -9,6 +9,7 @@
 #include "tile/Tools/ToolSupport.h"
 
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/thread.h"
 
 using namespace mlir;
@@ -52,23 +53,25 @@ std::optional<size_t> tile::findExcessiveNesting(llvm::StringRef text) {
   return std::nullopt;
 }
 
-bool tile::reportExcessiveNesting(llvm::SourceMgr &sourceMgr,
-                                  unsigned bufferId) {
+bool tile::reportExcessiveNesting(llvm::SourceMgr &sourceMgr, unsigned bufferId,
+                                  llvm::raw_ostream *os) {
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
   std::optional<size_t> at = findExcessiveNesting(buffer->getBuffer());
   if (!at)
     return false;
-  sourceMgr.PrintMessage(
-      llvm::SMLoc::getFromPointer(buffer->getBufferStart() + *at),
-      llvm::SourceMgr::DK_Error,
-      "nesting deeper than " + std::to_string(kMaxNesting) +
-          " levels of brackets; Tile refuses input this deep");
+  llvm::SMLoc loc = llvm::SMLoc::getFromPointer(buffer->getBufferStart() + *at);
+  sourceMgr.PrintMessage(os ? *os : llvm::errs(), loc,
+                         llvm::SourceMgr::DK_Error,
+                         "nesting deeper than " + std::to_string(kMaxNesting) +
+                             " levels of brackets; Tile refuses input this "
+                             "deep");
   return true;
 }
 
 int tile::runWithLargeStack(llvm::function_ref<int()> body) {
   int result = 1;
-  llvm::thread worker(std::optional<unsigned>(kToolStackBytes), [&] { result = body(); });
+  llvm::thread worker(std::optional<unsigned>(kToolStackBytes),
+                      [&] { result = body(); });
   worker.join();
   return result;
 }

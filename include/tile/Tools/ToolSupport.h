@@ -21,6 +21,7 @@
 namespace llvm {
 class MemoryBuffer;
 class SourceMgr;
+class raw_ostream;
 } // namespace llvm
 
 namespace mlir::tile {
@@ -34,8 +35,10 @@ constexpr int64_t kMaxNesting = 512;
 std::optional<size_t> findExcessiveNesting(llvm::StringRef text);
 
 /// Reports excessive nesting in buffer `bufferId` of `sourceMgr` as
-/// `file:line:col: error: ...`; true if there was any.
-bool reportExcessiveNesting(llvm::SourceMgr &sourceMgr, unsigned bufferId);
+/// `file:line:col: error: ...` with the line, on `os` (default: stderr);
+/// true if there was any.
+bool reportExcessiveNesting(llvm::SourceMgr &sourceMgr, unsigned bufferId,
+                            llvm::raw_ostream *os = nullptr);
 
 /// The stack the tools run on (the main thread's is 8 MiB by default).
 constexpr unsigned kToolStackBytes = 512u << 20;

@@ -32,16 +32,6 @@ namespace {
 /// shapes, and the real sizes arrive as parameters.
 constexpr int64_t kFlatSize = int64_t(1) << 40;
 
-/// A tensor constant other than a splat: read from a table (constantTable).
-arith::ConstantOp nonSplatConstant(Value value) {
-  auto constant = value.getDefiningOp<arith::ConstantOp>();
-  if (!constant)
-    return {};
-  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-  return dense && !dense.isSplat() && isTensor(value) ? constant
-                                                      : arith::ConstantOp();
-}
-
 /// Whether the kernel returns a value summed across rows (or per column),
 /// which the finalize kernel writes.
 bool hasFinalize(const KernelModel &model) {
@@ -726,7 +716,7 @@ Value Emitter::rowValue(Value value) {
         memref::LoadOp::create(b, loc, pointers.lookup(arg), ValueRange{row});
   } else if (auto reduce = value.getDefiningOp<ReduceOp>()) {
     result = reduceRow(reduce);
-  } else if (auto constant = nonSplatConstant(value)) {
+  } else if (auto constant = model.tableOf(value)) {
     result = memref::LoadOp::create(b, loc, constantTable(constant),
                                     ValueRange{row});
   } else {
@@ -880,7 +870,7 @@ Lanes Emitter::group(Value value, Value base) {
   }
 
   Lanes result;
-  if (auto constant = nonSplatConstant(value)) {
+  if (auto constant = model.tableOf(value)) {
     Value at = base;
     if (kind == ValueKind::Element)
       at = arith::AddIOp::create(

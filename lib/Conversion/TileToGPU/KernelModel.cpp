@@ -272,6 +272,7 @@ FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
                  << " elements; the GPU lowering takes non-splat constants "
                     "of at most "
                  << kMaxConstantElements << " (pass larger ones as arguments)";
+        model.constantTables.insert(constant);
       }
     }
     if (auto broadcast = dyn_cast<BroadcastOp>(op))

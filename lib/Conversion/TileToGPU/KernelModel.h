@@ -21,7 +21,9 @@
 
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::tile::gpu_lowering {
 
@@ -75,7 +77,18 @@ struct KernelModel {
   /// Reductions across rows, in program order: each gets a workspace slot.
   SmallVector<ReduceOp> acrossRowReductions;
 
+  /// Non-splat tensor constants, in program order: each is read from a
+  /// table in the GPU module (KernelEmitter.cpp), and the manifest pins the
+  /// rows of those read per row.
+  llvm::SetVector<arith::ConstantOp> constantTables;
+
   ValueKind kindOf(Value value) const { return kinds.lookup(value); }
+  /// The constant `value` is, if it is read from a table.
+  arith::ConstantOp tableOf(Value value) const {
+    auto constant = value.getDefiningOp<arith::ConstantOp>();
+    return constant && constantTables.contains(constant) ? constant
+                                                         : arith::ConstantOp();
+  }
   /// The parameter list of the kernels.
   SmallVector<KernelParam> parameters() const;
   /// The tensor values `op` requires to be equally wide: the operands of an

@@ -256,19 +256,17 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
     for (NamedAttribute entry : specialized)
       require(entry.getName().getValue().str() + " == " +
               std::to_string(cast<IntegerAttr>(entry.getValue()).getInt()));
+  // A constant table has its static shape: the kernel reads it at every
+  // row, so there must be exactly as many rows.
+  for (arith::ConstantOp constant : model->constantTables) {
+    ValueKind kind = model->kindOf(constant.getResult());
+    if (kind == ValueKind::Element || kind == ValueKind::RowValue)
+      require(
+          "rows == " +
+          std::to_string(
+              cast<RankedTensorType>(constant.getType()).getShape().front()));
+  }
   for (Operation &op : func.getBody().front()) {
-    // A non-splat constant is a table of its static shape: the kernel reads
-    // it at every row, so there must be exactly as many rows.
-    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
-      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-      ValueKind kind = model->kindOf(constant.getResult());
-      if (dense && !dense.isSplat() &&
-          (kind == ValueKind::Element || kind == ValueKind::RowValue))
-        require(
-            "rows == " +
-            std::to_string(
-                cast<RankedTensorType>(constant.getType()).getShape().front()));
-    }
     SmallVector<Value> sameWidth = model->sameWidthValues(op);
     for (size_t i = 1; i < sameWidth.size(); ++i) {
       FailureOr<std::string> a = names.width(sameWidth[0]);

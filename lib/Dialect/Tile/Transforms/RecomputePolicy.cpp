@@ -80,11 +80,6 @@ bool tile::detail::isRowStatistic(Value value, RowStatisticMemo &memo) {
   return memo.lookup(value);
 }
 
-bool tile::detail::isRowStatistic(Value value) {
-  RowStatisticMemo memo;
-  return isRowStatistic(value, memo);
-}
-
 namespace {
 bool shouldSave(Operation *op, const llvm::DenseSet<Operation *> &recomputed,
                 const DifferentiateOptions &options,

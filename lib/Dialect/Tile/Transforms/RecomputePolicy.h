@@ -27,7 +27,6 @@ using RowStatisticMemo = llvm::DenseMap<Value, bool>;
 /// last dimension, or elementwise math, casts and splats of such values.
 /// Linear in the values it has not classified before (`memo`).
 bool isRowStatistic(Value value, RowStatisticMemo &memo);
-bool isRowStatistic(Value value);
 
 /// The cost model, in f32-operation equivalents per row.
 struct RecomputeCost {
