@@ -27,12 +27,12 @@ build)
   cmake -G Ninja -S "$root" -B "$static" -DCMAKE_BUILD_TYPE=Release \
     -DTILE_STATIC_TOOLS=ON >/dev/null
   ninja -C "$static" tile-gpu-tests tile-rt-info tile-rt-smoke \
-    tile-embed-example tile-bench tile-translate
+    tile-embed-example tile-bench tile-translate tile-run
   rm -rf "$bundle" && mkdir -p "$bundle"
   # Stripped and xz-compressed: the bundle must stay well under the 64 MiB a
   # device call carries.
   for tool in tile-gpu-tests tile-rt-info tile-rt-smoke tile-embed-example \
-    tile-bench; do
+    tile-bench tile-run; do
     strip -o "$bundle/$tool" "$static/bin/$tool"
     xz -T0 -9 "$bundle/$tool"
   done
@@ -81,6 +81,18 @@ run)
   suite --quick --ctas=2
   # SwiGLU one CTA per row (its body before the element grid).
   suite --quick --row-grid
+  # A kernel with non-splat constants (once a silent miscompile), and
+  # generated kernels: GPU against the evaluator, forward and backward
+  # (fuzz/differential.py --device-only: the checks that need no GPU run in
+  # CI; failures are kept in $TILE_CACHE_DIR/differential).
+  for function in f g; do
+    step "non-splat constant @$function on the GPU" "$bundle/tile-run" \
+      "$root/test/Robustness/nonsplat-constant.mlir" --function=$function \
+      --device --args="$([ $function = f ] && echo 2x3 || echo 3x5)"
+  done
+  step "generated kernels on the GPU" python3 "$root/fuzz/differential.py" \
+    --bin "$bundle" --device-only --count "${TILE_DIFFERENTIAL_COUNT:-12}" --jobs 8 \
+    --seed 11 --work "$TILE_CACHE_DIR/differential"
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ -x "$sanitizer" ]; then
     for tool in memcheck racecheck; do

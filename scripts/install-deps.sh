@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what building and testing Tile needs on Debian 12, skipping what is
 # already there. Needs root (or sudo) only when something is missing.
+# Arguments name further packages (scripts/fuzz.sh adds clang's).
 set -euo pipefail
 
 packages=(
   cmake ninja-build g++ ccache python3
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libzstd-dev libgtest-dev
+  "$@"
 )
 
 missing=()

@@ -10,7 +10,7 @@ from lit.llvm import llvm_config
 config.name = "TILE"
 # The internal shell: the same behaviour on every machine, no bash needed.
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tile_obj_root, "test")
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt"]

@@ -32,9 +32,20 @@ func.func @wrapping_rows(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {til
 
 func.func @wrapping_slice(%x: tensor<?x8xf32>) -> tensor<?x?xf32> attributes {tile.kernel} {
   %o = arith.constant 4611686018427387904 : index
-  // expected-error@+1 {{'tile.slice' op range [}}
+  // expected-error@+1 {{'tile.slice' op offset 4611686018427387904 and size 4611686018427387904 are out of bounds for a last dimension of size 8}}
   %y = tile.slice %x [%o, %o] : tensor<?x8xf32> -> tensor<?x?xf32>
   return %y : tensor<?x?xf32>
+}
+
+// -----
+
+// Found by the parse-verify fuzzer under UBSan: the message itself added
+// offset and width.
+func.func @wrapping_pad(%g: tensor<?x4xf32>, %x: tensor<?x6xf32>) -> tensor<?x6xf32> attributes {tile.kernel} {
+  %o = arith.constant 9223372036854775807 : index
+  // expected-error@+1 {{'tile.pad' op offset 9223372036854775807 and size 4 are out of bounds for a last dimension of size 6}}
+  %0 = tile.pad %g [%o] like %x : tensor<?x4xf32>, tensor<?x6xf32> -> tensor<?x6xf32>
+  return %0 : tensor<?x6xf32>
 }
 
 // -----

@@ -17,3 +17,17 @@ func.func @f(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tile.kernel} {
   return %y : tensor<2x3xf32>
 }
 // EVAL: values: 1 2 3 4 5 6
+
+// A bf16 kernel whose table multiplies a varying input: the GPU suite runs
+// both functions on the GPU against the evaluator (tile-run --device).
+// RUN: tile-run %s --function=g --args=3x5 --print-values --exact | FileCheck %s --check-prefix=EVAL-G
+func.func @g(%x: tensor<3x5xbf16>) -> tensor<3x5xbf16> attributes {tile.kernel} {
+  %xf = tile.cast %x : tensor<3x5xbf16> to tensor<3x5xf32>
+  %c = arith.constant dense<[[1.0, -2.0, 0.5, 4.0, 8.0],
+                             [0.25, 3.0, -1.0, 6.0, 0.0],
+                             [7.0, -0.5, 2.0, 1.5, -4.0]]> : tensor<3x5xf32>
+  %y = arith.mulf %xf, %c : tensor<3x5xf32>
+  %yb = tile.cast %y : tensor<3x5xf32> to tensor<3x5xbf16>
+  return %yb : tensor<3x5xbf16>
+}
+// EVAL-G: count: 15

@@ -13,7 +13,7 @@ usage: gen_stress.py KIND N
   nest-region N  N regions nested in each other
 
 Each is valid IR or a located error for the tools: never a crash or a
-hang (test/Robustness/stress.test).
+hang (test/Robustness/stress.mlir).
 """
 
 import sys

@@ -13,7 +13,16 @@
 //   tile-run examples/rms_norm.mlir --gradient-check --args=MxN,N,1e-6,0 \
 //       --rows=1,7,13 --widths=1,13,1000,3000
 //
+// With --device it runs the function and its derived backward on GPU 0
+// (JIT-compiled once) at every shape asked for, on the inputs the evaluator
+// sees, and compares every result with the evaluator's:
+//
+//   tile-run examples/rms_norm.mlir --device --args=MxN,N,1e-6,0 \
+//       --rows=1,300 --widths=13,4096
+//
 //===----------------------------------------------------------------------===//
+
+#include "DeviceCheck.h"
 
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
@@ -59,6 +68,18 @@ static cl::opt<bool> exact("exact",
                            cl::desc("evaluate in exact float64: no rounding "
                                     "at casts or storage-typed inputs"),
                            cl::init(false));
+static cl::OptionCategory deviceCategory("GPU check (--device)");
+static cl::opt<bool>
+    onDevice("device",
+             cl::desc("also run the function on GPU 0 (JIT-compiled, with "
+                      "its derived backward on random cotangents) and "
+                      "compare every result with the evaluator's"),
+             cl::init(false), cl::cat(deviceCategory));
+static cl::opt<bool> deviceBackward(
+    "device-backward",
+    cl::desc("with --device, check the derived backward too (--policy "
+             "picks its recompute policy)"),
+    cl::init(true), cl::cat(deviceCategory));
 static cl::opt<bool> printValues("print-values",
                                  cl::desc("print every element of each "
                                           "result"),
@@ -173,6 +194,23 @@ std::vector<std::string> substitute(const std::vector<std::string> &specs,
   return result;
 }
 
+/// Every case --args names: its specs with M and N replaced by each value
+/// of --rows and --widths (M and N themselves when those are empty).
+std::vector<std::vector<std::string>> caseSpecs() {
+  std::vector<std::string> rows(rowsList.begin(), rowsList.end());
+  std::vector<std::string> widths(widthsList.begin(), widthsList.end());
+  if (rows.empty())
+    rows.push_back("M");
+  if (widths.empty())
+    widths.push_back("N");
+  std::vector<std::string> specs(argSpecs.begin(), argSpecs.end());
+  std::vector<std::vector<std::string>> cases;
+  for (const std::string &m : rows)
+    for (const std::string &n : widths)
+      cases.push_back(substitute(specs, m, n));
+  return cases;
+}
+
 int runGradientCheck(func::FuncOp func, const interp::InputOptions &inputs) {
   mlir::tile::DifferentiateOptions options;
   options.policy = policy;
@@ -181,14 +219,6 @@ int runGradientCheck(func::FuncOp func, const interp::InputOptions &inputs) {
       mlir::tile::differentiateKernel(func, options);
   if (failed(derived))
     return 1;
-
-  std::vector<std::string> rows(rowsList.begin(), rowsList.end());
-  std::vector<std::string> widths(widthsList.begin(), widthsList.end());
-  if (rows.empty())
-    rows.push_back("M");
-  if (widths.empty())
-    widths.push_back("N");
-  std::vector<std::string> specs(argSpecs.begin(), argSpecs.end());
 
   llvm::raw_ostream &os = llvm::outs();
   os << "gradient check of @" << func.getSymName() << " against finite "
@@ -203,41 +233,59 @@ int runGradientCheck(func::FuncOp func, const interp::InputOptions &inputs) {
   checkOptions.finiteDifferences.relativeStep = finiteDifferenceStep;
   double worst = 0.0;
   unsigned cases = 0, failures = 0;
-  for (const std::string &m : rows) {
-    for (const std::string &n : widths) {
-      std::vector<std::string> caseSpecs = substitute(specs, m, n);
-      auto args = interp::makeInputs(func, caseSpecs, inputs);
-      if (!args) {
-        reportError(args.takeError());
-        return 1;
-      }
-      auto report = interp::checkGradients(func, derived->backward,
-                                           derived->forwardWithSaved, *args,
-                                           checkOptions);
-      if (!report) {
-        reportError(report.takeError());
-        return 1;
-      }
-      os << "  args " << llvm::join(caseSpecs, ",") << "\n";
-      for (const interp::ArgumentGradientError &entry : *report) {
-        bool pass = entry.maxRelativeError <= tolerance;
-        ++cases;
-        failures += !pass;
-        worst = std::max(worst, entry.maxRelativeError);
-        std::string type;
-        llvm::raw_string_ostream(type)
-            << func.getArgumentTypes()[entry.argument];
-        os << llvm::format(
-            "    argument #%u %-20s max relative error %.2e  %s\n",
-            entry.argument, type.c_str(), entry.maxRelativeError,
-            pass ? "ok" : "FAIL");
-      }
+  for (const std::vector<std::string> &specs : caseSpecs()) {
+    auto args = interp::makeInputs(func, specs, inputs);
+    if (!args) {
+      reportError(args.takeError());
+      return 1;
+    }
+    auto report =
+        interp::checkGradients(func, derived->backward,
+                               derived->forwardWithSaved, *args, checkOptions);
+    if (!report) {
+      reportError(report.takeError());
+      return 1;
+    }
+    os << "  args " << llvm::join(specs, ",") << "\n";
+    for (const interp::ArgumentGradientError &entry : *report) {
+      bool pass = entry.maxRelativeError <= tolerance;
+      ++cases;
+      failures += !pass;
+      worst = std::max(worst, entry.maxRelativeError);
+      std::string type;
+      llvm::raw_string_ostream(type) << func.getArgumentTypes()[entry.argument];
+      os << llvm::format("    argument #%u %-20s max relative error %.2e  %s\n",
+                         entry.argument, type.c_str(), entry.maxRelativeError,
+                         pass ? "ok" : "FAIL");
     }
   }
   os << llvm::format("%u gradients checked, %u failed, worst relative error "
                      "%.2e (tolerance %.0e)\n",
                      cases, failures, worst, tolerance.getValue());
   return failures == 0 ? 0 : 1;
+}
+
+/// --device: every case of --args (with M and N taken from --rows and
+/// --widths, as for --gradient-check) on the GPU against the evaluator.
+int runOnDevice(func::FuncOp func, StringRef source,
+                const interp::InputOptions &inputs) {
+  std::vector<::tile::run::DeviceCase> cases;
+  for (const std::vector<std::string> &specs : caseSpecs()) {
+    auto args = interp::makeInputs(func, specs, inputs);
+    if (!args) {
+      reportError(args.takeError());
+      return 1;
+    }
+    cases.push_back({llvm::join(specs, ","), std::move(*args)});
+  }
+  ::tile::run::DeviceCheckOptions options;
+  options.backward = deviceBackward;
+  options.policy = policy == mlir::tile::RecomputePolicy::Recompute
+                       ? "recompute"
+                       : "save-row-stats";
+  options.seed = seed;
+  return ::tile::run::runDeviceCheck(func, source.str(), cases, options,
+                                     llvm::outs());
 }
 } // namespace
 
@@ -276,6 +324,9 @@ int runTool(int argc, char **argv) {
   inputOptions.high = high;
   if (gradientCheck)
     return runGradientCheck(func, inputOptions);
+  if (onDevice)
+    return runOnDevice(func, sourceMgr.getMemoryBuffer(bufferId)->getBuffer(),
+                       inputOptions);
   std::vector<std::string> specs(argSpecs.begin(), argSpecs.end());
   auto args = interp::makeInputs(func, specs, inputOptions);
   if (!args) {

@@ -200,6 +200,13 @@ Value Emitter::widthOf(Value value) {
 
 LogicalResult Emitter::emitPrologue() {
   // Uniform values and every width, once, at kernel entry, in program order.
+  // The arguments' widths first: computeAlignment checks every width known
+  // here, and a kernel may copy an argument to a result with no op between
+  // (the GPU differential check found `return %arg2, %arg0` taking the
+  // vector path at width 13: a misaligned 16-byte load).
+  for (BlockArgument arg : func.getArguments())
+    if (isTensor(arg) && model.kindOf(arg) != ValueKind::RowValue)
+      (void)widthOf(arg);
   for (Operation &op : func.getBody().front()) {
     if (isa<func::ReturnOp>(op))
       continue;

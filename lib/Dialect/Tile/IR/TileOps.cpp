@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -20,6 +21,18 @@ bool mlir::tile::isStorageFloat(Type type) {
 }
 
 namespace {
+/// "range [6, 10) is", or "offset X and size Y are" where offset + size
+/// would overflow (the fuzzer's UBSan finding): the start of an
+/// out-of-bounds message.
+std::string describeRange(int64_t offset, int64_t size) {
+  int64_t end;
+  if (llvm::AddOverflow(offset, size, end))
+    return "offset " + std::to_string(offset) + " and size " +
+           std::to_string(size) + " are";
+  return "range [" + std::to_string(offset) + ", " + std::to_string(end) +
+         ") is";
+}
+
 /// Formats a shape the way users write it: [?, 4096].
 std::string formatShape(ArrayRef<int64_t> shape) {
   std::string text = "[";
@@ -237,9 +250,8 @@ LogicalResult SliceOp::verify() {
   // Compared as `size > width - offset`: offset + size could wrap.
   if (offset && size && !ShapedType::isDynamic(inputWidth) &&
       (*offset > inputWidth || *size > inputWidth - *offset))
-    return emitOpError("range [")
-           << *offset << ", " << *offset + *size
-           << ") is out of bounds for a last dimension of size " << inputWidth;
+    return emitOpError(describeRange(*offset, *size))
+           << " out of bounds for a last dimension of size " << inputWidth;
   if (!ShapedType::isDynamic(resultWidth) && (!size || *size != resultWidth))
     return emitOpError("result last dimension ")
            << resultWidth << " must be dynamic or equal the constant size";
@@ -353,9 +365,8 @@ LogicalResult PadOp::verify() {
   if (offset && !ShapedType::isDynamic(inputWidth) &&
       !ShapedType::isDynamic(resultWidth) &&
       (*offset > resultWidth || inputWidth > resultWidth - *offset))
-    return emitOpError("range [")
-           << *offset << ", " << *offset + inputWidth
-           << ") is out of bounds for a last dimension of size " << resultWidth;
+    return emitOpError(describeRange(*offset, inputWidth))
+           << " out of bounds for a last dimension of size " << resultWidth;
   return success();
 }
 
