@@ -1,5 +1,4 @@
-//===- FuzzTarget.h - what every libFuzzer harness shares --------*- C++
-//-*-===//
+//===- FuzzTarget.h - what every libFuzzer harness shares -----*- C++ -*-===//
 //
 // Each harness feeds the bytes libFuzzer gives it through the path a tool
 // takes (bounded nesting, the parser, the verifier) and then through one
@@ -35,8 +34,8 @@ int runHarness(const uint8_t *data, size_t size,
 
 } // namespace tile::fuzz
 
-/// Defines LLVMFuzzerTestOneInput and LLVMFuzzerInitialize for a harness
-/// body `void body(const uint8_t *data, size_t size)`.
+/// Defines LLVMFuzzerTestOneInput for a harness body `void body(const uint8_t
+/// *data, size_t size)`.
 #define TILE_FUZZ_HARNESS(body)                                                \
   extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {    \
     return ::tile::fuzz::runHarness(data, size, body);                         \

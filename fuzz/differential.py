@@ -47,14 +47,14 @@ class Runner:
     def tool(self, name):
         return os.path.join(self.bin, name)
 
-    def check(self, kernel, what, command, stdin=None):
+    def check(self, kernel, what, command):
         """Runs `command` (a list, or a shell pipeline string); a failure
         (non-zero exit, signal, timeout) keeps the kernel."""
         with self.lock:
             self.checks += 1
         shell = isinstance(command, str)
         try:
-            result = subprocess.run(command, shell=shell, input=stdin,
+            result = subprocess.run(command, shell=shell,
                                     capture_output=True, text=True,
                                     timeout=TIMEOUT)
             ok = result.returncode == 0

@@ -176,9 +176,12 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
     return fail("specializing the dtype");
   if (options.differentiate) {
     mlir::tile::DifferentiateOptions derive;
-    if (options.policy == "save-row-stats")
-      derive.policy = mlir::tile::RecomputePolicy::SaveRowStats;
-    else if (options.policy != "recompute")
+    using mlir::tile::RecomputePolicy;
+    if (options.policy ==
+        mlir::tile::getRecomputePolicyName(RecomputePolicy::SaveRowStats))
+      derive.policy = RecomputePolicy::SaveRowStats;
+    else if (options.policy !=
+             mlir::tile::getRecomputePolicyName(RecomputePolicy::Recompute))
       return rt::Status::error("tile JIT: unknown recompute policy '" +
                                options.policy + "'");
     derive.mainGrad = options.mainGrad;

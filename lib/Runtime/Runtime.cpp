@@ -1,6 +1,7 @@
 //===- Runtime.cpp - launch Tile's kernels on an NVIDIA GPU --------------===//
 
 #include "tile/Runtime/Runtime.h"
+#include "tile/Runtime/HostFloat.h"
 
 #include <cstring>
 #include <utility>
@@ -19,6 +20,39 @@ const char *name(DType dtype) {
     return "f32";
   }
   return "?";
+}
+
+std::vector<unsigned char> encode(DType dtype,
+                                  const std::vector<double> &values) {
+  size_t size = byteSize(dtype);
+  std::vector<unsigned char> bytes(values.size() * size);
+  for (size_t i = 0; i < values.size(); ++i) {
+    float value = static_cast<float>(values[i]);
+    if (dtype == DType::F32) {
+      std::memcpy(&bytes[i * 4], &value, 4);
+    } else {
+      uint16_t half = dtype == DType::BF16 ? toBF16(value) : toF16(value);
+      std::memcpy(&bytes[i * 2], &half, 2);
+    }
+  }
+  return bytes;
+}
+
+std::vector<double> decode(DType dtype, const unsigned char *bytes,
+                           size_t count) {
+  std::vector<double> values(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (dtype == DType::F32) {
+      float value;
+      std::memcpy(&value, bytes + i * 4, 4);
+      values[i] = value;
+    } else {
+      uint16_t half;
+      std::memcpy(&half, bytes + i * 2, 2);
+      values[i] = dtype == DType::BF16 ? fromBF16(half) : fromF16(half);
+    }
+  }
+  return values;
 }
 
 //===----------------------------------------------------------------------===//

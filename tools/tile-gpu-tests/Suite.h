@@ -110,20 +110,8 @@ struct Suite {
     size_t count = t.host.size(), elementBytes = rt::byteSize(t.view.dtype);
     std::vector<unsigned char> bytes((count + t.offset) * elementBytes);
     (void)t.buffer.copyToHost(bytes.data(), bytes.size());
-    std::vector<double> values(count);
-    for (size_t i = 0; i < count; ++i) {
-      const unsigned char *at = &bytes[(t.offset + i) * elementBytes];
-      if (t.view.dtype == DType::F32) {
-        float f;
-        std::memcpy(&f, at, 4);
-        values[i] = f;
-      } else {
-        uint16_t h;
-        std::memcpy(&h, at, 2);
-        values[i] = t.view.dtype == DType::BF16 ? fromBF16(h) : fromF16(h);
-      }
-    }
-    return values;
+    return rt::decode(t.view.dtype, bytes.data() + t.offset * elementBytes,
+                      count);
   }
 
   /// |got − want| ≤ atol·scale + rtol·|want| per element, where `scale`

@@ -6,7 +6,6 @@
 #include "tile/Interp/Inputs.h"
 #include "tile/JIT/JIT.h"
 #include "tile/Ops/Launcher.h"
-#include "tile/Runtime/HostFloat.h"
 #include "tile/Runtime/Runtime.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -14,7 +13,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <optional>
 
@@ -45,28 +43,25 @@ struct DeviceTensor {
   rt::TensorView view;
 };
 
+/// A device buffer of `host`'s dtype and shape: its values, or (poisoned)
+/// all-ones bytes, a NaN in bf16, f16 and f32, so that an element the kernel
+/// does not write fails the comparison.
 rt::StatusOr<DeviceTensor> upload(const rt::Device &device,
                                   const interp::Buffer &host,
-                                  const std::string &what) {
+                                  const std::string &what,
+                                  bool poisoned = false) {
   std::optional<rt::DType> dtype = deviceType(host.storage);
   if (!dtype)
     return rt::Status::error(what + " is not bf16, f16 or f32");
-  size_t count = host.values.size(), bytes = rt::byteSize(*dtype);
-  std::vector<unsigned char> raw(std::max<size_t>(count * bytes, 1));
-  for (size_t i = 0; i < count; ++i) {
-    float value = static_cast<float>(host.values[i]);
-    if (*dtype == rt::DType::F32) {
-      std::memcpy(&raw[i * 4], &value, 4);
-    } else {
-      uint16_t half =
-          *dtype == rt::DType::BF16 ? rt::toBF16(value) : rt::toF16(value);
-      std::memcpy(&raw[i * 2], &half, 2);
-    }
-  }
-  auto buffer = rt::DeviceBuffer::allocate(device, raw.size());
+  size_t bytes = host.values.size() * rt::byteSize(*dtype);
+  auto buffer = rt::DeviceBuffer::allocate(device, std::max<size_t>(bytes, 1));
   if (!buffer)
     return buffer.takeStatus();
-  if (rt::Status status = buffer->copyFromHost(raw.data(), raw.size()); !status)
+  rt::Status status =
+      poisoned
+          ? buffer->fill(0xFF)
+          : buffer->copyFromHost(rt::encode(*dtype, host.values).data(), bytes);
+  if (!status)
     return status;
   DeviceTensor tensor{std::move(*buffer), {}};
   tensor.view.data = tensor.buffer.data();
@@ -75,42 +70,13 @@ rt::StatusOr<DeviceTensor> upload(const rt::Device &device,
   return tensor;
 }
 
-rt::StatusOr<DeviceTensor> allocatePoisoned(const rt::Device &device,
-                                            const interp::Buffer &like,
-                                            const std::string &what) {
-  interp::Buffer empty = like;
-  std::fill(empty.values.begin(), empty.values.end(), 0.0);
-  auto tensor = upload(device, empty, what);
-  if (!tensor)
-    return tensor;
-  // All-ones bytes are a NaN in bf16, f16 and f32: an element the kernel
-  // does not write fails the comparison.
-  if (rt::Status status = tensor->buffer.fill(0xFF); !status)
-    return status;
-  return tensor;
-}
-
 rt::StatusOr<std::vector<double>> download(const DeviceTensor &tensor,
                                            size_t count) {
-  size_t bytes = rt::byteSize(tensor.view.dtype);
-  std::vector<unsigned char> raw(std::max<size_t>(count * bytes, 1));
-  if (rt::Status status = tensor.buffer.copyToHost(raw.data(), count * bytes);
+  std::vector<unsigned char> raw(count * rt::byteSize(tensor.view.dtype));
+  if (rt::Status status = tensor.buffer.copyToHost(raw.data(), raw.size());
       !status)
     return status;
-  std::vector<double> values(count);
-  for (size_t i = 0; i < count; ++i) {
-    if (tensor.view.dtype == rt::DType::F32) {
-      float value;
-      std::memcpy(&value, &raw[i * 4], 4);
-      values[i] = value;
-    } else {
-      uint16_t half;
-      std::memcpy(&half, &raw[i * 2], 2);
-      values[i] = tensor.view.dtype == rt::DType::BF16 ? rt::fromBF16(half)
-                                                       : rt::fromF16(half);
-    }
-  }
-  return values;
+  return rt::decode(tensor.view.dtype, raw.data(), count);
 }
 
 /// |gpu − ref| ≤ atol·max(1, max|ref|) + rtol·|ref| per element: one or
@@ -157,7 +123,6 @@ runAndCompare(const rt::Device &device, ops::Launcher &launcher, FuncOp func,
   std::vector<DeviceTensor> keep;
   std::vector<ops::Argument> arguments;
   for (auto [index, arg] : llvm::enumerate(args)) {
-    std::string what = "argument #" + std::to_string(index) + " of @" + name;
     if (!arg.isTensor) {
       // Scalar parameters are f32 or integers (KernelVerifier.cpp).
       if (llvm::isa<mlir::FloatType>(func.getArgumentTypes()[index]))
@@ -166,7 +131,8 @@ runAndCompare(const rt::Device &device, ops::Launcher &launcher, FuncOp func,
         arguments.push_back(static_cast<int64_t>(arg.values.at(0)));
       continue;
     }
-    auto tensor = upload(device, arg, what);
+    auto tensor = upload(device, arg,
+                         "argument #" + std::to_string(index) + " of @" + name);
     if (!tensor)
       return tensor.takeStatus();
     arguments.push_back(tensor->view);
@@ -175,8 +141,9 @@ runAndCompare(const rt::Device &device, ops::Launcher &launcher, FuncOp func,
   std::vector<DeviceTensor> results;
   std::vector<rt::TensorView> views;
   for (auto [index, want] : llvm::enumerate(expected)) {
-    auto tensor = allocatePoisoned(
-        device, want, "result #" + std::to_string(index) + " of @" + name);
+    auto tensor = upload(device, want,
+                         "result #" + std::to_string(index) + " of @" + name,
+                         /*poisoned=*/true);
     if (!tensor)
       return tensor.takeStatus();
     views.push_back(tensor->view);
@@ -227,9 +194,6 @@ int fail(llvm::raw_ostream &os, const std::string &message) {
   return 1;
 }
 
-} // namespace
-
-namespace {
 /// Checks one case: @f, then @f_fwd (when values are saved) and @f_bwd.
 rt::StatusOr<bool>
 checkCase(const rt::Device &device, ops::Launcher &launcher, FuncOp func,
@@ -295,9 +259,7 @@ int tile::run::runDeviceCheck(FuncOp func, const std::string &source,
   std::optional<mlir::tile::DerivedKernel> derived;
   if (options.backward) {
     mlir::tile::DifferentiateOptions differentiate;
-    differentiate.policy = options.policy == "save-row-stats"
-                               ? mlir::tile::RecomputePolicy::SaveRowStats
-                               : mlir::tile::RecomputePolicy::Recompute;
+    differentiate.policy = options.policy;
     auto result = mlir::tile::differentiateKernel(func, differentiate);
     if (mlir::failed(result))
       return fail(os, "--device: @" + name + " cannot be differentiated");
@@ -308,7 +270,7 @@ int tile::run::runDeviceCheck(FuncOp func, const std::string &source,
   jit::CompileOptions compile;
   compile.chip = device->chip();
   compile.differentiate = options.backward;
-  compile.policy = options.policy;
+  compile.policy = mlir::tile::getRecomputePolicyName(options.policy);
   jit::Jit jit("none");
   auto kernels = jit.compile(source, compile);
   if (!kernels)
@@ -318,7 +280,7 @@ int tile::run::runDeviceCheck(FuncOp func, const std::string &source,
     return fail(os, "--device: " + launcher.message());
 
   os << "device check of @" << name << " on " << device->name() << " ("
-     << compile.chip << "), policy " << options.policy
+     << compile.chip << "), policy " << compile.policy
      << ", against the evaluator\n";
   unsigned failures = 0;
   for (const DeviceCase &deviceCase : cases) {

@@ -10,6 +10,7 @@
 #ifndef TILE_TOOLS_TILE_RUN_DEVICECHECK_H
 #define TILE_TOOLS_TILE_RUN_DEVICECHECK_H
 
+#include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "tile/Interp/Evaluator.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -24,7 +25,7 @@ struct DeviceCheckOptions {
   /// policy unless `policy` says otherwise) and check it on random
   /// cotangents.
   bool backward = true;
-  std::string policy = "recompute";
+  mlir::tile::RecomputePolicy policy = mlir::tile::RecomputePolicy::Recompute;
   uint64_t seed = 0;
 };
 

@@ -222,9 +222,7 @@ int runGradientCheck(func::FuncOp func, const interp::InputOptions &inputs) {
 
   llvm::raw_ostream &os = llvm::outs();
   os << "gradient check of @" << func.getSymName() << " against finite "
-     << "differences: policy "
-     << (policy == mlir::tile::RecomputePolicy::Recompute ? "recompute"
-                                                          : "save-row-stats")
+     << "differences: policy " << mlir::tile::getRecomputePolicyName(policy)
      << (mainGrad ? ", main-grad" : "") << ", seed " << seed << ", "
      << directions << " directions per argument\n";
   interp::GradientCheckOptions checkOptions;
@@ -280,9 +278,7 @@ int runOnDevice(func::FuncOp func, StringRef source,
   }
   ::tile::run::DeviceCheckOptions options;
   options.backward = deviceBackward;
-  options.policy = policy == mlir::tile::RecomputePolicy::Recompute
-                       ? "recompute"
-                       : "save-row-stats";
+  options.policy = policy;
   options.seed = seed;
   return ::tile::run::runDeviceCheck(func, source.str(), cases, options,
                                      llvm::outs());

@@ -24,6 +24,12 @@ enum class DType { BF16, F16, F32 };
 
 size_t byteSize(DType dtype);
 const char *name(DType dtype);
+/// `values` as a `dtype` buffer holds them (bf16 and f16 rounded to nearest
+/// even, as the GPU's cvt.rn), and `count` elements of such a buffer back.
+std::vector<unsigned char> encode(DType dtype,
+                                  const std::vector<double> &values);
+std::vector<double> decode(DType dtype, const unsigned char *bytes,
+                           size_t count);
 
 /// The current device: its primary context, made current on the calling
 /// thread by `open`.

@@ -200,13 +200,6 @@ Value Emitter::widthOf(Value value) {
 
 LogicalResult Emitter::emitPrologue() {
   // Uniform values and every width, once, at kernel entry, in program order.
-  // The arguments' widths first: computeAlignment checks every width known
-  // here, and a kernel may copy an argument to a result with no op between
-  // (the GPU differential check found `return %arg2, %arg0` taking the
-  // vector path at width 13: a misaligned 16-byte load).
-  for (BlockArgument arg : func.getArguments())
-    if (isTensor(arg) && model.kindOf(arg) != ValueKind::RowValue)
-      (void)widthOf(arg);
   for (Operation &op : func.getBody().front()) {
     if (isa<func::ReturnOp>(op))
       continue;
@@ -572,11 +565,17 @@ Value Emitter::computeAlignment() {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
                                  index(0));
   };
-  // Per-row buffers are read and written one value per row: exempt.
+  // Per-row buffers are read and written one value per row: exempt. Every
+  // other argument's width joins the widths tested below, read by an op or
+  // not: a kernel may copy an argument to a result with no op between (the
+  // GPU differential check found `return %arg2, %arg0` taking the vector
+  // path at width 13: a misaligned 16-byte load).
   SmallVector<Value> buffers;
   for (auto [arg, pointer] : pointers)
-    if (model.kindOf(arg) != ValueKind::RowValue)
+    if (model.kindOf(arg) != ValueKind::RowValue) {
       buffers.push_back(pointer);
+      (void)widthOf(arg);
+    }
   auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   for (auto [result, pointer] :
        llvm::zip(returnOp.getOperands(), resultPointers))

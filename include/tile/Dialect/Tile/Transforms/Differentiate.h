@@ -35,6 +35,13 @@ struct DifferentiateOptions {
   bool returnPrimal = false;
 };
 
+/// "recompute" or "save-row-stats": the spelling of the pass option, the
+/// tools and tile::jit.
+inline const char *getRecomputePolicyName(RecomputePolicy policy) {
+  return policy == RecomputePolicy::SaveRowStats ? "save-row-stats"
+                                                 : "recompute";
+}
+
 struct DerivedKernel {
   /// `@f_bwd`.
   func::FuncOp backward;
