@@ -12,6 +12,8 @@ set(LLVM_LINK_LLVM_DYLIB OFF)
 # (libz3, libxml2 from LLVM's interface).
 string(APPEND CMAKE_EXE_LINKER_FLAGS
        " -static-libstdc++ -static-libgcc -Wl,--as-needed")
+string(APPEND CMAKE_SHARED_LINKER_FLAGS
+       " -static-libstdc++ -static-libgcc -Wl,--as-needed")
 
 # The LLVM components MLIR and the NVPTX lowering use; the linker takes only
 # the objects that are referenced.
@@ -53,3 +55,5 @@ message(STATUS "Static tools: LLVM re-pointed to "
 # them); one archive group lets the linker resolve them in any order.
 set(CMAKE_CXX_LINK_EXECUTABLE
     "<CMAKE_CXX_COMPILER> <FLAGS> <CMAKE_CXX_LINK_FLAGS> <LINK_FLAGS> <OBJECTS> -o <TARGET> -Wl,--start-group <LINK_LIBRARIES> -Wl,--end-group")
+set(CMAKE_CXX_CREATE_SHARED_LIBRARY
+    "<CMAKE_CXX_COMPILER> <CMAKE_SHARED_LIBRARY_CXX_FLAGS> <LANGUAGE_COMPILE_FLAGS> <LINK_FLAGS> <CMAKE_SHARED_LIBRARY_CREATE_CXX_FLAGS> <SONAME_FLAG><TARGET_SONAME> -o <TARGET> <OBJECTS> -Wl,--start-group <LINK_LIBRARIES> -Wl,--end-group")

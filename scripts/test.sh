@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test
-# (lit + FileCheck, GoogleTest). Exits non-zero if anything fails.
+# (lit + FileCheck, GoogleTest, the C API's C program, the Python package's
+# pytest suite on the CPU). Exits non-zero if anything fails.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TILE_BUILD_DIR:-$root/build}
 
 "$root/scripts/install-deps.sh"
+"$root/scripts/install-python-deps.sh"
 "$root/scripts/build.sh"
 ctest --test-dir "$build" --output-on-failure
+# The package over the library just built (python/tests/test_gpu.py skips
+# without a GPU).
+TILE_LIBRARY="$build/lib/libtile.so" PYTHONPATH="$root/python" \
+  python3 -m pytest -q "$root/python/tests"

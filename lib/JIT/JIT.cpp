@@ -1,8 +1,8 @@
 //===- JIT.cpp - compile tile kernels in-process, with a cache -----------===//
 //
-// A disk entry is `<key>.tile`: a header line `TILEJIT1 <key> <ptx bytes>
-// <manifest bytes> <checksum>` followed by the PTX and the manifest. It is
-// written to a temporary file and renamed, so readers never see half an
+// A disk entry is `<key>.tile`: a header line `TILEJIT2 <key> <size>...
+// <checksum>` followed by the PTX, the manifest, the signature and the IR. It
+// is written to a temporary file and renamed, so readers never see half an
 // entry; one whose header, sizes or checksum do not match is recompiled and
 // replaced. Compiling happens outside the lock, each in its own
 // MLIRContext, so threads compile in parallel; two threads that miss on the
@@ -21,6 +21,7 @@
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "tile/InitTile.h"
 #include "tile/Pipelines/Pipelines.h"
+#include "tile/Target/KernelSignature.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -46,7 +47,7 @@ namespace tile::jit {
 
 namespace {
 /// Bumped whenever generated code changes for the same input.
-constexpr const char *kFormatVersion = "tile-jit-14";
+constexpr const char *kFormatVersion = "tile-jit-15";
 
 uint64_t fnv1a(const std::string &text, uint64_t hash = 0xcbf29ce484222325ULL) {
   for (unsigned char c : text) {
@@ -65,8 +66,9 @@ std::string hex(uint64_t value) {
 
 std::string keyOf(const std::string &source, const CompileOptions &options) {
   std::ostringstream all;
-  all << Jit::compilerVersion() << '\0' << options.chip << '\0' << options.dtype
-      << '\0' << options.differentiate << '\0' << options.policy << '\0'
+  all << Jit::compilerVersion() << '\0' << options.chip << '\0'
+      << options.sourceName << '\0' << options.dtype << '\0'
+      << options.differentiate << '\0' << options.policy << '\0'
       << options.mainGrad << '\0' << options.returnPrimal << '\0'
       << options.threads << '\0' << options.rowsPerCta << '\0'
       << options.persistentCtas << '\0' << options.rowGrid << '\0';
@@ -146,7 +148,14 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
          << at.getColumn();
     else
       os << diagnostic.getLocation();
-    os << ": " << diagnostic << "\n";
+    const char *severity = "error";
+    if (diagnostic.getSeverity() == DiagnosticSeverity::Warning)
+      severity = "warning";
+    else if (diagnostic.getSeverity() == DiagnosticSeverity::Note)
+      severity = "note";
+    else if (diagnostic.getSeverity() == DiagnosticSeverity::Remark)
+      severity = "remark";
+    os << ": " << severity << ": " << diagnostic << "\n";
     return success();
   });
   auto fail = [&](const char *stage) {
@@ -159,15 +168,15 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
   {
     llvm::SourceMgr sourceMgr;
     unsigned id = sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBuffer(source, "kernel",
+        llvm::MemoryBuffer::getMemBuffer(source, options.sourceName,
                                          /*RequiresNullTerminator=*/false),
         llvm::SMLoc());
     llvm::raw_string_ostream os(diagnostics);
     if (mlir::tile::reportExcessiveNesting(sourceMgr, id, &os))
       return fail("parsing the kernel");
   }
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(source, ParserConfig(&context), "kernel");
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+      source, ParserConfig(&context), options.sourceName);
   if (!module)
     return fail("parsing the kernel");
   if (!options.dtype.empty() &&
@@ -216,6 +225,20 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
     if (failed(mlir::verify(*module)))
       return fail("specializing the widths");
   }
+  CompiledKernels result;
+  {
+    llvm::raw_string_ostream ir(result.ir);
+    module->print(ir);
+    llvm::raw_string_ostream signature(result.signature);
+    if (failed(mlir::tile::writeKernelSignatures(*module, signature)))
+      return fail("describing the kernels");
+  }
+  if (options.chip.empty()) {
+    llvm::raw_string_ostream manifest(result.manifest);
+    if (failed(mlir::tile::writeKernelManifest(*module, manifest)))
+      return fail("writing the manifest");
+    return result;
+  }
   mlir::tile::PtxOptions ptxOptions;
   ptxOptions.chip = options.chip;
   ptxOptions.threads = options.threads;
@@ -225,7 +248,6 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
   auto ptx = mlir::tile::compileToPtx(*module, ptxOptions);
   if (failed(ptx))
     return fail("lowering to PTX");
-  CompiledKernels result;
   for (auto &[name, text] : *ptx)
     result.ptx += text;
   llvm::raw_string_ostream manifest(result.manifest);
@@ -238,6 +260,18 @@ std::string entryPath(const std::string &directory, const std::string &key) {
   llvm::SmallString<256> path(directory);
   llvm::sys::path::append(path, key + ".tile");
   return std::string(path);
+}
+
+/// The sections of an entry, in the order they are stored.
+std::vector<std::string *> sectionsOf(CompiledKernels &entry) {
+  return {&entry.ptx, &entry.manifest, &entry.signature, &entry.ir};
+}
+
+std::string checksumOf(CompiledKernels &entry) {
+  std::string all;
+  for (std::string *section : sectionsOf(entry))
+    all += *section + '\0';
+  return hex(fnv1a(all));
 }
 
 std::optional<CompiledKernels>
@@ -253,15 +287,21 @@ readEntry(const std::string &path, const std::string &key, bool &corrupt) {
     return std::nullopt;
   std::istringstream header(data.substr(0, newline));
   std::string magic, storedKey, checksum;
-  size_t ptxSize = 0, manifestSize = 0;
-  header >> magic >> storedKey >> ptxSize >> manifestSize >> checksum;
-  if (!header || magic != "TILEJIT1" || storedKey != key ||
-      data.size() != newline + 1 + ptxSize + manifestSize)
+  header >> magic >> storedKey;
+  if (!header || magic != "TILEJIT2" || storedKey != key)
     return std::nullopt;
   CompiledKernels entry;
-  entry.ptx = data.substr(newline + 1, ptxSize);
-  entry.manifest = data.substr(newline + 1 + ptxSize, manifestSize);
-  if (hex(fnv1a(entry.ptx + entry.manifest)) != checksum)
+  size_t at = newline + 1;
+  for (std::string *section : sectionsOf(entry)) {
+    size_t size = 0;
+    header >> size;
+    if (!header || size > data.size() - at)
+      return std::nullopt;
+    *section = data.substr(at, size);
+    at += size;
+  }
+  header >> checksum;
+  if (!header || at != data.size() || checksumOf(entry) != checksum)
     return std::nullopt;
   corrupt = false;
   entry.key = key;
@@ -269,7 +309,7 @@ readEntry(const std::string &path, const std::string &key, bool &corrupt) {
 }
 
 void writeEntry(const std::string &directory, const std::string &path,
-                const CompiledKernels &entry) {
+                CompiledKernels entry) {
   if (llvm::sys::fs::create_directories(directory))
     return; // an unwritable cache only costs a recompile next time
   llvm::SmallString<256> temporary;
@@ -278,10 +318,12 @@ void writeEntry(const std::string &directory, const std::string &path,
     return;
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << "TILEJIT1 " << entry.key << ' ' << entry.ptx.size() << ' '
-       << entry.manifest.size() << ' ' << hex(fnv1a(entry.ptx + entry.manifest))
-       << '\n'
-       << entry.ptx << entry.manifest;
+    os << "TILEJIT2 " << entry.key;
+    for (std::string *section : sectionsOf(entry))
+      os << ' ' << section->size();
+    os << ' ' << checksumOf(entry) << '\n';
+    for (std::string *section : sectionsOf(entry))
+      os << *section;
   }
   if (llvm::sys::fs::rename(temporary, path))
     llvm::sys::fs::remove(temporary);

@@ -213,7 +213,23 @@ struct LaunchPlan::Impl {
 
   Status bindTensor(const rt::TensorView &view, const Param &param,
                     const std::string &what,
-                    std::map<std::string, int64_t> &symbols) const;
+                    std::map<std::string, int64_t> &symbols,
+                    bool checkPointers) const;
+  /// Checks the arguments' tensors and binds rows, widths and integer
+  /// scalars (`arg<i>`).
+  StatusOr<const Function *>
+  bindArguments(const std::string &name, const std::vector<Argument> &arguments,
+                std::map<std::string, int64_t> &symbols,
+                bool checkPointers) const;
+  /// Checks the shape constraints; with `onlyBound`, those that name a
+  /// symbol not bound yet are left for the launch.
+  Status checkConstraints(const std::string &name, const Function &function,
+                          const std::map<std::string, int64_t> &symbols,
+                          bool onlyBound = false) const;
+  /// The workspace the bound function needs, in bytes (0: none).
+  StatusOr<size_t>
+  workspaceBytes(const Function &function,
+                 std::map<std::string, int64_t> &symbols) const;
 };
 
 LaunchPlan::LaunchPlan() : impl(std::make_unique<Impl>()) {}
@@ -292,10 +308,10 @@ StatusOr<LaunchPlan> LaunchPlan::parse(const std::string &manifest) {
   return plan;
 }
 
-Status
-LaunchPlan::Impl::bindTensor(const rt::TensorView &view, const Param &param,
-                             const std::string &what,
-                             std::map<std::string, int64_t> &symbols) const {
+Status LaunchPlan::Impl::bindTensor(const rt::TensorView &view,
+                                    const Param &param, const std::string &what,
+                                    std::map<std::string, int64_t> &symbols,
+                                    bool checkPointers) const {
 
   std::optional<rt::DType> dtype = dtypeOf(param.dtype);
   if (!dtype)
@@ -322,6 +338,10 @@ LaunchPlan::Impl::bindTensor(const rt::TensorView &view, const Param &param,
   }
   rt::TensorView flatView = view;
   flatView.shape = flat;
+  // Inferring shapes, the tensors may have no storage yet (torch's fake
+  // tensors): the pointer rules are checked when it launches.
+  if (!checkPointers)
+    flatView.data = rt::byteSize(*dtype);
   if (Status status = rt::checkTensor(flatView, what, *dtype,
                                       std::vector<int64_t>(flat.size(), -1));
       !status)
@@ -349,16 +369,13 @@ LaunchPlan::Impl::bindTensor(const rt::TensorView &view, const Param &param,
   return Status::ok();
 }
 
-StatusOr<LaunchPlan::Bound>
-LaunchPlan::bind(const std::string &name,
-                 const std::vector<Argument> &arguments,
-                 const std::vector<rt::TensorView> &results) const {
-  auto found = impl->functions.find(name);
-  if (found == impl->functions.end())
+StatusOr<const Function *> LaunchPlan::Impl::bindArguments(
+    const std::string &name, const std::vector<Argument> &arguments,
+    std::map<std::string, int64_t> &symbols, bool checkPointers) const {
+  auto found = functions.find(name);
+  if (found == functions.end())
     return Status::error("no compiled function '" + name + "'");
   const Function &function = found->second;
-  std::map<std::string, int64_t> symbols;
-  // Bind arguments first (they define rows and widths), then check results.
   for (const Param &param : function.params) {
     if (param.kind != Param::Kind::Argument)
       continue;
@@ -371,7 +388,7 @@ LaunchPlan::bind(const std::string &name,
       const auto *view = std::get_if<rt::TensorView>(&argument);
       if (!view)
         return Status::error(what + " must be a tensor");
-      if (Status s = impl->bindTensor(*view, param, what, symbols); !s)
+      if (Status s = bindTensor(*view, param, what, symbols, checkPointers); !s)
         return s;
     } else if (const auto *integer = std::get_if<int64_t>(&argument)) {
       symbols["arg" + std::to_string(param.index)] = *integer;
@@ -379,19 +396,12 @@ LaunchPlan::bind(const std::string &name,
       return Status::error(what + " must be a scalar");
     }
   }
-  for (const Param &param : function.params) {
-    if (param.kind != Param::Kind::Result)
-      continue;
-    if (param.index >= static_cast<int64_t>(results.size()))
-      return Status::error(name + " writes " + std::to_string(param.index + 1) +
-                           " or more results, " +
-                           std::to_string(results.size()) + " given");
-    if (Status s = impl->bindTensor(
-            results[param.index], param,
-            name + " result #" + std::to_string(param.index), symbols);
-        !s)
-      return s;
-  }
+  return &function;
+}
+
+Status LaunchPlan::Impl::checkConstraints(
+    const std::string &name, const Function &function,
+    const std::map<std::string, int64_t> &symbols, bool onlyBound) const {
   for (const std::string &constraint : function.constraints) {
     size_t at = constraint.find("==");
     bool equal = at != std::string::npos;
@@ -401,6 +411,10 @@ LaunchPlan::bind(const std::string &name,
       return Status::error("malformed shape constraint '" + constraint + "'");
     StatusOr<int64_t> lhs = evaluate(constraint.substr(0, at), symbols);
     StatusOr<int64_t> rhs = evaluate(constraint.substr(at + 2), symbols);
+    if (onlyBound && (!lhs || !rhs) &&
+        (lhs.message().rfind("unbound symbol", 0) == 0 ||
+         rhs.message().rfind("unbound symbol", 0) == 0))
+      continue;
     if (!lhs)
       return lhs.takeStatus();
     if (!rhs)
@@ -410,15 +424,96 @@ LaunchPlan::bind(const std::string &name,
                            constraint + " is " + std::to_string(*lhs) +
                            (equal ? " == " : " <= ") + std::to_string(*rhs));
   }
+  return Status::ok();
+}
+
+StatusOr<size_t> LaunchPlan::Impl::workspaceBytes(
+    const Function &function, std::map<std::string, int64_t> &symbols) const {
   StatusOr<int64_t> ctas = evaluate(function.ctas, symbols);
   if (!ctas)
     return ctas.takeStatus();
   symbols["ctas"] = *ctas;
-  StatusOr<int64_t> workspaceElements = evaluate(function.workspace, symbols);
-  if (!workspaceElements)
-    return workspaceElements.takeStatus();
+  StatusOr<int64_t> elements = evaluate(function.workspace, symbols);
+  if (!elements)
+    return elements.takeStatus();
+  if (*elements < 0 || *elements > (int64_t(1) << 60))
+    return Status::error("a workspace of " + std::to_string(*elements) +
+                         " f32 elements is out of range");
+  return static_cast<size_t>(*elements) * 4;
+}
+
+StatusOr<LaunchPlan::Inferred>
+LaunchPlan::infer(const std::string &name,
+                  const std::vector<Argument> &arguments) const {
+  std::map<std::string, int64_t> symbols;
+  StatusOr<const Function *> function =
+      impl->bindArguments(name, arguments, symbols, /*checkPointers=*/false);
+  if (!function)
+    return function.takeStatus();
+  if (Status s = impl->checkConstraints(name, **function, symbols,
+                                        /*onlyBound=*/true);
+      !s)
+    return s;
+  Inferred inferred;
+  for (const Param &param : (*function)->params) {
+    if (param.kind != Param::Kind::Result)
+      continue;
+    std::optional<rt::DType> dtype = dtypeOf(param.dtype);
+    if (!dtype)
+      return Status::error("the manifest gives " + name + " result #" +
+                           std::to_string(param.index) + " the unknown dtype " +
+                           param.dtype);
+    std::vector<int64_t> shape;
+    for (const std::string &size : param.shape) {
+      StatusOr<int64_t> value = evaluate(size, symbols);
+      if (!value)
+        return value.takeStatus();
+      shape.push_back(*value);
+    }
+    if (inferred.results.size() <= static_cast<size_t>(param.index))
+      inferred.results.resize(param.index + 1);
+    inferred.results[param.index] = {std::move(shape), *dtype};
+  }
+  StatusOr<size_t> workspace = impl->workspaceBytes(**function, symbols);
+  if (!workspace)
+    return workspace.takeStatus();
+  inferred.workspaceBytes = *workspace;
+  return inferred;
+}
+
+StatusOr<LaunchPlan::Bound>
+LaunchPlan::bind(const std::string &name,
+                 const std::vector<Argument> &arguments,
+                 const std::vector<rt::TensorView> &results) const {
+  std::map<std::string, int64_t> symbols;
+  // Bind arguments first (they define rows and widths), then check results.
+  StatusOr<const Function *> found =
+      impl->bindArguments(name, arguments, symbols, /*checkPointers=*/true);
+  if (!found)
+    return found.takeStatus();
+  const Function &function = **found;
+  for (const Param &param : function.params) {
+    if (param.kind != Param::Kind::Result)
+      continue;
+    if (param.index >= static_cast<int64_t>(results.size()))
+      return Status::error(name + " writes " + std::to_string(param.index + 1) +
+                           " or more results, " +
+                           std::to_string(results.size()) + " given");
+    if (Status s = impl->bindTensor(
+            results[param.index], param,
+            name + " result #" + std::to_string(param.index), symbols,
+            /*checkPointers=*/true);
+        !s)
+      return s;
+  }
+  if (Status s = impl->checkConstraints(name, function, symbols); !s)
+    return s;
+  StatusOr<size_t> workspace = impl->workspaceBytes(function, symbols);
+  if (!workspace)
+    return workspace.takeStatus();
+  int64_t ctas = symbols["ctas"];
   Bound bound;
-  bound.workspaceBytes = std::max<size_t>(16, *workspaceElements * 4);
+  bound.workspaceBytes = *workspace;
   rt::KernelArgs &args = bound.args;
   for (const Param &param : function.params) {
     switch (param.kind) {
@@ -442,7 +537,7 @@ LaunchPlan::bind(const std::string &name,
       args.index(symbols["w" + std::to_string(param.index)]);
       break;
     case Param::Kind::Ctas:
-      args.index(*ctas);
+      args.index(ctas);
       break;
     case Param::Kind::Workspace:
       bound.workspaceParam = args.size();
@@ -477,7 +572,7 @@ Launcher::create(const rt::Device &device, const jit::CompiledKernels &kernels,
   if (!module)
     return module.takeStatus();
   std::unique_ptr<Launcher> launcher(new Launcher());
-  launcher->device = &device;
+  launcher->dev = &device;
   launcher->plan = std::move(*plan);
   launcher->module = std::move(*module);
   for (auto [name, block] : launcher->plan.kernelBlocks()) {
@@ -508,7 +603,7 @@ Launcher::create(const rt::Device &device, const jit::CompiledKernels &kernels,
 // are the only thing between the kernel and one more CTA per SM, and kept
 // only if the capped variant uses no local memory.
 Status Launcher::loadCapped(const std::string &ptx) {
-  const rt::SmLimits &sm = device->smLimits();
+  const rt::SmLimits &sm = dev->smLimits();
   std::map<int, std::vector<std::pair<std::string, Loaded *>>> byCap;
   for (auto &[name, loaded] : kernels) {
     if (loaded.info.localBytes != 0)
@@ -518,7 +613,7 @@ Status Launcher::loadCapped(const std::string &ptx) {
       byCap[cap].push_back({name, &loaded});
   }
   for (auto &[cap, candidates] : byCap) {
-    StatusOr<rt::Module> capped = rt::Module::load(*device, ptx, cap);
+    StatusOr<rt::Module> capped = rt::Module::load(*dev, ptx, cap);
     if (!capped)
       continue; // the uncapped module loaded: launch that
     bool used = false;
@@ -526,7 +621,7 @@ Status Launcher::loadCapped(const std::string &ptx) {
       StatusOr<rt::cu::Function> function = capped->function(name);
       if (!function)
         return function.takeStatus();
-      StatusOr<rt::FunctionInfo> info = rt::functionInfo(*device, *function);
+      StatusOr<rt::FunctionInfo> info = rt::functionInfo(*dev, *function);
       if (!info)
         return info.takeStatus();
       int ctas = rt::residentCtas(sm, info->resources, loaded->threads);
@@ -567,30 +662,48 @@ Launcher::~Launcher() = default;
 
 Status Launcher::run(const std::string &function,
                      const std::vector<Argument> &arguments,
-                     const std::vector<rt::TensorView> &results) {
+                     const std::vector<rt::TensorView> &results,
+                     const RunOptions &options) {
   StatusOr<LaunchPlan::Bound> bound = plan.bind(function, arguments, results);
   if (!bound)
     return bound.takeStatus();
-  if (workspace.size() < bound->workspaceBytes) {
-    auto buffer = rt::DeviceBuffer::allocate(*device, bound->workspaceBytes);
-    if (!buffer)
-      return buffer.takeStatus();
-    workspace = std::move(*buffer);
+  rt::cu::DevicePtr scratch = options.workspace;
+  if (options.callerWorkspace) {
+    if (bound->workspaceBytes > 0 &&
+        (!scratch || options.workspaceBytes < bound->workspaceBytes))
+      return Status::error(function + " needs a workspace of " +
+                           std::to_string(bound->workspaceBytes) + " bytes, " +
+                           std::to_string(options.workspaceBytes) + " given");
+    if (scratch % 16 != 0)
+      return Status::error(
+          function + ": the workspace is misaligned: address " +
+          std::to_string(scratch) + " is not a multiple of 16 bytes");
+  } else {
+    if (bound->workspaceBytes > 0 && workspace.size() < bound->workspaceBytes) {
+      auto buffer = rt::DeviceBuffer::allocate(*dev, bound->workspaceBytes);
+      if (!buffer)
+        return buffer.takeStatus();
+      workspace = std::move(*buffer);
+    }
+    scratch = workspace.data();
   }
-  bound->args.setPointer(bound->workspaceParam, workspace.data());
+  if (Status s = dev->makeCurrent(); !s)
+    return s;
+  bound->args.setPointer(bound->workspaceParam, scratch);
   for (const LaunchPlan::Bound::Launch &launch : bound->launches) {
     rt::LaunchConfig config;
     config.grid = launch.grid;
     config.block = launch.block;
+    config.stream = options.stream;
     config.overlapPrevious = launch.overlapsPrevious;
     // The capped variant only pays where the grid is more than one wave of
     // the uncapped kernel; below that the extra CTAs per SM sit idle.
     const Loaded &loaded = kernels.at(launch.kernel);
     int64_t wave =
-        static_cast<int64_t>(device->multiprocessors()) * loaded.residentCtas;
-    rt::cu::Function function =
+        static_cast<int64_t>(dev->multiprocessors()) * loaded.residentCtas;
+    rt::cu::Function kernel =
         loaded.capped && launch.grid > wave ? loaded.capped : loaded.function;
-    if (Status s = rt::launch(*device, function, config, bound->args); !s)
+    if (Status s = rt::launch(*dev, kernel, config, bound->args); !s)
       return s;
   }
   return Status::ok();

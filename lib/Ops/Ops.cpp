@@ -8,14 +8,17 @@ namespace {
 // examples/*.mlir, embedded at build time (ExampleKernels.inc).
 #include "ExampleKernels.inc"
 
-const char *source(const std::string &kernel) {
+} // namespace
+
+const char *exampleSource(const std::string &kernel) {
   if (kernel == "swiglu")
     return kSwigluSource;
   if (kernel == "silu_and_mul")
     return kSiluAndMulSource;
-  return kRmsNormSource;
+  if (kernel == "rms_norm")
+    return kRmsNormSource;
+  return nullptr;
 }
-} // namespace
 
 Operators::Operators(rt::Device device, std::string cacheDir,
                      ScheduleOverrides overrides)
@@ -55,7 +58,7 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
   if (auto it = launchers.find(key); it != launchers.end())
     return it->second.get();
   rt::StatusOr<jit::CompiledKernels> compiled =
-      jit.compile(source(kernel), options);
+      jit.compile(exampleSource(kernel), options);
   if (!compiled)
     return compiled.takeStatus();
   rt::StatusOr<std::unique_ptr<Launcher>> created =
@@ -79,7 +82,8 @@ std::vector<std::pair<std::string, KernelLoad>> Operators::kernelLoads() {
 Status Operators::call(const char *kernel, const char *function, bool mainGrad,
                        const std::vector<Argument> &arguments,
                        const std::vector<TensorView> &results,
-                       unsigned specialized, bool returnPrimal) {
+                       unsigned specialized, const RunOptions &options,
+                       bool returnPrimal) {
   // The kernels are specialized for the widths of the leading tensor
   // arguments; the launcher checks every other width against them.
   std::map<unsigned, int64_t> widths;
@@ -87,28 +91,30 @@ Status Operators::call(const char *kernel, const char *function, bool mainGrad,
     if (const auto *view = std::get_if<TensorView>(&arguments[index]))
       if (!view->shape.empty())
         widths[index] = view->shape.back();
-  auto run = launcher(kernel, std::get<TensorView>(arguments[0]).dtype,
-                      mainGrad, widths, returnPrimal);
-  if (!run)
-    return run.takeStatus();
-  return (*run)->run(function, arguments, results);
+  auto compiled = launcher(kernel, std::get<TensorView>(arguments[0]).dtype,
+                           mainGrad, widths, returnPrimal);
+  if (!compiled)
+    return compiled.takeStatus();
+  return (*compiled)->run(function, arguments, results, options);
 }
 
 Status Operators::swigluForward(const TensorView &a, const TensorView &b,
-                                const TensorView &c) {
-  return call("swiglu", "swiglu", false, {a, b}, {c}, 2);
+                                const TensorView &c, const RunOptions &run) {
+  return call("swiglu", "swiglu", false, {a, b}, {c}, 2, run);
 }
 
 Status Operators::swigluBackward(const TensorView &a, const TensorView &b,
                                  const TensorView &dc, const TensorView &da,
-                                 const TensorView &db) {
-  return call("swiglu", "swiglu_bwd", false, {a, b, dc}, {da, db}, 2);
+                                 const TensorView &db, const RunOptions &run) {
+  return call("swiglu", "swiglu_bwd", false, {a, b, dc}, {da, db}, 2, run);
 }
 
-Status Operators::swigluBackwardWithForward(
-    const TensorView &a, const TensorView &b, const TensorView &dc,
-    const TensorView &da, const TensorView &db, const TensorView &c) {
-  return call("swiglu", "swiglu_bwd", false, {a, b, dc}, {da, db, c}, 2,
+Status
+Operators::swigluBackwardWithForward(const TensorView &a, const TensorView &b,
+                                     const TensorView &dc, const TensorView &da,
+                                     const TensorView &db, const TensorView &c,
+                                     const RunOptions &run) {
+  return call("swiglu", "swiglu_bwd", false, {a, b, dc}, {da, db, c}, 2, run,
               /*returnPrimal=*/true);
 }
 
@@ -121,44 +127,49 @@ Status checkSiluAndMulInput(const TensorView &x) {
   return Status::ok();
 }
 
-Status Operators::siluAndMulForward(const TensorView &x,
-                                    const TensorView &out) {
+Status Operators::siluAndMulForward(const TensorView &x, const TensorView &out,
+                                    const RunOptions &run) {
   if (Status s = checkSiluAndMulInput(x); !s)
     return s;
-  return call("silu_and_mul", "silu_and_mul", false, {x}, {out}, 1);
+  return call("silu_and_mul", "silu_and_mul", false, {x}, {out}, 1, run);
 }
 
 Status Operators::siluAndMulBackward(const TensorView &x,
                                      const TensorView &dout,
-                                     const TensorView &dx) {
+                                     const TensorView &dx,
+                                     const RunOptions &run) {
   if (Status s = checkSiluAndMulInput(x); !s)
     return s;
-  return call("silu_and_mul", "silu_and_mul_bwd", false, {x, dout}, {dx}, 1);
+  return call("silu_and_mul", "silu_and_mul_bwd", false, {x, dout}, {dx}, 1,
+              run);
 }
 
 Status Operators::rmsNormForward(const TensorView &x, const TensorView &w,
-                                 float eps, float offset, const TensorView &y) {
-  return call("rms_norm", "rms_norm", false, {x, w, eps, offset}, {y}, 2);
+                                 float eps, float offset, const TensorView &y,
+                                 const RunOptions &run) {
+  return call("rms_norm", "rms_norm", false, {x, w, eps, offset}, {y}, 2, run);
 }
 
 Status Operators::rmsNormBackward(const TensorView &x, const TensorView &w,
                                   float eps, float offset, const TensorView &dy,
-                                  const TensorView &dx, const TensorView &dw) {
+                                  const TensorView &dx, const TensorView &dw,
+                                  const RunOptions &run) {
   return call("rms_norm", "rms_norm_bwd", false, {x, w, eps, offset, dy},
-              {dx, dw}, 2);
+              {dx, dw}, 2, run);
 }
 
 Status Operators::rmsNormBackwardAccumulate(const TensorView &x,
                                             const TensorView &w, float eps,
                                             float offset, const TensorView &dy,
                                             const TensorView &dx,
-                                            const TensorView &mainGrad) {
+                                            const TensorView &mainGrad,
+                                            const RunOptions &run) {
   if (mainGrad.dtype != rt::DType::F32)
     return Status::error(std::string("main_grad must be f32, got ") +
                          rt::name(mainGrad.dtype));
   // The finalize reads main_grad and writes main_grad + dW in place.
   return call("rms_norm", "rms_norm_bwd", true,
-              {x, w, eps, offset, dy, mainGrad}, {dx, mainGrad}, 2);
+              {x, w, eps, offset, dy, mainGrad}, {dx, mainGrad}, 2, run);
 }
 
 } // namespace tile::ops

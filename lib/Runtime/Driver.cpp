@@ -112,6 +112,7 @@ StatusOr<DriverApi> load(const char *path) {
   resolveSymbol(library, "cuDevicePrimaryCtxRelease_v2", api.primaryCtxRelease,
                 missing);
   resolveSymbol(library, "cuCtxSetCurrent", api.ctxSetCurrent, missing);
+  resolveSymbol(library, "cuCtxGetCurrent", api.ctxGetCurrent, missing);
   resolveSymbol(library, "cuCtxSynchronize", api.ctxSynchronize, missing);
   resolveSymbol(library, "cuMemAlloc_v2", api.memAlloc, missing);
   resolveSymbol(library, "cuMemFree_v2", api.memFree, missing);

@@ -104,14 +104,34 @@ StatusOr<Device> Device::open(int ordinal) {
   (void)api.deviceGetName(text, sizeof(text) - 1, device.handle);
   device.deviceName = text;
   // The primary context avoids cuCtxCreate, whose signature CUDA 13 changed.
-  cu::Context context = nullptr;
-  if (Status s = check(api.primaryCtxRetain(&context, device.handle),
+  if (Status s = check(api.primaryCtxRetain(&device.context, device.handle),
                        "cuDevicePrimaryCtxRetain");
       !s)
     return s;
-  if (Status s = check(api.ctxSetCurrent(context), "cuCtxSetCurrent"); !s)
+  device.index = ordinal;
+  if (Status s = check(api.ctxSetCurrent(device.context), "cuCtxSetCurrent");
+      !s)
     return s;
   return device;
+}
+
+Status Device::makeCurrent() const {
+  cu::Context current = nullptr;
+  if (Status s = check(api->ctxGetCurrent(&current), "cuCtxGetCurrent"); !s)
+    return s;
+  if (current == context)
+    return Status::ok();
+  return check(api->ctxSetCurrent(context), "cuCtxSetCurrent");
+}
+
+StatusOr<int> deviceCount() {
+  StatusOr<const DriverApi *> api = openDriver();
+  if (!api)
+    return api.takeStatus();
+  int count = 0;
+  if (Status s = check((*api)->deviceGetCount(&count), "cuDeviceGetCount"); !s)
+    return s;
+  return count;
 }
 
 std::string Device::chip() const {

@@ -28,8 +28,12 @@ class ModuleOp;
 namespace tile::jit {
 
 struct CompileOptions {
-  /// Target chip, e.g. "sm_90a" (rt::Device::chip()); never guessed.
+  /// Target chip, e.g. "sm_90a" (rt::Device::chip()); never guessed. Empty:
+  /// no PTX — the kernels are only prepared for the host (the derived IR,
+  /// its signature and manifest: enough to describe, check and evaluate).
   std::string chip = "sm_80";
+  /// The name diagnostics give the source ("kernel": `kernel:3:7: error:`).
+  std::string sourceName = "kernel";
   /// "", or "bf16"/"f16"/"f32": the storage type every bf16/f16 tensor of
   /// the kernels becomes (one kernel source serves all dtypes).
   std::string dtype;
@@ -58,9 +62,15 @@ struct CompileOptions {
 };
 
 struct CompiledKernels {
+  /// Empty when compiled without a chip.
   std::string ptx;
   /// tile-translate --tile-manifest's JSON for the compiled kernels.
   std::string manifest;
+  /// tile-translate --tile-kernel-signature's JSON for the same kernels.
+  std::string signature;
+  /// The tile IR the kernels were lowered from: derived, specialized to the
+  /// dtype (what the reference evaluator runs).
+  std::string ir;
   /// The cache key (hex), for logs and tests.
   std::string key;
 };

@@ -65,6 +65,22 @@ public:
                            const std::vector<Argument> &arguments,
                            const std::vector<rt::TensorView> &results) const;
 
+  /// What a call of `function` on `arguments` produces, found from the
+  /// arguments' shapes alone (their pointers are not looked at, so a
+  /// framework's storage-less tensors do): each result's flattened shape
+  /// and dtype, and the workspace the launch needs. Checks what bind checks
+  /// of the arguments, and the shape constraints among them.
+  struct Inferred {
+    struct Result {
+      std::vector<int64_t> shape;
+      rt::DType dtype = rt::DType::F32;
+    };
+    std::vector<Result> results;
+    size_t workspaceBytes = 0;
+  };
+  rt::StatusOr<Inferred> infer(const std::string &function,
+                               const std::vector<Argument> &arguments) const;
+
   /// The kernels the manifest lists and the threads of each one's CTAs.
   std::map<std::string, int64_t> kernelBlocks() const;
 
@@ -94,6 +110,19 @@ struct KernelLoad {
 /// capped figures only where there is a capped variant).
 std::string describe(const KernelLoad &load);
 
+/// Where a run launches: a stream of the launcher's device, and the
+/// workspace (device memory of at least LaunchPlan::Inferred's bytes,
+/// 16-byte aligned; may be left null where the plan needs none). With
+/// no workspace given the launcher keeps its own, allocating it on first
+/// use: a framework that captures CUDA graphs, or owns the memory, passes
+/// one from its allocator instead.
+struct RunOptions {
+  rt::cu::Stream stream = nullptr;
+  rt::cu::DevicePtr workspace = 0;
+  size_t workspaceBytes = 0;
+  bool callerWorkspace = false;
+};
+
 class Launcher {
 public:
   /// Loads `kernels` on `device`; fails on a malformed manifest or a module
@@ -107,11 +136,15 @@ public:
   std::vector<KernelLoad> loads() const;
 
   /// Runs `function` (e.g. "rms_norm_bwd") on `arguments` writing
-  /// `results`, on the default stream (asynchronously; rt::synchronize
-  /// waits).
+  /// `results`, asynchronously on `options.stream` (rt::synchronize
+  /// waits), with the device's context made current.
   rt::Status run(const std::string &function,
                  const std::vector<Argument> &arguments,
-                 const std::vector<rt::TensorView> &results);
+                 const std::vector<rt::TensorView> &results,
+                 const RunOptions &options = {});
+
+  const LaunchPlan &launchPlan() const { return plan; }
+  const rt::Device &device() const { return *dev; }
 
 private:
   Launcher() = default;
@@ -129,7 +162,7 @@ private:
   /// without spilling (compiling `ptx` again under each distinct cap).
   rt::Status loadCapped(const std::string &ptx);
 
-  const rt::Device *device = nullptr;
+  const rt::Device *dev = nullptr;
   LaunchPlan plan;
   rt::Module module;
   /// One module per distinct cap, holding the capped variants.

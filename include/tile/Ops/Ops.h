@@ -5,7 +5,8 @@
 // user wrote, the backward what tile-differentiate derived, both compiled
 // for the device's chip, dtype and row width on first use (and cached). Tensors
 // are contiguous, any leading shape (flattened into rows), bf16, f16 or f32;
-// every call checks shapes, dtypes and pointers and returns a Status.
+// every call checks shapes, dtypes and pointers and returns a Status. Each
+// launches on RunOptions' stream, with its workspace (Launcher.h).
 //
 // The elementwise operators (swiglu) may run in place — an output the same
 // tensor as an input of its shape: every element is read before it is
@@ -29,6 +30,11 @@ namespace tile::ops {
 
 using rt::Status;
 using rt::TensorView;
+
+/// The source of an operator's kernel ("swiglu", "silu_and_mul",
+/// "rms_norm": examples/*.mlir, embedded at build time); null for another
+/// name.
+const char *exampleSource(const std::string &kernel);
 
 /// silu_and_mul's input must be [..., 2H]: an odd width would silently drop
 /// a column, so it is an error.
@@ -59,34 +65,39 @@ public:
 
   /// c = silu(a) · b.
   Status swigluForward(const TensorView &a, const TensorView &b,
-                       const TensorView &c);
+                       const TensorView &c, const RunOptions &run = {});
   /// da, db from dc.
   Status swigluBackward(const TensorView &a, const TensorView &b,
                         const TensorView &dc, const TensorView &da,
-                        const TensorView &db);
+                        const TensorView &db, const RunOptions &run = {});
   /// da, db from dc, and c = silu(a) · b as well (tile-differentiate's
   /// return-primal), in one pass. May run in place (da over a, db over b,
   /// c over dc): every result of a chunk is computed before any is stored.
   Status swigluBackwardWithForward(const TensorView &a, const TensorView &b,
                                    const TensorView &dc, const TensorView &da,
-                                   const TensorView &db, const TensorView &c);
+                                   const TensorView &db, const TensorView &c,
+                                   const RunOptions &run = {});
   /// x is [..., 2H] (gate a, then up b); out = silu(a) · b is [..., H].
-  Status siluAndMulForward(const TensorView &x, const TensorView &out);
+  Status siluAndMulForward(const TensorView &x, const TensorView &out,
+                           const RunOptions &run = {});
   /// dx [..., 2H] from dout [..., H].
   Status siluAndMulBackward(const TensorView &x, const TensorView &dout,
-                            const TensorView &dx);
+                            const TensorView &dx, const RunOptions &run = {});
   /// y = x · rsqrt(mean(x²) + eps) · (w + offset).
   Status rmsNormForward(const TensorView &x, const TensorView &w, float eps,
-                        float offset, const TensorView &y);
+                        float offset, const TensorView &y,
+                        const RunOptions &run = {});
   /// dx, and dw in w's dtype (overwritten).
   Status rmsNormBackward(const TensorView &x, const TensorView &w, float eps,
                          float offset, const TensorView &dy,
-                         const TensorView &dx, const TensorView &dw);
+                         const TensorView &dx, const TensorView &dw,
+                         const RunOptions &run = {});
   /// dx, and main_grad (fp32, shaped like w) += dW: no separate gradient.
   Status rmsNormBackwardAccumulate(const TensorView &x, const TensorView &w,
                                    float eps, float offset,
                                    const TensorView &dy, const TensorView &dx,
-                                   const TensorView &mainGrad);
+                                   const TensorView &mainGrad,
+                                   const RunOptions &run = {});
 
   jit::Jit &compiler() { return jit; }
 
@@ -102,7 +113,7 @@ private:
   Status call(const char *kernel, const char *function, bool mainGrad,
               const std::vector<Argument> &arguments,
               const std::vector<TensorView> &results, unsigned specialized,
-              bool returnPrimal = false);
+              const RunOptions &run, bool returnPrimal = false);
   /// The compiled kernels for `kernel` at `dtype`, specialized for the
   /// widths of the call's tensors (by argument index).
   rt::StatusOr<Launcher *> launcher(const char *kernel, rt::DType dtype,

@@ -64,6 +64,7 @@ struct DriverApi {
   cu::Result (*primaryCtxRetain)(cu::Context *, cu::Device);
   cu::Result (*primaryCtxRelease)(cu::Device);
   cu::Result (*ctxSetCurrent)(cu::Context);
+  cu::Result (*ctxGetCurrent)(cu::Context *);
   cu::Result (*ctxSynchronize)();
   cu::Result (*memAlloc)(cu::DevicePtr *, size_t);
   cu::Result (*memFree)(cu::DevicePtr);

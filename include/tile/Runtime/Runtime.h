@@ -46,14 +46,23 @@ public:
   std::string chip() const;
   /// What one SM holds (threads, registers, CTAs, shared memory).
   const SmLimits &smLimits() const { return limits; }
+  int ordinal() const { return index; }
+  /// Makes the device's primary context current on the calling thread
+  /// (where another device's is): a framework may have switched it.
+  Status makeCurrent() const;
 
 private:
   const DriverApi *api = nullptr;
   cu::Device handle = 0;
+  cu::Context context = nullptr;
+  int index = 0;
   int capability = 0, smCount = 0;
   SmLimits limits;
   std::string deviceName;
 };
+
+/// How many devices the driver sees (an error where there is no driver).
+StatusOr<int> deviceCount();
 
 /// Device memory, freed on destruction.
 class DeviceBuffer {

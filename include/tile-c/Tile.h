@@ -1,0 +1,269 @@
+/*===- tile-c/Tile.h - Tile's C API -------------------------------*- C -*-===*\
+|*                                                                            *|
+|* The stable boundary of libtile.so: compile a tile kernel (and derive its   *|
+|* backward), describe its functions, work out a call's result shapes and     *|
+|* workspace, launch it on a caller's stream and device with a caller's       *|
+|* workspace, or evaluate it on the host in float64. No C++ type or           *|
+|* exception crosses it; everything is an opaque handle, a plain struct or a  *|
+|* scalar. Every call that can fail returns a tile_status: NULL on success,   *|
+|* else an error whose message says what is wrong (the caller destroys it).   *|
+|*                                                                            *|
+|* Handles may be used from several threads; a module's launch and            *|
+|* evaluation are thread-safe.                                                *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef TILE_C_TILE_H
+#define TILE_C_TILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define TILE_C_EXPORT __attribute__((visibility("default")))
+#else
+#define TILE_C_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped when a struct or a signature below changes. */
+#define TILE_C_API_VERSION 1
+TILE_C_EXPORT int tile_api_version(void);
+
+/*===-- Status ------------------------------------------------------------===*/
+
+typedef struct tile_status_t *tile_status; /* NULL: success */
+TILE_C_EXPORT const char *tile_status_message(tile_status status);
+TILE_C_EXPORT void tile_status_destroy(tile_status status);
+
+/*===-- Values ------------------------------------------------------------===*/
+
+typedef enum {
+  TILE_DTYPE_BF16 = 0,
+  TILE_DTYPE_F16 = 1,
+  TILE_DTYPE_F32 = 2,
+  /* Host evaluation only. */
+  TILE_DTYPE_F64 = 3,
+  TILE_DTYPE_I64 = 4,
+} tile_dtype;
+
+/* A tensor: device memory for launches, host float64 for evaluation.
+   `strides` are in elements; NULL means dense row-major. */
+typedef struct {
+  void *data;
+  const int64_t *shape;
+  const int64_t *strides;
+  int32_t rank;
+  tile_dtype dtype;
+} tile_tensor;
+
+typedef enum {
+  TILE_VALUE_TENSOR = 0,
+  TILE_VALUE_FLOAT = 1, /* an f32 (or f64) scalar argument */
+  TILE_VALUE_INT = 2,   /* an integer scalar argument */
+} tile_value_kind;
+
+/* One argument of a call. */
+typedef struct {
+  tile_value_kind kind;
+  tile_tensor tensor;
+  double scalar;
+  int64_t integer;
+} tile_value;
+
+/*===-- Devices -----------------------------------------------------------===*/
+
+/* How many GPUs the driver sees; an error where there is no driver. */
+TILE_C_EXPORT tile_status tile_device_count(int *count);
+/* The chip kernels for device `ordinal` are compiled for ("sm_90a"),
+   written NUL-terminated into `buffer`. */
+TILE_C_EXPORT tile_status tile_device_chip(int ordinal, char *buffer,
+                                           size_t size);
+
+/*===-- Compiling ---------------------------------------------------------===*/
+
+typedef struct {
+  /* Target chip ("sm_90a"); NULL or "" compiles for the host only:
+     describe, infer and evaluate, but no launch. */
+  const char *chip;
+  /* NULL/"", or "bf16"/"f16"/"f32": the type every bf16/f16 tensor of the
+     source becomes. */
+  const char *dtype;
+  /* Also derive the backward functions (`<name>_bwd`, and `<name>_fwd`
+     under the save-row-stats policy). */
+  int differentiate;
+  /* NULL or "recompute", or "save-row-stats". */
+  const char *policy;
+  /* Cross-row gradients accumulate into fp32 main_grad arguments. */
+  int main_grad;
+  /* widths[i] > 0 specializes tensor argument i's last dimension (of every
+     function: derived ones share their leading arguments). */
+  const int64_t *widths;
+  size_t num_widths;
+  /* The name diagnostics give the source (a path); NULL: "kernel". */
+  const char *source_name;
+  /* The disk cache: NULL for the default, "none" for no disk cache. */
+  const char *cache_dir;
+} tile_compile_options;
+
+TILE_C_EXPORT void tile_compile_options_init(tile_compile_options *options);
+
+typedef struct tile_module_t *tile_module;
+typedef struct tile_function_t *tile_function;
+
+/* Parses, verifies, derives and (with a chip) lowers `source` to PTX. A
+   source that does not verify fails with `name:line:col: error: ...`. */
+TILE_C_EXPORT tile_status
+tile_module_compile(const char *source, size_t length,
+                    const tile_compile_options *options, tile_module *module);
+TILE_C_EXPORT void tile_module_destroy(tile_module module);
+/* The PTX ("" for a host module), the launch manifest (JSON) and the derived
+   tile IR; valid while the module lives. */
+TILE_C_EXPORT const char *tile_module_ptx(tile_module module);
+TILE_C_EXPORT const char *tile_module_manifest(tile_module module);
+TILE_C_EXPORT const char *tile_module_ir(tile_module module);
+
+/*===-- Describing --------------------------------------------------------===*/
+
+TILE_C_EXPORT size_t tile_module_num_functions(tile_module module);
+/* Functions are owned by their module. */
+TILE_C_EXPORT tile_function tile_module_function(tile_module module,
+                                                 size_t index);
+TILE_C_EXPORT tile_status tile_module_lookup(tile_module module,
+                                             const char *name,
+                                             tile_function *function);
+
+typedef enum {
+  TILE_ROLE_INPUT = 0,     /* a forward input */
+  TILE_ROLE_COTANGENT = 1, /* a backward's incoming gradient */
+  TILE_ROLE_SAVED = 2,     /* a value the forward saved (save-row-stats) */
+  TILE_ROLE_MAIN_GRAD = 3, /* an fp32 accumulator, read and written */
+  TILE_ROLE_OUTPUT = 4,    /* a forward result */
+  TILE_ROLE_GRADIENT = 5,  /* a backward result */
+  TILE_ROLE_PRIMAL = 6,    /* a backward's copy of a forward result */
+} tile_role;
+
+typedef struct {
+  int is_tensor;
+  tile_dtype dtype;
+  int32_t rank;
+  tile_role role;
+  /* An input that gets a gradient (not tile.nograd, a float tensor). */
+  int differentiable;
+  /* The forward argument a gradient or main_grad belongs to, the forward
+     result a cotangent belongs to, the saved value's number; else -1. */
+  int64_t of;
+} tile_value_info;
+
+TILE_C_EXPORT const char *tile_function_name(tile_function function);
+TILE_C_EXPORT size_t tile_function_num_arguments(tile_function function);
+TILE_C_EXPORT size_t tile_function_num_results(tile_function function);
+TILE_C_EXPORT tile_value_info tile_function_argument(tile_function function,
+                                                     size_t index);
+TILE_C_EXPORT tile_value_info tile_function_result(tile_function function,
+                                                   size_t index);
+/* For a derived function, the kernel it was derived from; else NULL. */
+TILE_C_EXPORT const char *tile_function_backward_of(tile_function function);
+TILE_C_EXPORT const char *tile_function_forward_of(tile_function function);
+
+/*===-- Calling -----------------------------------------------------------===*/
+
+/* What a call on `args` produces, from the arguments' shapes alone (their
+   pointers are not read): result i's flattened shape in
+   result_shapes[2 * i ..] with its rank in result_ranks[i] (arrays of
+   tile_function_num_results entries), and the workspace bytes a launch
+   needs (0: none). Checks dtypes, ranks and the shape constraints. */
+TILE_C_EXPORT tile_status tile_function_infer(
+    tile_function function, const tile_value *args, size_t num_args,
+    int64_t *result_shapes, int32_t *result_ranks, size_t *workspace_bytes);
+
+/* Launches `function` on GPU `device` (an ordinal), on `stream` (a
+   CUstream of that device; NULL: its default stream), writing `results`.
+   `workspace` is device memory of `workspace_bytes` >= what infer said,
+   16-byte aligned (NULL where it said 0). Asynchronous: no allocation, no
+   synchronization. Every tensor is checked first; on any error nothing is
+   launched. The first launch on a device loads the module there. */
+TILE_C_EXPORT tile_status tile_function_launch(
+    tile_function function, int device, void *stream, const tile_value *args,
+    size_t num_args, const tile_tensor *results, size_t num_results,
+    void *workspace, size_t workspace_bytes);
+
+/* Host results of an evaluation. */
+typedef struct tile_host_results_t *tile_host_results;
+
+/* Evaluates `function` on the host in float64 (tile::interp): tensor
+   arguments are host TILE_DTYPE_F64 buffers (dense). With `exact` nonzero
+   nothing is rounded (casts are identities); otherwise values round where
+   the GPU rounds (storage types, casts). */
+TILE_C_EXPORT tile_status tile_function_evaluate(tile_function function,
+                                                 const tile_value *args,
+                                                 size_t num_args, int exact,
+                                                 tile_host_results *results);
+TILE_C_EXPORT size_t tile_host_results_count(tile_host_results results);
+TILE_C_EXPORT int32_t tile_host_results_rank(tile_host_results results,
+                                             size_t index);
+TILE_C_EXPORT const int64_t *tile_host_results_shape(tile_host_results results,
+                                                     size_t index);
+TILE_C_EXPORT const double *tile_host_results_data(tile_host_results results,
+                                                   size_t index);
+TILE_C_EXPORT void tile_host_results_destroy(tile_host_results results);
+
+/*===-- Operators ---------------------------------------------------------===*/
+
+/* The source of an operator's kernel: "swiglu", "silu_and_mul" or
+   "rms_norm" (examples/*.mlir); NULL for another name. */
+TILE_C_EXPORT const char *tile_operator_source(const char *name);
+
+/* The operators of tile::ops on one device, each compiled for the call's
+   dtype and widths on first use. Tensors are dense device memory; every
+   call checks them and launches on `stream`. `workspace` as for launch;
+   NULL lets the operators keep their own (allocated on first use: not for
+   CUDA-graph capture). */
+typedef struct tile_operators_t *tile_operators;
+TILE_C_EXPORT tile_status tile_operators_create(int device,
+                                                const char *cache_dir,
+                                                tile_operators *operators);
+TILE_C_EXPORT void tile_operators_destroy(tile_operators operators);
+
+typedef struct {
+  void *stream;
+  void *workspace;
+  size_t workspace_bytes;
+} tile_run;
+
+TILE_C_EXPORT tile_status tile_swiglu_forward(tile_operators ops,
+                                              const tile_run *run,
+                                              const tile_tensor *a,
+                                              const tile_tensor *b,
+                                              const tile_tensor *c);
+TILE_C_EXPORT tile_status tile_swiglu_backward(
+    tile_operators ops, const tile_run *run, const tile_tensor *a,
+    const tile_tensor *b, const tile_tensor *dc, const tile_tensor *da,
+    const tile_tensor *db);
+TILE_C_EXPORT tile_status tile_silu_and_mul_forward(tile_operators ops,
+                                                    const tile_run *run,
+                                                    const tile_tensor *x,
+                                                    const tile_tensor *out);
+TILE_C_EXPORT tile_status tile_silu_and_mul_backward(tile_operators ops,
+                                                     const tile_run *run,
+                                                     const tile_tensor *x,
+                                                     const tile_tensor *dout,
+                                                     const tile_tensor *dx);
+TILE_C_EXPORT tile_status tile_rms_norm_forward(
+    tile_operators ops, const tile_run *run, const tile_tensor *x,
+    const tile_tensor *w, float eps, float offset, const tile_tensor *y);
+/* dw is overwritten; or, with `main_grad` non-NULL (fp32, shaped like w),
+   dW is added to it and dw must be NULL. */
+TILE_C_EXPORT tile_status tile_rms_norm_backward(
+    tile_operators ops, const tile_run *run, const tile_tensor *x,
+    const tile_tensor *w, float eps, float offset, const tile_tensor *dy,
+    const tile_tensor *dx, const tile_tensor *dw, const tile_tensor *main_grad);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TILE_C_TILE_H */

@@ -1,0 +1,47 @@
+//===- Support.h - conversions at the C API's boundary ----------*- C++ -*-===//
+//
+// What every C entry point needs: turning a Status into a tile_status, and
+// the C structs into the runtime's types (checked: a C caller can pass any
+// bits).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_LIB_CAPI_SUPPORT_H
+#define TILE_LIB_CAPI_SUPPORT_H
+
+#include "tile-c/Tile.h"
+#include "tile/Ops/Launcher.h"
+#include "tile/Runtime/Runtime.h"
+
+#include <string>
+
+struct tile_status_t {
+  std::string message;
+};
+
+namespace tile::capi {
+
+/// NULL for success; else a status the caller destroys.
+tile_status toC(const rt::Status &status);
+tile_status error(std::string message);
+
+/// The device dtype of `dtype` (bf16, f16, f32); an error for the host-only
+/// ones.
+rt::StatusOr<rt::DType> deviceDType(tile_dtype dtype, const std::string &what);
+
+/// A device tensor as the runtime takes it; `what` names it in errors.
+rt::StatusOr<rt::TensorView> toView(const tile_tensor *tensor,
+                                    const std::string &what);
+
+/// The call's arguments (tensors as device views; their pointers are
+/// checked where they launch).
+rt::StatusOr<std::vector<ops::Argument>>
+toArguments(const tile_value *args, size_t count, const std::string &function);
+
+/// The device `ordinal`, opened once per process (the launchers keep
+/// pointers to it).
+rt::StatusOr<const rt::Device *> device(int ordinal);
+
+} // namespace tile::capi
+
+#endif // TILE_LIB_CAPI_SUPPORT_H

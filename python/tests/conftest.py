@@ -1,0 +1,106 @@
+"""Shared by the CPU and GPU suites: PyTorch references of every kernel the
+tests run through tile (the operators and test/Zoo), and the tolerances the
+GPU suite uses."""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+ZOO = ROOT / "test" / "Zoo"
+
+# As tile-gpu-tests and tile-run --device: |got - ref| <= atol + rtol*|ref|,
+# both scaled by max(1, max|ref|).
+TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.float16: (1e-2, 1e-2),
+              torch.bfloat16: (1e-2, 2e-2), torch.float64: (1e-12, 1e-12)}
+
+
+def assert_close(got, ref, dtype, what=""):
+    atol, rtol = TOLERANCES[dtype]
+    ref = ref.to(torch.float64)
+    got = got.to(torch.float64)
+    scale = max(1.0, ref.abs().max().item()) if ref.numel() else 1.0
+    error = (got - ref).abs()
+    bound = atol * scale + rtol * ref.abs()
+    assert torch.isfinite(got).all(), f"{what}: non-finite values"
+    worst = (error - bound).max().item() if ref.numel() else -1
+    assert worst <= 0, (f"{what}: max error {error.max().item():.3g} "
+                        f"exceeds the {dtype} tolerance")
+
+
+def silu(x):
+    return x * torch.sigmoid(x)
+
+
+def rms_norm(x, w, eps, offset):
+    x = x.double()
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (
+        w.double() + offset)
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) *
+                                     (x + 0.044715 * x ** 3)))
+
+
+def layer_norm(x, w, b, eps):
+    mu = x.mean(-1, keepdim=True)
+    var = (x - mu).pow(2).mean(-1, keepdim=True)
+    return (x - mu) * torch.rsqrt(var + eps) * w + b
+
+
+def residual_rms_norm(x, r, w, alpha, eps):
+    h = x + alpha * r
+    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * w, h
+
+
+def three_uses(x):
+    u = x / 2
+    return u ** 3 + u ** 2 + torch.sin(u)
+
+
+# name -> (reference, argument makers(rows, width, dtype) -> args)
+def _t(shape, dtype, low=-2.0, high=2.0, generator=None):
+    return (torch.rand(shape, dtype=torch.float64, generator=generator) *
+            (high - low) + low).to(dtype)
+
+
+ZOO_CASES = {
+    "geglu": (lambda a, b: gelu_tanh(a) * b,
+              lambda r, w, d, g: [_t((r, w), d, generator=g),
+                                  _t((r, w), d, generator=g)]),
+    "layer_norm": (layer_norm,
+                   lambda r, w, d, g: [_t((r, w), d, generator=g),
+                                       _t((w,), d, generator=g),
+                                       _t((w,), d, generator=g), 1e-5]),
+    "residual_rms_norm": (residual_rms_norm,
+                          lambda r, w, d, g: [_t((r, w), d, generator=g),
+                                              _t((r, w), d, generator=g),
+                                              _t((w,), d, generator=g),
+                                              0.5, 1e-6]),
+    "softmax": (lambda x: torch.softmax(x, -1),
+                lambda r, w, d, g: [_t((r, w), d, generator=g)]),
+    # Away from the kink at 0, where the derivative is not defined.
+    "squared_relu": (lambda x: torch.relu(x) ** 2,
+                     lambda r, w, d, g: [_away_from_zero(
+                         _t((r, w), d, generator=g))]),
+    "three_uses": (three_uses,
+                   lambda r, w, d, g: [_t((r, w), d, generator=g)]),
+}
+
+
+def _away_from_zero(x):
+    return torch.where(x.abs() < 0.1, x.sign() * 0.1 + (x == 0) * 0.1, x)
+
+
+def reference_outputs(reference, args):
+    out = reference(*[a.double() if isinstance(a, torch.Tensor) else a
+                      for a in args])
+    return out if isinstance(out, tuple) else (out,)
+
+
+@pytest.fixture
+def generator():
+    return torch.Generator().manual_seed(1234)

@@ -1,0 +1,18 @@
+"""Tile: fused GPU kernels with derived backward, from PyTorch.
+
+    import tile, torch
+    k = tile.Kernel(open("my_kernel.mlir").read())
+    y = k(x, w)             # forward; y.sum().backward() runs the derived
+                            # backward
+
+``tile.ops`` has SwiGLU, silu_and_mul and RMSNorm. CUDA tensors run the
+compiled kernels on their device's current stream; CPU tensors run the
+float64 reference evaluator.
+"""
+
+from . import ops
+from ._capi import TileError, device_count
+from .kernel import Kernel
+
+__all__ = ["Kernel", "TileError", "device_count", "ops"]
+__version__ = "0.1.0"

@@ -1,0 +1,235 @@
+"""Autograd and torch.compile for tile.Kernel.
+
+The forward runs the kernel (or, under the save-row-stats policy, its
+`_fwd` variant that also returns row statistics); the backward runs the
+derived `_bwd` function with the forward's inputs, the incoming gradients
+and whatever the policy saved. In eager mode both call the library
+directly; while torch.compile traces they go through the custom op
+`tile::launch` (with a fake implementation that infers the result shapes),
+so a compiled model holds each kernel as one opaque node, without graph
+breaks.
+"""
+
+import torch
+
+from . import kernel as _kernel  # noqa: F401  (circular: used at call time)
+from ._capi import COTANGENT, GRADIENT, INPUT, MAIN_GRAD, OUTPUT, SAVED
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _tracing(tensors):
+    """Whether the call is being traced (torch.compile, fake or functional
+    tensors): then it goes through the custom op."""
+    if torch.compiler.is_compiling():
+        return True
+    for t in tensors:
+        if type(t) not in _PLAIN and (
+                isinstance(t, torch._subclasses.FakeTensor) or
+                torch._is_functional_tensor(t)):
+            return True
+    return False
+
+
+def _pack(args):
+    kinds, tensors, floats, ints = [], [], [], []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            kinds.append("t")
+            tensors.append(a)
+        elif isinstance(a, int) and not isinstance(a, bool):
+            kinds.append("i")
+            ints.append(a)
+        else:
+            kinds.append("f")
+            floats.append(float(a))
+    return "".join(kinds), tensors, floats, ints
+
+
+def _unpack(kinds, tensors, floats, ints):
+    t, f, i = iter(tensors), iter(floats), iter(ints)
+    return [next(t) if k == "t" else next(f) if k == "f" else next(i)
+            for k in kinds]
+
+
+def _resolve(key, function, args):
+    """The kernel, the compiled function for the call, and its device."""
+    kernel = _kernel._REGISTRY[key]
+    device = next(a.device for a in args if isinstance(a, torch.Tensor))
+    call = kernel.call_for(function, device, kernel.dtype_of(args),
+                           kernel.widths_of(args), args)
+    return kernel, call, device
+
+
+@torch.library.custom_op("tile::launch", mutates_args=())
+def _launch_op(key: str, function: str, kinds: str,
+               tensors: list[torch.Tensor], floats: list[float],
+               ints: list[int]) -> list[torch.Tensor]:
+    args = _unpack(kinds, tensors, floats, ints)
+    kernel, call, device = _resolve(key, function, args)
+    return _kernel.launch(call, args, device)
+
+
+@_launch_op.register_fake
+def _launch_fake(key, function, kinds, tensors, floats, ints):
+    args = _unpack(kinds, tensors, floats, ints)
+    kernel = _kernel._REGISTRY[key]
+    device = tensors[0].device
+    # The shapes do not depend on the chip: the host module says them.
+    call = kernel.call_for(function, torch.device("cpu"),
+                           kernel.dtype_of(args), ())
+    flats = [_kernel._flat(a, info.rank) if isinstance(a, torch.Tensor)
+             else a for a, info in zip(args, call.info.arguments)]
+    results, _ = _kernel.infer(call, args, flats)
+    return [torch.empty(shape, dtype=dtype, device=device)
+            for shape, dtype in results]
+
+
+def _run(kernel, function, args, out=None):
+    """Runs `function` of `kernel` on `args`; the results flattened."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if _tracing(tensors):
+        if out:
+            raise NotImplementedError(
+                "tile: main_grad accumulation under torch.compile is not "
+                "supported yet; run the kernel eagerly or without main_grad")
+        kinds, tensors, floats, ints = _pack(args)
+        return list(_launch_op(kernel.key, function, kinds, tensors, floats,
+                               ints))
+    kernel_, call, device = _resolve(kernel.key, function, args)
+    try:
+        return _kernel.launch(call, args, device, out)
+    except _kernel.TileError as error:
+        raise _kernel.TileError(kernel._name_in(str(error))) from None
+
+
+def _leading(args, infos):
+    """The leading shape the rows of the call came from."""
+    for a, info in zip(args, infos):
+        if isinstance(a, torch.Tensor) and info.is_tensor and info.rank == 2:
+            return tuple(a.shape[:-1])
+    return None
+
+
+def _shape_results(flat, infos, leading):
+    """Results as the caller sees them: rows back to the leading shape."""
+    shaped = []
+    for tensor, info in zip(flat, infos):
+        if leading is not None and info.rank == 2 and tensor.dim() == 2:
+            tensor = tensor.view(*leading, tensor.shape[-1])
+        elif leading is not None and info.rank == 1 and len(leading) > 1 \
+                and tensor.shape[0] == _numel(leading):
+            tensor = tensor.view(*leading)
+        shaped.append(tensor)
+    return shaped
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _forward(kernel, args):
+    """(outputs as shaped, saved row statistics, flat)."""
+    infos = kernel.forward_info.arguments
+    leading = _leading(args, infos)
+    if kernel.policy == "save-row-stats" and kernel.saving_function:
+        flat = _run(kernel, kernel.saving_function, args)
+        info = kernel._host.functions[kernel.saving_function]
+        outputs = [t for t, r in zip(flat, info.results) if r.role == OUTPUT]
+        saved = [t for t, r in zip(flat, info.results) if r.role == SAVED]
+    else:
+        outputs, saved = _run(kernel, kernel.function, args), []
+    results = kernel.forward_info.results
+    return _shape_results(outputs, results, leading), saved
+
+
+class _KernelFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, key, *args):
+        kernel = _kernel._REGISTRY[key]
+        outputs, saved = _forward(kernel, args)
+        ctx.key = key
+        ctx.kinds = ["t" if isinstance(a, torch.Tensor) else a for a in args]
+        ctx.save_for_backward(*[a for a in args
+                                if isinstance(a, torch.Tensor)], *saved)
+        ctx.num_saved = len(saved)
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        kernel = _kernel._REGISTRY[ctx.key]
+        stored = list(ctx.saved_tensors)
+        saved = stored[len(stored) - ctx.num_saved:]
+        tensors = iter(stored[:len(stored) - ctx.num_saved])
+        args = [next(tensors) if k == "t" else k for k in ctx.kinds]
+        return (None, *backward(kernel, args, grads, saved))
+
+
+def backward(kernel, args, grads, saved):
+    """The gradients of `args` (None where there is none) from the
+    gradients of the forward's results."""
+    if kernel.backward_function is None:
+        raise RuntimeError(f"{kernel.function} has no derived backward")
+    info = kernel._host.functions[kernel.backward_function]
+    outputs = kernel.forward_info.results
+    call_args, out = [], {}
+    for value in info.arguments:
+        if value.role == INPUT:
+            call_args.append(args[len(call_args)])
+        elif value.role == COTANGENT:
+            # autograd materializes the gradient of an unused result as
+            # zeros; an expanded one (from .sum()) has zero strides.
+            grad = grads[value.of].contiguous()
+            call_args.append(_kernel._flat(grad, outputs[value.of].rank))
+        elif value.role == SAVED:
+            call_args.append(saved[value.of])
+        elif value.role == MAIN_GRAD:
+            accumulator = getattr(args[value.of], "main_grad", None)
+            what = kernel.describe(value.of)
+            if accumulator is None:
+                raise RuntimeError(
+                    f"{what} has no .main_grad: with main_grad=True its "
+                    "gradient is added to an fp32 tensor of its shape "
+                    "there")
+            if accumulator.dtype != torch.float32 or \
+                    accumulator.shape != args[value.of].shape or \
+                    not accumulator.is_contiguous():
+                raise RuntimeError(
+                    f"{what}.main_grad must be a contiguous float32 tensor of "
+                    f"shape {list(args[value.of].shape)}, got "
+                    f"{accumulator.dtype} {list(accumulator.shape)}")
+            call_args.append(accumulator)
+    # An accumulated gradient is written in place, into main_grad.
+    for index, value in enumerate(info.results):
+        if value.role == GRADIENT and _is_accumulated(info, value.of):
+            out[index] = args[value.of].main_grad
+    flat = _run(kernel, kernel.backward_function, call_args, out)
+    gradients = [None] * len(args)
+    for tensor, value in zip(flat, info.results):
+        if value.role != GRADIENT or _is_accumulated(info, value.of):
+            continue
+        arg = args[value.of]
+        if isinstance(arg, torch.Tensor) and \
+                kernel.forward_info.arguments[value.of].differentiable:
+            gradients[value.of] = tensor.view(arg.shape)
+    return gradients
+
+
+def _is_accumulated(info, of):
+    return any(a.role == MAIN_GRAD and a.of == of for a in info.arguments)
+
+
+def apply(kernel, args):
+    differentiable = [a for a, info in zip(args,
+                                           kernel.forward_info.arguments)
+                      if isinstance(a, torch.Tensor) and info.differentiable]
+    if torch.is_grad_enabled() and any(a.requires_grad
+                                       for a in differentiable):
+        outputs = _KernelFunction.apply(kernel.key, *args)
+    else:
+        outputs, _ = _forward(kernel, args)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
