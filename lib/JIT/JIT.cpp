@@ -233,23 +233,20 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
     if (failed(mlir::tile::writeKernelSignatures(*module, signature)))
       return fail("describing the kernels");
   }
-  if (options.chip.empty()) {
-    llvm::raw_string_ostream manifest(result.manifest);
-    if (failed(mlir::tile::writeKernelManifest(*module, manifest)))
-      return fail("writing the manifest");
-    return result;
+  // Without a chip the kernels are prepared for the host only: no PTX.
+  if (!options.chip.empty()) {
+    mlir::tile::PtxOptions ptxOptions;
+    ptxOptions.chip = options.chip;
+    ptxOptions.threads = options.threads;
+    ptxOptions.persistentCtas = options.persistentCtas;
+    ptxOptions.rowsPerCta = options.rowsPerCta;
+    ptxOptions.rowGrid = options.rowGrid;
+    auto ptx = mlir::tile::compileToPtx(*module, ptxOptions);
+    if (failed(ptx))
+      return fail("lowering to PTX");
+    for (auto &[name, text] : *ptx)
+      result.ptx += text;
   }
-  mlir::tile::PtxOptions ptxOptions;
-  ptxOptions.chip = options.chip;
-  ptxOptions.threads = options.threads;
-  ptxOptions.persistentCtas = options.persistentCtas;
-  ptxOptions.rowsPerCta = options.rowsPerCta;
-  ptxOptions.rowGrid = options.rowGrid;
-  auto ptx = mlir::tile::compileToPtx(*module, ptxOptions);
-  if (failed(ptx))
-    return fail("lowering to PTX");
-  for (auto &[name, text] : *ptx)
-    result.ptx += text;
   llvm::raw_string_ostream manifest(result.manifest);
   if (failed(mlir::tile::writeKernelManifest(*module, manifest)))
     return fail("writing the manifest");

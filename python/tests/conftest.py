@@ -95,12 +95,6 @@ def _away_from_zero(x):
     return torch.where(x.abs() < 0.1, x.sign() * 0.1 + (x == 0) * 0.1, x)
 
 
-def reference_outputs(reference, args):
-    out = reference(*[a.double() if isinstance(a, torch.Tensor) else a
-                      for a in args])
-    return out if isinstance(out, tuple) else (out,)
-
-
 @pytest.fixture
 def generator():
     return torch.Generator().manual_seed(1234)

@@ -6,8 +6,7 @@ import pytest
 import torch
 
 import tile
-from conftest import (ZOO, ZOO_CASES, assert_close, reference_outputs,
-                      rms_norm, silu)
+from conftest import ZOO, ZOO_CASES, assert_close, rms_norm, silu
 
 
 def leaf(t):

@@ -12,7 +12,6 @@ API_VERSION = 1
 
 # tile_dtype
 BF16, F16, F32, F64, I64 = range(5)
-DTYPE_NAMES = {BF16: "bf16", F16: "f16", F32: "f32", F64: "f64", I64: "i64"}
 
 # tile_value_kind
 TENSOR, FLOAT, INT = range(3)

@@ -53,13 +53,12 @@ def _unpack(kinds, tensors, floats, ints):
             for k in kinds]
 
 
-def _resolve(key, function, args):
-    """The kernel, the compiled function for the call, and its device."""
-    kernel = _kernel._REGISTRY[key]
+def _resolve(kernel, function, args):
+    """The compiled function for the call, and its device."""
     device = next(a.device for a in args if isinstance(a, torch.Tensor))
     call = kernel.call_for(function, device, kernel.dtype_of(args),
                            kernel.widths_of(args), args)
-    return kernel, call, device
+    return call, device
 
 
 @torch.library.custom_op("tile::launch", mutates_args=())
@@ -67,7 +66,7 @@ def _launch_op(key: str, function: str, kinds: str,
                tensors: list[torch.Tensor], floats: list[float],
                ints: list[int]) -> list[torch.Tensor]:
     args = _unpack(kinds, tensors, floats, ints)
-    kernel, call, device = _resolve(key, function, args)
+    call, device = _resolve(_kernel._REGISTRY[key], function, args)
     return _kernel.launch(call, args, device)
 
 
@@ -97,7 +96,7 @@ def _run(kernel, function, args, out=None):
         kinds, tensors, floats, ints = _pack(args)
         return list(_launch_op(kernel.key, function, kinds, tensors, floats,
                                ints))
-    kernel_, call, device = _resolve(kernel.key, function, args)
+    call, device = _resolve(kernel, function, args)
     try:
         return _kernel.launch(call, args, device, out)
     except _kernel.TileError as error:

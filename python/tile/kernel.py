@@ -55,12 +55,11 @@ def _argument_names(source, function):
 
 class _Call:
     """One function's calling convention in one compiled module, with the
-    inferred results of the shapes seen so far."""
+    launch records of the shapes seen so far."""
 
     def __init__(self, module, info):
         self.module = module
         self.info = info
-        self.shapes = {}
         self.records = {}
 
 
@@ -157,7 +156,7 @@ class Kernel:
     # -- checking ------------------------------------------------------------
 
     def check(self, args):
-        """Checks the forward's arguments; returns their device."""
+        """Checks the forward's arguments (raises naming the argument)."""
         expected = self.forward_info.arguments
         if len(args) != len(expected):
             raise TypeError(f"{self.function} takes {len(expected)} "
@@ -298,13 +297,8 @@ def _values(call, args, flats, with_data=True):
 
 
 def infer(call, args, flats):
-    """[(flat shape, torch dtype)] of the results, and workspace bytes."""
-    signature = tuple(tuple(f.shape) if isinstance(f, torch.Tensor) else
-                      (a if isinstance(a, int) else None)
-                      for f, a in zip(flats, args))
-    cached = call.shapes.get(signature)
-    if cached is not None:
-        return cached
+    """[(flat shape, torch dtype)] of the results, and workspace bytes
+    (launches keep them in their _Record; the host and tracing ask anew)."""
     values, keep = _values(call, args, flats, with_data=False)
     count = len(call.info.results)
     shapes = (ctypes.c_int64 * (2 * max(1, count)))()
@@ -317,7 +311,6 @@ def infer(call, args, flats):
     results = [(tuple(shapes[2 * i + d] for d in range(ranks[i])),
                 torch.float64 if exact else
                 _FROM_TILE[call.info.results[i].dtype]) for i in range(count)]
-    call.shapes[signature] = (results, workspace.value)
     return results, workspace.value
 
 
