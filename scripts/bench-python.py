@@ -11,7 +11,11 @@
    figure for the same kernel (--tile-bench JSON of the same run), timed as
    tile-bench times (a spacer kernel before each call, CUDA events, median).
 
-    python3 scripts/bench-python.py [--tile-bench bench.json] [--json out]
+3. One step of the tiled SwiGLU MLP through tile.ops.swiglu_mlp next to
+   tile-bench mlp's tiled step (--tile-bench-mlp JSON of the same run).
+
+    python3 scripts/bench-python.py [--tile-bench bench.json]
+        [--tile-bench-mlp mlp.json] [--json out]
 """
 
 import argparse
@@ -96,48 +100,114 @@ def host_and_device(impl, x, w, dy, steps=40, repeats=7):
     return statistics.median(host), statistics.median(device)
 
 
-def gpu_time(call, iterations=50):
-    """tile-bench's method: a spacer kernel, then events around one call."""
-    for _ in range(5):
-        call()
-    times = []
-    for _ in range(iterations):
-        # ~200 us: the host's cost of the call is hidden (tile-bench
-        # queues ~40 us ahead of its own C++ call).
+# tile-bench's rule: input sets rotate until they hold 512 MiB, so that no
+# timed call finds its inputs in L2 (a 4096x4096 bf16 set would fit).
+ROTATE_BELOW = 512 << 20
+
+
+def sets_for(bytes_per_set):
+    return 1 if bytes_per_set >= ROTATE_BELOW else \
+        ROTATE_BELOW // bytes_per_set + 1
+
+
+_spacer = {}
+
+
+def spacer(kind):
+    """The work queued ahead of each timed call, so that the host's cost of
+    the call is hidden. "stream" is tile-bench's kernel, z = x + y over
+    2^24 f32 (about 40 us on an H100), run 8 times (a Python call's host
+    cost is longer than one) so that L2 is left as tile-bench leaves it;
+    "sleep" a ~200 us sleep kernel that touches no memory."""
+    if kind == "sleep":
         torch.cuda._sleep(400_000)
+        return
+    if not _spacer:
+        _spacer["xyz"] = [torch.ones(4096, 4096, device="cuda")
+                          for _ in range(3)]
+    x, y, z = _spacer["xyz"]
+    for _ in range(8):
+        torch.add(x, y, out=z)
+
+
+def gpu_time(call, sets, iterations=50, ahead="stream"):
+    """tile-bench's method: a spacer kernel, then events around one call
+    of `call(set)`, the sets taken in turn."""
+    for i in range(5):
+        call(i % sets)
+    times = []
+    for i in range(iterations):
+        spacer(ahead)
         start = torch.cuda.Event(enable_timing=True)
         stop = torch.cuda.Event(enable_timing=True)
         start.record()
-        call()
+        call(i % sets)
         stop.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(stop))
     return statistics.median(times)
 
 
-def operator_times(shapes):
+def operator_times(shapes, ahead):
     from tile import autograd
     rows = []
+    swiglu = tile.ops._kernel("swiglu")
+    rms = tile.ops._kernel("rms_norm")
     for shape in shapes:
         r, c = shape
         for dtype in [torch.bfloat16]:
-            a = torch.randn(r, c, device="cuda").to(dtype)
-            b = torch.randn(r, c, device="cuda").to(dtype)
-            w = torch.randn(c, device="cuda").to(dtype)
-            # The incoming gradient is a tensor of its own, as in
+            sets = sets_for(3 * r * c * dtype.itemsize)
+
+            def tensor(*size):
+                return torch.randn(*size, device="cuda").to(dtype)
+            # The incoming gradient d is a tensor of its own, as in
             # tile-bench (an input passed again would be read from L2).
-            d = torch.randn(r, c, device="cuda").to(dtype)
-            swiglu = tile.ops._kernel("swiglu")
-            rms = tile.ops._kernel("rms_norm")
+            io = [(tensor(r, c), tensor(r, c), tensor(c), tensor(r, c))
+                  for _ in range(sets)]
             if c != 1024:  # tile-bench's SwiGLU shapes
                 rows.append(("swiglu fwd", shape, gpu_time(
-                    lambda: tile.ops.swiglu(a, b))))
+                    lambda s: tile.ops.swiglu(io[s][0], io[s][1]), sets,
+                    ahead=ahead)))
                 rows.append(("swiglu bwd", shape, gpu_time(
-                    lambda: autograd.backward(swiglu, [a, b], (d,), []))))
+                    lambda s: autograd.backward(
+                        swiglu, [io[s][0], io[s][1]], (io[s][3],), []),
+                    sets, ahead=ahead)))
             rows.append(("rms_norm fwd", shape, gpu_time(
-                lambda: tile.ops.rms_norm(a, w, EPS))))
+                lambda s: tile.ops.rms_norm(io[s][0], io[s][2], EPS), sets,
+                ahead=ahead)))
             rows.append(("rms_norm bwd", shape, gpu_time(
-                lambda: autograd.backward(rms, [a, w, EPS, 0.0], (d,), []))))
+                lambda s: autograd.backward(
+                    rms, [io[s][0], io[s][2], EPS, 0.0], (io[s][3],), []),
+                sets, ahead=ahead)))
+            del io
+    return rows
+
+
+def mlp_times(sequences, hidden=4096, inter=12288):
+    """One tiled MLP step (forward + backward, main_grad accumulated) through
+    tile.ops.swiglu_mlp, automatic shards, as tile-bench mlp times its tiled
+    step: events around forward + backward, median."""
+    rows = []
+    gen = torch.Generator(device="cuda").manual_seed(3)
+
+    def weight(*shape):
+        w = ((torch.rand(*shape, device="cuda", generator=gen) * 2 - 1) *
+             0.02).to(torch.bfloat16).requires_grad_(True)
+        w.main_grad = torch.zeros(shape, device="cuda")
+        return w
+    gate, up = weight(inter, hidden), weight(inter, hidden)
+    down = weight(hidden, inter)
+    for seq in sequences:
+        x = (torch.rand(seq, hidden, device="cuda", generator=gen) * 2 - 1
+             ).to(torch.bfloat16).requires_grad_(True)
+        dy = ((torch.rand(seq, hidden, device="cuda", generator=gen) * 2 - 1)
+              * 0.01).to(torch.bfloat16)
+
+        def step(_):
+            x.grad = None
+            tile.ops.swiglu_mlp(x, gate, up, down, main_grad=True).backward(dy)
+        rows.append((seq, gpu_time(step, 1, iterations=10)))
+        del x, dy
     return rows
 
 
@@ -146,6 +216,14 @@ def main():
     parser.add_argument("--tile-bench", help="tile-bench --json of this run")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--shapes", default="4096x1024,4096x4096,16384x4096")
+    parser.add_argument("--tile-bench-mlp",
+                        help="tile-bench mlp --json of this run")
+    parser.add_argument("--mlp-sequences", default="8192,32768")
+    parser.add_argument("--spacer", choices=["stream", "sleep"],
+                        default="stream",
+                        help="work queued ahead of each timed operator call")
+    parser.add_argument("--host-runs", type=int, default=2,
+                        help="times the host-cost table is measured")
     options = parser.parse_args()
     device = torch.cuda.get_device_name()
     print(f"device: {device}, torch {torch.__version__}")
@@ -155,25 +233,30 @@ def main():
     w.requires_grad_(True)
     dy = torch.randn(4096, 1024, device="cuda").to(torch.bfloat16)
     results = {"device": device, "host": [], "operators": []}
-    print("\nRMSNorm forward + backward, 4096x1024 bf16, per step:")
-    print(f"{'implementation':32} {'host us':>9} {'GPU us':>9} "
-          f"{'fwd-only host us':>17}")
-    for name, impl in implementations().items():
-        host, gpu = host_and_device(impl, x, w, dy)
-        forward = host_forward_only(impl, x.detach(), w.detach())
-        results["host"].append({"impl": name, "host_us": host, "gpu_us": gpu,
-                                "forward_host_us": forward})
-        print(f"{name:32} {host:9.1f} {gpu:9.1f} {forward:17.1f}")
+    impls = implementations()
+    for run in range(options.host_runs):
+        print(f"\nRMSNorm forward + backward, 4096x1024 bf16, per step "
+              f"(run {run + 1} of {options.host_runs}):")
+        print(f"{'implementation':32} {'host us':>9} {'GPU us':>9} "
+              f"{'fwd-only host us':>17}")
+        for name, impl in impls.items():
+            host, gpu = host_and_device(impl, x, w, dy)
+            forward = host_forward_only(impl, x.detach(), w.detach())
+            results["host"].append({"impl": name, "run": run,
+                                    "host_us": host, "gpu_us": gpu,
+                                    "forward_host_us": forward})
+            print(f"{name:32} {host:9.1f} {gpu:9.1f} {forward:17.1f}")
     bench = {}
     if options.tile_bench:
         for r in json.load(open(options.tile_bench))["results"]:
             bench[(r["kernel"], r["dtype"], r["shape"])] = r["ms"]
     shapes = [tuple(int(v) for v in s.split("x"))
               for s in options.shapes.split(",")]
-    print("\nGPU time through Python vs tile-bench (bf16, us, median):")
+    print(f"\nGPU time through Python vs tile-bench (bf16, us, median; "
+          f"{options.spacer} spacer):")
     print(f"{'kernel':13} {'shape':>11} {'python':>8} {'tile-bench':>10} "
           f"{'ratio':>6}")
-    for kernel, shape, ms in operator_times(shapes):
+    for kernel, shape, ms in operator_times(shapes, options.spacer):
         key = (kernel, "bf16", f"{shape[0]}x{shape[1]}")
         ref = bench.get(key)
         ratio = ms / ref if ref else float("nan")
@@ -181,6 +264,21 @@ def main():
                                      "python_ms": ms, "tile_bench_ms": ref})
         print(f"{kernel:13} {key[2]:>11} {ms * 1e3:8.2f} "
               f"{(ref or float('nan')) * 1e3:10.2f} {ratio:6.3f}")
+    mlp_bench = {}
+    if options.tile_bench_mlp:
+        for r in json.load(open(options.tile_bench_mlp))["results"]:
+            mlp_bench[r["sequence"]] = r["tiled"]["ms"]
+    print("\nTiled MLP step H=4096 I=12288 bf16 through Python vs tile-bench "
+          "mlp (ms, median):")
+    print(f"{'sequence':>9} {'python':>8} {'tile-bench':>10} {'ratio':>6}")
+    results["mlp"] = []
+    for seq, ms in mlp_times(int(s) for s in
+                             options.mlp_sequences.split(",")):
+        ref = mlp_bench.get(seq)
+        results["mlp"].append({"sequence": seq, "python_ms": ms,
+                               "tile_bench_ms": ref})
+        print(f"{seq:9d} {ms:8.2f} {(ref or float('nan')):10.2f} "
+              f"{ms / ref if ref else float('nan'):6.3f}")
     if options.json:
         json.dump(results, open(options.json, "w"), indent=1)
 

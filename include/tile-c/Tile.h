@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct or a signature below changes. */
-#define TILE_C_API_VERSION 1
+#define TILE_C_API_VERSION 2
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -213,8 +213,9 @@ TILE_C_EXPORT void tile_host_results_destroy(tile_host_results results);
 
 /*===-- Operators ---------------------------------------------------------===*/
 
-/* The source of an operator's kernel: "swiglu", "silu_and_mul" or
-   "rms_norm" (examples/*.mlir); NULL for another name. */
+/* The source of an operator's kernel: "swiglu", "silu_and_mul",
+   "rms_norm" (examples/*.mlir) or "geglu" (test/Zoo/geglu.mlir); NULL for
+   another name. */
 TILE_C_EXPORT const char *tile_operator_source(const char *name);
 
 /* The operators of tile::ops on one device, each compiled for the call's
@@ -261,6 +262,67 @@ TILE_C_EXPORT tile_status tile_rms_norm_backward(
     tile_operators ops, const tile_run *run, const tile_tensor *x,
     const tile_tensor *w, float eps, float offset, const tile_tensor *dy,
     const tile_tensor *dx, const tile_tensor *dw, const tile_tensor *main_grad);
+
+/*===-- GEMM --------------------------------------------------------------===*/
+
+/* d = op(a)·op(b) + beta·d through cuBLASLt with fp32 accumulation, all
+   row-major and dense: a and b 2-D in bf16, f16 or f32 (op transposes where
+   trans_* is non-zero), d in their dtype or f32 — a weight gradient added
+   straight into an fp32 main_grad is beta = 1. beta = 0 never reads d.
+   run->workspace, where given, holds TILE_MATMUL_WORKSPACE_BYTES and is
+   256-byte aligned; NULL lets the operators keep one. */
+#define TILE_MATMUL_WORKSPACE_BYTES (32u << 20)
+TILE_C_EXPORT tile_status tile_matmul(tile_operators ops, const tile_run *run,
+                                      const tile_tensor *a, int trans_a,
+                                      const tile_tensor *b, int trans_b,
+                                      const tile_tensor *d, float beta);
+
+/*===-- The sequence-tiled SwiGLU MLP -------------------------------------===*/
+
+/* y = (silu(x·gateᵀ) ⊙ (x·upᵀ))·downᵀ for x [..., H], gate and up [I, H],
+   down [H, I] (tile::ops::TiledSwiGLUMLP): the rows are split into shards
+   and nothing of size [rows, I] is kept; the backward recomputes gate/up per
+   shard and accumulates the weight gradients in fp32 into main_grad buffers
+   by GEMMs with beta = 1. A fused [2I, H] gate/up weight is passed as its
+   two halves. The GEMMs (cuBLASLt) and kernels of a call run in order on
+   run->stream; with run->workspace (tile_mlp_plan's bytes, 256-byte
+   aligned) nothing is allocated, else the MLP keeps its own. A tile_mlp
+   uses its tile_operators (destroy it first) and one thread at a time. */
+typedef struct tile_mlp_t *tile_mlp;
+typedef struct {
+  int64_t shards;       /* 0: the fewest whose workspace fits memory_budget */
+  size_t memory_budget; /* bytes for the shards' workspace; 0: 1 GiB */
+  /* 0: the untiled step (one shard; the forward keeps g, u and h in the
+     workspace for the backward of the same x, which then recomputes
+     nothing) — the baseline the tiled step is measured against. */
+  int recompute;
+} tile_mlp_options;
+/* NULL options: recompute, automatic shards, 1 GiB. */
+TILE_C_EXPORT tile_status tile_mlp_create(tile_operators ops,
+                                          const tile_mlp_options *options,
+                                          tile_mlp *mlp);
+TILE_C_EXPORT void tile_mlp_destroy(tile_mlp mlp);
+/* How a step of `rows` rows splits under `options` (NULL: the defaults),
+   and the workspace it needs. Host only: no GPU, no tile_mlp. */
+TILE_C_EXPORT tile_status tile_mlp_plan(const tile_mlp_options *options,
+                                        int64_t rows, int64_t intermediate,
+                                        tile_dtype dtype, int64_t *shards,
+                                        int64_t *rows_per_shard,
+                                        size_t *workspace_bytes);
+TILE_C_EXPORT tile_status tile_mlp_forward(tile_mlp mlp, const tile_run *run,
+                                           const tile_tensor *gate,
+                                           const tile_tensor *up,
+                                           const tile_tensor *down,
+                                           const tile_tensor *x,
+                                           const tile_tensor *y);
+/* dx from dy; main_grad_* (fp32, shaped like the weights) are overwritten
+   when `overwrite` is non-zero (the first micro-batch), else added to. */
+TILE_C_EXPORT tile_status tile_mlp_backward(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
+    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+    const tile_tensor *dy, const tile_tensor *dx,
+    const tile_tensor *main_grad_gate, const tile_tensor *main_grad_up,
+    const tile_tensor *main_grad_down, int overwrite);
 
 #ifdef __cplusplus
 }

@@ -3,27 +3,17 @@
 #include "Support.h"
 
 #include "tile/Ops/Ops.h"
+#include "tile/Runtime/Blas.h"
 
 using tile::rt::Status;
 using tile::rt::StatusOr;
 using tile::rt::TensorView;
 
-struct tile_operators_t {
-  std::unique_ptr<tile::ops::Operators> operators;
-};
+using tile::capi::toRun;
+
+tile_operators_t::~tile_operators_t() = default;
 
 namespace {
-
-tile::ops::RunOptions toRun(const tile_run *run) {
-  tile::ops::RunOptions options;
-  if (!run)
-    return options;
-  options.stream = static_cast<tile::rt::cu::Stream>(run->stream);
-  options.workspace = reinterpret_cast<tile::rt::cu::DevicePtr>(run->workspace);
-  options.workspaceBytes = run->workspace_bytes;
-  options.callerWorkspace = run->workspace != nullptr;
-  return options;
-}
 
 /// Converts the named tensors, then calls `body` with their views.
 template <typename Body>
@@ -139,6 +129,58 @@ tile_status tile_rms_norm_backward(tile_operators ops, const tile_run *run,
                      return o.rmsNormBackward(v[0], v[1], eps, offset, v[2],
                                               v[3], v[4], toRun(run));
                    });
+}
+
+tile_status tile_matmul(tile_operators ops, const tile_run *run,
+                        const tile_tensor *a, int trans_a, const tile_tensor *b,
+                        int trans_b, const tile_tensor *d, float beta) {
+  static_assert(TILE_MATMUL_WORKSPACE_BYTES == tile::rt::Blas::kWorkspaceBytes,
+                "the C API's GEMM workspace is cuBLASLt's");
+  return withViews(
+      ops, {{"a", a}, {"b", b}, {"d", d}},
+      [&](tile::ops::Operators &o, std::vector<TensorView> &v) -> Status {
+        tile::rt::MatrixView m[3];
+        const char *names[3] = {"a", "b", "d"};
+        for (int i = 0; i < 3; ++i) {
+          if (v[i].shape.size() != 2 || !v[i].isContiguous())
+            return Status::error(std::string("matmul: ") + names[i] +
+                                 " must be a dense 2-D tensor, got " +
+                                 tile::rt::formatShape(v[i].shape) +
+                                 (v[i].isContiguous() ? "" : " with strides"));
+          m[i] = {v[i].data, v[i].dtype, v[i].shape[0], v[i].shape[1],
+                  v[i].shape[1]};
+        }
+        tile::ops::RunOptions options = toRun(run);
+        std::lock_guard<std::mutex> lock(ops->blasMutex);
+        if (!ops->blas) {
+          auto opened = tile::rt::Blas::open(o.device());
+          if (!opened)
+            return opened.takeStatus();
+          ops->blas = std::move(*opened);
+        }
+        tile::rt::cu::DevicePtr workspace = options.workspace;
+        if (options.callerWorkspace) {
+          if (options.workspaceBytes < tile::rt::Blas::kWorkspaceBytes)
+            return Status::error(
+                "matmul needs a workspace of " +
+                std::to_string(tile::rt::Blas::kWorkspaceBytes) + " bytes, " +
+                std::to_string(options.workspaceBytes) + " given");
+        } else {
+          if (!ops->blasWorkspace.size()) {
+            auto buffer = tile::rt::DeviceBuffer::allocate(
+                o.device(), tile::rt::Blas::kWorkspaceBytes);
+            if (!buffer)
+              return buffer.takeStatus();
+            ops->blasWorkspace = std::move(*buffer);
+          }
+          workspace = ops->blasWorkspace.data();
+        }
+        if (Status s = o.device().makeCurrent(); !s)
+          return s;
+        // Blas checks the shapes, dtypes and the workspace's alignment.
+        return ops->blas->matmul({m[0], trans_a != 0}, {m[1], trans_b != 0},
+                                 m[2], beta, workspace, options.stream);
+      });
 }
 
 } // extern "C"

@@ -85,6 +85,17 @@ toArguments(const tile_value *args, size_t count, const std::string &function) {
   return arguments;
 }
 
+ops::RunOptions toRun(const tile_run *run) {
+  ops::RunOptions options;
+  if (!run)
+    return options;
+  options.stream = static_cast<rt::cu::Stream>(run->stream);
+  options.workspace = reinterpret_cast<rt::cu::DevicePtr>(run->workspace);
+  options.workspaceBytes = run->workspace_bytes;
+  options.callerWorkspace = run->workspace != nullptr;
+  return options;
+}
+
 StatusOr<const rt::Device *> device(int ordinal) {
   static std::mutex mutex;
   static std::map<int, std::unique_ptr<rt::Device>> devices;

@@ -13,10 +13,28 @@
 #include "tile/Ops/Launcher.h"
 #include "tile/Runtime/Runtime.h"
 
+#include <memory>
+#include <mutex>
 #include <string>
 
 struct tile_status_t {
   std::string message;
+};
+
+namespace tile::ops {
+class Operators;
+}
+namespace tile::rt {
+class Blas;
+}
+struct tile_operators_t {
+  std::unique_ptr<tile::ops::Operators> operators;
+  // cuBLASLt for tile_matmul, opened on its first call, and the workspace
+  // kept for calls that bring none.
+  std::mutex blasMutex;
+  std::unique_ptr<tile::rt::Blas> blas;
+  tile::rt::DeviceBuffer blasWorkspace;
+  ~tile_operators_t();
 };
 
 namespace tile::capi {
@@ -32,6 +50,10 @@ rt::StatusOr<rt::DType> deviceDType(tile_dtype dtype, const std::string &what);
 /// A device tensor as the runtime takes it; `what` names it in errors.
 rt::StatusOr<rt::TensorView> toView(const tile_tensor *tensor,
                                     const std::string &what);
+
+/// Where a call runs: its stream, and the caller's workspace where it gave
+/// one (NULL `run`: the default stream, the callee's own workspace).
+ops::RunOptions toRun(const tile_run *run);
 
 /// The call's arguments (tensors as device views; their pointers are
 /// checked where they launch).

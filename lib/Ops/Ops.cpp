@@ -5,7 +5,8 @@
 namespace tile::ops {
 
 namespace {
-// examples/*.mlir, embedded at build time (ExampleKernels.inc).
+// examples/*.mlir and test/Zoo/geglu.mlir, embedded at build time
+// (ExampleKernels.inc).
 #include "ExampleKernels.inc"
 
 } // namespace
@@ -17,6 +18,8 @@ const char *exampleSource(const std::string &kernel) {
     return kSiluAndMulSource;
   if (kernel == "rms_norm")
     return kRmsNormSource;
+  if (kernel == "geglu")
+    return kGegluSource;
   return nullptr;
 }
 

@@ -129,6 +129,15 @@ MatrixView matrix(const TensorView &view) {
   return rowsOf(view, 0, view.shape[0], view.shape[1]);
 }
 
+/// How the SwiGLU kernels of a step run: on its stream, with no workspace
+/// (elementwise kernels need none; the launcher allocates nothing for them).
+RunOptions kernelRun(const RunOptions &run) {
+  RunOptions kernels;
+  kernels.stream = run.stream;
+  kernels.callerWorkspace = true;
+  return kernels;
+}
+
 /// The operators' view of a workspace matrix.
 TensorView tensorOf(const MatrixView &m) {
   TensorView view;
@@ -202,18 +211,34 @@ TiledSwiGLUMLP::create(Operators &ops, MLPOptions options) {
 
 void TiledSwiGLUMLP::releaseWorkspace() {
   workspace = rt::DeviceBuffer();
-  keptInput = 0;
+  base = keptInput = keptBase = 0;
   keptRows = 0;
 }
 
-Status TiledSwiGLUMLP::prepare(const MLPShape &shape, DType dtype) {
+Status TiledSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
+                               const RunOptions &run) {
   rt::StatusOr<ShardPlan> planned =
       planShards(shape.rows, shape.intermediate, dtype, options);
   if (!planned)
     return planned.takeStatus();
   plan = *planned;
-  if (workspace.size() >= plan.workspaceBytes)
+  if (run.callerWorkspace) {
+    if (!run.workspace || run.workspaceBytes < plan.workspaceBytes)
+      return Status::error("the MLP needs a workspace of " +
+                           std::to_string(plan.workspaceBytes) + " bytes, " +
+                           std::to_string(run.workspaceBytes) + " given");
+    if (run.workspace % 256 != 0)
+      return Status::error("the MLP's workspace is misaligned: address " +
+                           std::to_string(run.workspace) +
+                           " is not a multiple of 256 bytes (cuBLASLt's "
+                           "requirement)");
+    base = run.workspace;
     return Status::ok();
+  }
+  if (workspace.size() >= plan.workspaceBytes) {
+    base = workspace.data();
+    return Status::ok();
+  }
   // Grown at most once per step, never per shard; the old one goes first
   // so the two never coexist.
   releaseWorkspace();
@@ -224,6 +249,7 @@ Status TiledSwiGLUMLP::prepare(const MLPShape &shape, DType dtype) {
                          std::to_string(plan.workspaceBytes) +
                          " bytes): " + buffer.message());
   workspace = std::move(*buffer);
+  base = workspace.data();
   return Status::ok();
 }
 
@@ -242,37 +268,41 @@ TiledSwiGLUMLP::Shard TiledSwiGLUMLP::shard(const MLPShape &shape, DType dtype,
   s.rows = std::min(plan.rowsPerShard, shape.rows - s.first);
   int64_t I = shape.intermediate;
   size_t block = shardBlockBytes(plan.rowsPerShard, I, dtype);
-  rt::cu::DevicePtr base = workspace.data() + rt::Blas::kWorkspaceBytes;
-  s.g = {base, dtype, s.rows, I, I};
-  s.u = {base + block, dtype, s.rows, I, I};
-  s.h = {base + 2 * block, dtype, s.rows, I, I};
+  rt::cu::DevicePtr first = base + rt::Blas::kWorkspaceBytes;
+  s.g = {first, dtype, s.rows, I, I};
+  s.u = {first + block, dtype, s.rows, I, I};
+  s.h = {first + 2 * block, dtype, s.rows, I, I};
   return s;
 }
 
 Status TiledSwiGLUMLP::gemm(const Operand &a, const Operand &b,
-                            const MatrixView &d, float beta) {
+                            const MatrixView &d, float beta,
+                            const RunOptions &run) {
   // Every shard shares one cuBLASLt workspace: the GEMMs run in order on
   // one stream.
-  return blas->matmul(a, b, d, beta, workspace.data());
+  return blas->matmul(a, b, d, beta, base, run.stream);
 }
 
-Status TiledSwiGLUMLP::product(const Shard &s, bool separate) {
+Status TiledSwiGLUMLP::product(const Shard &s, bool separate,
+                               const RunOptions &run) {
   // h = swiglu(g, u): in its own buffer when the backward still needs g and
   // u, in place over g otherwise (Operators' elementwise kernels may run in
   // place).
   return ops.swigluForward(tensorOf(s.g), tensorOf(s.u),
-                           tensorOf(separate ? s.h : s.g));
+                           tensorOf(separate ? s.h : s.g), kernelRun(run));
 }
 
 Status TiledSwiGLUMLP::forward(const MLPWeights &weights, const TensorView &x,
-                               const TensorView &y) {
+                               const TensorView &y, const RunOptions &run) {
   rt::StatusOr<MLPShape> checked = checkMLPOperands(weights, x, y, "y");
   if (!checked)
     return checked.takeStatus();
   MLPShape shape = *checked;
   if (shape.rows == 0)
     return Status::ok();
-  if (Status s = prepare(shape, x.dtype); !s)
+  if (Status s = prepare(shape, x.dtype, run); !s)
+    return s;
+  if (Status s = ops.device().makeCurrent(); !s)
     return s;
   int64_t H = shape.hidden;
   MatrixView gate = matrix(weights.gate), up = matrix(weights.up),
@@ -280,27 +310,29 @@ Status TiledSwiGLUMLP::forward(const MLPWeights &weights, const TensorView &x,
   for (int64_t index = 0; index < plan.shards; ++index) {
     Shard s = shard(shape, x.dtype, index);
     MatrixView xs = rowsOf(x, s.first, s.rows, H);
-    if (Status st = gemm({xs}, {gate, true}, s.g, 0.0f); !st)
+    if (Status st = gemm({xs}, {gate, true}, s.g, 0.0f, run); !st)
       return st;
-    if (Status st = gemm({xs}, {up, true}, s.u, 0.0f); !st)
+    if (Status st = gemm({xs}, {up, true}, s.u, 0.0f, run); !st)
       return st;
     // The untiled step keeps g and u for its backward.
     bool keep = !options.recompute;
-    if (Status st = product(s, keep); !st)
+    if (Status st = product(s, keep, run); !st)
       return st;
     if (Status st = gemm({keep ? s.h : s.g}, {down, true},
-                         rowsOf(y, s.first, s.rows, H), 0.0f);
+                         rowsOf(y, s.first, s.rows, H), 0.0f, run);
         !st)
       return st;
   }
   keptInput = options.recompute ? 0 : x.data;
+  keptBase = options.recompute ? 0 : base;
   keptRows = options.recompute ? 0 : shape.rows;
   return Status::ok();
 }
 
 Status TiledSwiGLUMLP::backward(const MLPWeights &weights, const TensorView &x,
                                 const TensorView &dy, const TensorView &dx,
-                                const MLPGradients &mainGrad, bool overwrite) {
+                                const MLPGradients &mainGrad, bool overwrite,
+                                const RunOptions &run) {
   rt::StatusOr<MLPShape> checked = checkMLPOperands(weights, x, dy, "dy");
   if (!checked)
     return checked.takeStatus();
@@ -313,21 +345,26 @@ Status TiledSwiGLUMLP::backward(const MLPWeights &weights, const TensorView &x,
     // No rows: the gradients are zero.
     if (!overwrite)
       return Status::ok();
+    if (Status s = ops.device().makeCurrent(); !s)
+      return s;
     for (const TensorView *g : {&mainGrad.gate, &mainGrad.up, &mainGrad.down})
-      if (Status s = rt::check(
-              ops.device().driver().memsetD8(g->data, 0, g->numElements() * 4),
-              "cuMemsetD8 (main_grad)");
+      if (Status s =
+              rt::check(ops.device().driver().memsetD8Async(
+                            g->data, 0, g->numElements() * 4, run.stream),
+                        "cuMemsetD8Async (main_grad)");
           !s)
         return s;
     return Status::ok();
   }
+  if (Status s = prepare(shape, x.dtype, run); !s)
+    return s;
   if (!options.recompute &&
-      (keptInput != x.data || keptRows != shape.rows || !workspace.size()))
+      (keptInput != x.data || keptRows != shape.rows || keptBase != base))
     return Status::error("the untiled backward (recompute = false) needs the "
-                         "forward of the same x first: it keeps g, u and h");
-  if (options.recompute)
-    if (Status s = prepare(shape, x.dtype); !s)
-      return s;
+                         "forward of the same x, with the same workspace, "
+                         "first: it keeps g, u and h");
+  if (Status s = ops.device().makeCurrent(); !s)
+    return s;
   int64_t H = shape.hidden;
   MatrixView gate = matrix(weights.gate), up = matrix(weights.up),
              down = matrix(weights.down);
@@ -344,45 +381,49 @@ Status TiledSwiGLUMLP::backward(const MLPWeights &weights, const TensorView &x,
     if (options.recompute) {
       // The gate/up projections again; not the down projection, whose
       // output the backward never needs.
-      if (Status st = gemm({xs}, {gate, true}, s.g, 0.0f); !st)
+      if (Status st = gemm({xs}, {gate, true}, s.g, 0.0f, run); !st)
         return st;
-      if (Status st = gemm({xs}, {up, true}, s.u, 0.0f); !st)
+      if (Status st = gemm({xs}, {up, true}, s.u, 0.0f, run); !st)
         return st;
       // dh = dy · down into h's buffer; then one pass over g, u and dh
       // (the derived backward with return-primal) leaves dg over g, du
       // over u and h = swiglu(g, u) over dh: h costs no pass of its own.
-      if (Status st = gemm({dys}, {down}, s.h, 0.0f); !st)
+      if (Status st = gemm({dys}, {down}, s.h, 0.0f, run); !st)
         return st;
       TensorView g = tensorOf(s.g), u = tensorOf(s.u), h = tensorOf(s.h);
-      if (Status st = ops.swigluBackwardWithForward(g, u, h, g, u, h); !st)
+      if (Status st =
+              ops.swigluBackwardWithForward(g, u, h, g, u, h, kernelRun(run));
+          !st)
         return st;
       // main_grad(down) [H, I] += dyᵀ · h.
-      if (Status st = gemm({dys, true}, {s.h}, gradDown, beta); !st)
+      if (Status st = gemm({dys, true}, {s.h}, gradDown, beta, run); !st)
         return st;
     } else {
       // The untiled step kept h: main_grad(down) += dyᵀ · h, then dh over
       // h, then dg, du over g, u.
-      if (Status st = gemm({dys, true}, {s.h}, gradDown, beta); !st)
+      if (Status st = gemm({dys, true}, {s.h}, gradDown, beta, run); !st)
         return st;
-      if (Status st = gemm({dys}, {down}, s.h, 0.0f); !st)
+      if (Status st = gemm({dys}, {down}, s.h, 0.0f, run); !st)
         return st;
       TensorView g = tensorOf(s.g), u = tensorOf(s.u);
-      if (Status st = ops.swigluBackward(g, u, tensorOf(s.h), g, u); !st)
+      if (Status st =
+              ops.swigluBackward(g, u, tensorOf(s.h), g, u, kernelRun(run));
+          !st)
         return st;
     }
     // dx = dg · gate + du · up.
-    if (Status st = gemm({s.g}, {gate}, dxs, 0.0f); !st)
+    if (Status st = gemm({s.g}, {gate}, dxs, 0.0f, run); !st)
       return st;
-    if (Status st = gemm({s.u}, {up}, dxs, 1.0f); !st)
+    if (Status st = gemm({s.u}, {up}, dxs, 1.0f, run); !st)
       return st;
     // main_grad(gate) [I, H] += dgᵀ · x, main_grad(up) += duᵀ · x.
-    if (Status st = gemm({s.g, true}, {xs}, gradGate, beta); !st)
+    if (Status st = gemm({s.g, true}, {xs}, gradGate, beta, run); !st)
       return st;
-    if (Status st = gemm({s.u, true}, {xs}, gradUp, beta); !st)
+    if (Status st = gemm({s.u, true}, {xs}, gradUp, beta, run); !st)
       return st;
   }
   // The untiled step's g, u and h are spent (now dg, du and dh).
-  keptInput = 0;
+  keptInput = keptBase = 0;
   keptRows = 0;
   return Status::ok();
 }

@@ -232,7 +232,7 @@ StatusOr<Blas::Plan *> Blas::plan(const Operand &a, const Operand &b,
 }
 
 Status Blas::matmul(const Operand &a, const Operand &b, const MatrixView &d,
-                    float beta, cu::DevicePtr workspace) {
+                    float beta, cu::DevicePtr workspace, cu::Stream stream) {
   if (Status s = checkMatrix(a.matrix, "a"); !s)
     return s;
   if (Status s = checkMatrix(b.matrix, "b"); !s)
@@ -271,7 +271,7 @@ Status Blas::matmul(const Operand &a, const Operand &b, const MatrixView &d,
   int status =
       api.matmul(handle, p.desc, &alpha, bPtr, p.aLayout, aPtr, p.bLayout,
                  &beta, dPtr, p.dLayout, dPtr, p.dLayout, p.choice.algo,
-                 reinterpret_cast<void *>(workspace), workspaceBytes, nullptr);
+                 reinterpret_cast<void *>(workspace), workspaceBytes, stream);
   if (status != 0)
     return Status::error(std::string("cublasLtMatmul failed: ") +
                          api.getStatusName(status) + " (" + describe(d) +

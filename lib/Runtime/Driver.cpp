@@ -120,6 +120,7 @@ StatusOr<DriverApi> load(const char *path) {
   resolveSymbol(library, "cuMemcpyHtoD_v2", api.memcpyHtoD, missing);
   resolveSymbol(library, "cuMemcpyDtoH_v2", api.memcpyDtoH, missing);
   resolveSymbol(library, "cuMemsetD8_v2", api.memsetD8, missing);
+  resolveSymbol(library, "cuMemsetD8Async", api.memsetD8Async, missing);
   resolveSymbol(library, "cuModuleLoadDataEx", api.moduleLoadDataEx, missing);
   resolveSymbol(library, "cuModuleUnload", api.moduleUnload, missing);
   resolveSymbol(library, "cuModuleGetFunction", api.moduleGetFunction, missing);

@@ -30,6 +30,28 @@ def assert_close(got, ref, dtype, what=""):
                         f"exceeds the {dtype} tolerance")
 
 
+def assert_replay_matches(step, args, eager):
+    """Captures step(*args) in a CUDA graph, poisons what it returned,
+    replays it and checks the bits against `eager` (step's results from
+    an eager call). `args` are the graph's own leaves: an autograd node made
+    on another stream and kept alive would join the capture."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up off the capture, as torch says
+        step(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = step(*args)
+    for t in captured:
+        t.detach().fill_(float("nan"))
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    for got, want in zip(captured, eager):
+        assert torch.equal(got, want)
+
+
 def silu(x):
     return x * torch.sigmoid(x)
 
@@ -98,3 +120,9 @@ def _away_from_zero(x):
 @pytest.fixture
 def generator():
     return torch.Generator().manual_seed(1234)
+
+
+def swiglu_mlp(x, gate, up, down):
+    """The MLP in float64: (silu(x gateᵀ) ⊙ (x upᵀ)) downᵀ."""
+    x, gate, up, down = (t.double() for t in (x, gate, up, down))
+    return (silu(x @ gate.T) * (x @ up.T)) @ down.T

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import tile
-from conftest import ZOO, ZOO_CASES, assert_close, rms_norm, silu
+from conftest import (ZOO, ZOO_CASES, assert_close, assert_replay_matches,
+                      rms_norm, silu)
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="no CUDA device")
@@ -131,22 +132,7 @@ def test_cuda_graph_replay_gives_the_eager_bits():
     eager = [t.detach().clone() for t in step(leaf(x0), leaf(w0))]
     # The captured leaves are the graph's own (an autograd node made on the
     # default stream and kept alive would join the capture).
-    x, w = leaf(x0), leaf(w0)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm up off the capture, as torch says
-        step(x, w)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = step(x, w)
-    for t in captured:
-        t.detach().fill_(float("nan"))
-    for _ in range(3):
-        graph.replay()
-    torch.cuda.synchronize()
-    for got, want in zip(captured, eager):
-        assert torch.equal(got, want)
+    assert_replay_matches(step, [leaf(x0), leaf(w0)], eager)
 
 
 class Block(torch.nn.Module):

@@ -5,14 +5,16 @@
     y = k(x, w)             # forward; y.sum().backward() runs the derived
                             # backward
 
-``tile.ops`` has SwiGLU, silu_and_mul and RMSNorm. CUDA tensors run the
-compiled kernels on their device's current stream; CPU tensors run the
-float64 reference evaluator.
+``tile.ops`` has SwiGLU, GeGLU, silu_and_mul, RMSNorm and the
+sequence-tiled SwiGLU MLP; ``tile.nn`` the modules over them;
+``tile.transformers.apply_tile`` patches Hugging Face models. CUDA tensors
+run the compiled kernels on their device's current stream; CPU tensors run
+the float64 reference evaluator.
 """
 
-from . import ops
+from . import mlp, nn, ops
 from ._capi import TileError, device_count
 from .kernel import Kernel
 
-__all__ = ["Kernel", "TileError", "device_count", "ops"]
+__all__ = ["Kernel", "TileError", "device_count", "mlp", "nn", "ops"]
 __version__ = "0.1.0"

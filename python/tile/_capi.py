@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-API_VERSION = 1
+API_VERSION = 2
 
 # tile_dtype
 BF16, F16, F32, F64, I64 = range(5)
@@ -67,6 +67,22 @@ class ValueInfo(ctypes.Structure):
         ("role", ctypes.c_int),
         ("differentiable", ctypes.c_int),
         ("of", ctypes.c_int64),
+    ]
+
+
+class MLPOptions(ctypes.Structure):
+    _fields_ = [
+        ("shards", ctypes.c_int64),
+        ("memory_budget", ctypes.c_size_t),
+        ("recompute", ctypes.c_int),
+    ]
+
+
+class Run(ctypes.Structure):
+    _fields_ = [
+        ("stream", ctypes.c_void_p),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
     ]
 
 
@@ -138,6 +154,24 @@ _signatures = {
                                ctypes.c_void_p),
     "tile_host_results_destroy": ([ctypes.c_void_p], None),
     "tile_operator_source": ([ctypes.c_char_p], ctypes.c_char_p),
+    "tile_operators_create": ([ctypes.c_int, ctypes.c_char_p,
+                               ctypes.POINTER(ctypes.c_void_p)], _status),
+    "tile_matmul": ([ctypes.c_void_p, ctypes.POINTER(Run),
+                     ctypes.POINTER(Tensor), ctypes.c_int,
+                     ctypes.POINTER(Tensor), ctypes.c_int,
+                     ctypes.POINTER(Tensor), ctypes.c_float], _status),
+    "tile_mlp_create": ([ctypes.c_void_p, ctypes.POINTER(MLPOptions),
+                         ctypes.POINTER(ctypes.c_void_p)], _status),
+    "tile_mlp_plan": ([ctypes.POINTER(MLPOptions), ctypes.c_int64,
+                       ctypes.c_int64, ctypes.c_int,
+                       ctypes.POINTER(ctypes.c_int64),
+                       ctypes.POINTER(ctypes.c_int64),
+                       ctypes.POINTER(ctypes.c_size_t)], _status),
+    "tile_mlp_forward": ([ctypes.c_void_p, ctypes.POINTER(Run)] +
+                         [ctypes.POINTER(Tensor)] * 5, _status),
+    "tile_mlp_backward": ([ctypes.c_void_p, ctypes.POINTER(Run)] +
+                          [ctypes.POINTER(Tensor)] * 9 + [ctypes.c_int],
+                          _status),
 }
 for _name, (_args, _result) in _signatures.items():
     _function = getattr(lib, _name)

@@ -194,19 +194,31 @@ def backward(kernel, args, grads, saved):
                     f"{what} has no .main_grad: with main_grad=True its "
                     "gradient is added to an fp32 tensor of its shape "
                     "there")
-            if accumulator.dtype != torch.float32 or \
-                    accumulator.shape != args[value.of].shape or \
+            param = args[value.of]
+            # fp32; float64 too for a float64 parameter (the CPU's exact
+            # mode).
+            expected = torch.float32
+            if accumulator.dtype == torch.float64 == param.dtype:
+                expected = torch.float64
+            if accumulator.dtype != expected or \
+                    accumulator.shape != param.shape or \
+                    accumulator.device != param.device or \
                     not accumulator.is_contiguous():
                 raise RuntimeError(
-                    f"{what}.main_grad must be a contiguous float32 tensor of "
-                    f"shape {list(args[value.of].shape)}, got "
-                    f"{accumulator.dtype} {list(accumulator.shape)}")
+                    f"{what}.main_grad must be a contiguous {expected} "
+                    f"tensor of shape {list(param.shape)} on {param.device}, "
+                    f"got {accumulator.dtype} {list(accumulator.shape)} on "
+                    f"{accumulator.device}")
             call_args.append(accumulator)
     # An accumulated gradient is written in place, into main_grad.
     for index, value in enumerate(info.results):
         if value.role == GRADIENT and _is_accumulated(info, value.of):
             out[index] = args[value.of].main_grad
     flat = _run(kernel, kernel.backward_function, call_args, out)
+    # The main_grad contract (Megatron, TransformerEngine): the gradient is
+    # in main_grad, and autograd gets None for it, never a view of it.
+    for index in out:
+        args[info.results[index].of].grad_added_to_main_grad = True
     gradients = [None] * len(args)
     for tensor, value in zip(flat, info.results):
         if value.role != GRADIENT or _is_accumulated(info, value.of):

@@ -1,14 +1,17 @@
 """Tile's operators as differentiable PyTorch functions.
 
-Each is the kernel in examples/ (embedded in libtile.so) as a tile.Kernel:
-the forward a user wrote, the backward tile-differentiate derived, compiled
-for the call's device, dtype and widths on first use.
+Each elementwise or row operator is the kernel in examples/ (embedded in
+libtile.so) as a tile.Kernel: the forward a user wrote, the backward
+tile-differentiate derived, compiled for the call's device, dtype and widths
+on first use. swiglu_mlp is the sequence-tiled MLP around the SwiGLU kernels
+(mlp.py).
 """
 
 import torch
 
 from . import _capi
 from .kernel import Kernel
+from .mlp import swiglu_mlp  # noqa: F401  (tile.ops.swiglu_mlp)
 
 
 _kernels = {}
@@ -27,6 +30,12 @@ def _kernel(name, policy="recompute", main_grad=False):
 def swiglu(a, b):
     """silu(a) * b, elementwise; a and b of one shape [..., H]."""
     return _kernel("swiglu")(a, b)
+
+
+def geglu(a, b):
+    """gelu_tanh(a) * b, elementwise (Gemma's MLP activation); a and b of one
+    shape [..., H]."""
+    return _kernel("geglu")(a, b)
 
 
 def silu_and_mul(x):

@@ -195,6 +195,46 @@ static void test_bad_source(void) {
   tile_status_destroy(NULL); /* allowed, as free(NULL) */
 }
 
+/* The tiled MLP's plan needs no GPU; bad options and shapes are errors. */
+static void test_mlp_plan(void) {
+  int64_t shards = 0, rows = 0;
+  size_t bytes = 0;
+  tile_mlp_options options = {4, 0, 1};
+  if (ok(tile_mlp_plan(&options, 1000, 300, TILE_DTYPE_BF16, &shards, &rows,
+                       &bytes),
+         "plan 1000 rows in 4 shards")) {
+    CHECK(shards == 4);
+    CHECK(rows == 250);
+    /* cuBLASLt's 32 MiB, then g, u, h of 250 rows each 256-byte rounded. */
+    CHECK(bytes == (32u << 20) + 3 * ((250 * 300 * 2 + 255) / 256 * 256));
+  }
+  tile_mlp_options budget = {0, (32u << 20) + 3 * 256 + 3 * 300 * 2 * 64, 1};
+  if (ok(tile_mlp_plan(&budget, 1000, 300, TILE_DTYPE_F16, &shards, &rows,
+                       NULL),
+         "plan under a budget")) {
+    CHECK(rows == 64);
+    CHECK(shards == 16);
+  }
+  tile_mlp_options negative = {-1, 0, 1};
+  fails_with(
+      tile_mlp_plan(&negative, 10, 300, TILE_DTYPE_BF16, NULL, NULL, NULL),
+      "shard count", "a negative shard count");
+  tile_mlp_options untiled = {2, 0, 0};
+  fails_with(
+      tile_mlp_plan(&untiled, 10, 300, TILE_DTYPE_BF16, NULL, NULL, NULL),
+      "untiled", "an untiled step with shards");
+  fails_with(tile_mlp_plan(NULL, 10, 300, TILE_DTYPE_F64, NULL, NULL, NULL),
+             "bf16, f16 or f32", "a host dtype");
+  tile_mlp mlp = NULL;
+  fails_with(tile_mlp_create(NULL, NULL, &mlp), "null tile_operators",
+             "an MLP without operators");
+  CHECK(mlp == NULL);
+  fails_with(tile_mlp_forward(NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+             "null tile_mlp", "a forward without an MLP");
+  fails_with(tile_matmul(NULL, NULL, NULL, 0, NULL, 0, NULL, 1.0f),
+             "null tile_operators", "a GEMM without operators");
+}
+
 /* On a machine with a GPU: the forward on the device matches the host. */
 static void test_gpu(void) {
   int count = 0;
@@ -243,6 +283,7 @@ int main(void) {
   CHECK(tile_api_version() == TILE_C_API_VERSION);
   test_describe_infer_evaluate();
   test_bad_source();
+  test_mlp_plan();
   test_gpu();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);

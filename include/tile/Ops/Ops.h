@@ -32,8 +32,8 @@ using rt::Status;
 using rt::TensorView;
 
 /// The source of an operator's kernel ("swiglu", "silu_and_mul",
-/// "rms_norm": examples/*.mlir, embedded at build time); null for another
-/// name.
+/// "rms_norm": examples/*.mlir; "geglu": test/Zoo/geglu.mlir; embedded at
+/// build time); null for another name.
 const char *exampleSource(const std::string &kernel);
 
 /// silu_and_mul's input must be [..., 2H]: an odd width would silently drop

@@ -26,7 +26,10 @@
 // Memory: one workspace holds g, u and h for one shard (3·I elements per
 // row) plus cuBLASLt's workspace. It is allocated on the first step that
 // needs it (never per shard), kept for the next steps, and given back by
-// releaseWorkspace().
+// releaseWorkspace() — or, where RunOptions carries a caller's workspace (a
+// framework's allocator, a CUDA graph), that one is used and nothing is
+// allocated: planShards says how many bytes it needs. Every GEMM and kernel
+// of a step runs in order on RunOptions' stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,17 +103,19 @@ public:
 
   /// y [..., H] from x [..., H].
   Status forward(const MLPWeights &weights, const TensorView &x,
-                 const TensorView &y);
+                 const TensorView &y, const RunOptions &run = {});
   /// dx [..., H] from dy, and main_grad (+)= the weight gradients:
   /// `overwrite` replaces their contents (the first micro-batch), otherwise
-  /// the gradients are added to them.
+  /// the gradients are added to them. The untiled step (recompute = false)
+  /// needs the forward of the same x, with the same workspace, first.
   Status backward(const MLPWeights &weights, const TensorView &x,
                   const TensorView &dy, const TensorView &dx,
-                  const MLPGradients &mainGrad, bool overwrite);
+                  const MLPGradients &mainGrad, bool overwrite,
+                  const RunOptions &run = {});
 
   /// The plan of the last step.
   const ShardPlan &lastPlan() const { return plan; }
-  /// Bytes of the workspace held now.
+  /// Bytes of the workspace held now (none where callers give theirs).
   size_t workspaceBytes() const { return workspace.size(); }
   void releaseWorkspace();
 
@@ -118,22 +123,26 @@ private:
   TiledSwiGLUMLP(Operators &ops, std::unique_ptr<rt::Blas> blas,
                  MLPOptions options)
       : ops(ops), blas(std::move(blas)), options(options) {}
-  /// Plans the step and makes sure the workspace holds it.
-  Status prepare(const MLPShape &shape, rt::DType dtype);
+  /// Plans the step and makes sure a workspace holds it: the caller's
+  /// (checked) or the one this object keeps. Sets `base`.
+  Status prepare(const MLPShape &shape, rt::DType dtype, const RunOptions &run);
   struct Shard; // views of one shard's rows and of the workspace
   Shard shard(const MLPShape &shape, rt::DType dtype, int64_t index) const;
   /// h = swiglu(g, u) of one shard, into h or (`separate` false) over g.
-  Status product(const Shard &s, bool separate);
+  Status product(const Shard &s, bool separate, const RunOptions &run);
   Status gemm(const rt::Operand &a, const rt::Operand &b,
-              const rt::MatrixView &d, float beta);
+              const rt::MatrixView &d, float beta, const RunOptions &run);
 
   Operators &ops;
   std::unique_ptr<rt::Blas> blas;
   MLPOptions options;
   ShardPlan plan;
   rt::DeviceBuffer workspace;
-  // The untiled step: the forward whose g, u, h the workspace holds.
-  rt::cu::DevicePtr keptInput = 0;
+  /// The workspace of the step under way: cuBLASLt's, then g, u and h.
+  rt::cu::DevicePtr base = 0;
+  // The untiled step: the forward whose g, u, h the workspace at keptBase
+  // holds.
+  rt::cu::DevicePtr keptInput = 0, keptBase = 0;
   int64_t keptRows = 0;
 };
 

@@ -86,12 +86,14 @@ public:
   Blas(const Blas &) = delete;
   Blas &operator=(const Blas &) = delete;
 
-  /// d = op(a) · op(b) + beta · d on the default stream (the stream Tile's
-  /// kernels run on, so the two are ordered). Shapes, dtypes, leading
-  /// dimensions and pointers are checked; `workspace` holds kWorkspaceBytes
-  /// and is 256-byte aligned (cuBLASLt's requirement), or is 0.
+  /// d = op(a) · op(b) + beta · d on `stream` (of the handle's device; the
+  /// caller orders it with Tile's kernels by passing them the same one).
+  /// Shapes, dtypes, leading dimensions and pointers are checked;
+  /// `workspace` holds kWorkspaceBytes and is 256-byte aligned (cuBLASLt's
+  /// requirement), or is 0. The device's context must be current.
   Status matmul(const Operand &a, const Operand &b, const MatrixView &d,
-                float beta, cu::DevicePtr workspace);
+                float beta, cu::DevicePtr workspace,
+                cu::Stream stream = nullptr);
 
   /// cuBLASLt's version, e.g. 130100.
   size_t version() const { return api.getVersion(); }

@@ -72,6 +72,7 @@ struct DriverApi {
   cu::Result (*memcpyHtoD)(cu::DevicePtr, const void *, size_t);
   cu::Result (*memcpyDtoH)(void *, cu::DevicePtr, size_t);
   cu::Result (*memsetD8)(cu::DevicePtr, unsigned char, size_t);
+  cu::Result (*memsetD8Async)(cu::DevicePtr, unsigned char, size_t, cu::Stream);
   cu::Result (*moduleLoadDataEx)(cu::Module *, const void *, unsigned, int *,
                                  void **);
   cu::Result (*moduleUnload)(cu::Module);

@@ -1,0 +1,132 @@
+//===- MLP.cpp - the sequence-tiled SwiGLU MLP through the C API ----------===//
+
+#include "Support.h"
+
+#include "tile/Ops/TiledMLP.h"
+
+#include <mutex>
+
+using tile::rt::Status;
+using tile::rt::StatusOr;
+using tile::rt::TensorView;
+
+struct tile_mlp_t {
+  std::unique_ptr<tile::ops::TiledSwiGLUMLP> mlp;
+  // TiledSwiGLUMLP keeps the plan of the step under way: one call at a time.
+  std::mutex mutex;
+};
+
+namespace {
+
+/// The named tensors as views, in order; the first failure is the error.
+StatusOr<std::vector<TensorView>>
+views(std::initializer_list<std::pair<const char *, const tile_tensor *>>
+          tensors) {
+  std::vector<TensorView> result;
+  for (auto [name, tensor] : tensors) {
+    StatusOr<TensorView> view = tile::capi::toView(tensor, name);
+    if (!view)
+      return view.takeStatus();
+    result.push_back(std::move(*view));
+  }
+  return result;
+}
+
+/// tile_mlp_options as the operator takes them (NULL: the defaults).
+tile::ops::MLPOptions toOptions(const tile_mlp_options *options) {
+  tile::ops::MLPOptions chosen;
+  if (options) {
+    chosen.shards = options->shards;
+    if (options->memory_budget)
+      chosen.memoryBudgetBytes = options->memory_budget;
+    chosen.recompute = options->recompute != 0;
+  }
+  return chosen;
+}
+
+} // namespace
+
+extern "C" {
+
+tile_status tile_mlp_create(tile_operators ops, const tile_mlp_options *options,
+                            tile_mlp *mlp) {
+  if (!mlp)
+    return tile::capi::error("tile_mlp_create: a null result pointer");
+  *mlp = nullptr;
+  if (!ops)
+    return tile::capi::error("tile_mlp_create: a null tile_operators");
+  tile::ops::MLPOptions chosen = toOptions(options);
+  auto created = tile::ops::TiledSwiGLUMLP::create(*ops->operators, chosen);
+  if (!created)
+    return tile::capi::toC(created.takeStatus());
+  *mlp = new tile_mlp_t{std::move(*created), {}};
+  return nullptr;
+}
+
+void tile_mlp_destroy(tile_mlp mlp) { delete mlp; }
+
+tile_status tile_mlp_plan(const tile_mlp_options *options, int64_t rows,
+                          int64_t intermediate, tile_dtype dtype,
+                          int64_t *shards, int64_t *rows_per_shard,
+                          size_t *workspace_bytes) {
+  StatusOr<tile::rt::DType> type = tile::capi::deviceDType(dtype, "the MLP");
+  if (!type)
+    return tile::capi::toC(type.takeStatus());
+  auto plan =
+      tile::ops::planShards(rows, intermediate, *type, toOptions(options));
+  if (!plan)
+    return tile::capi::toC(plan.takeStatus());
+  if (shards)
+    *shards = plan->shards;
+  if (rows_per_shard)
+    *rows_per_shard = plan->rowsPerShard;
+  if (workspace_bytes)
+    *workspace_bytes = plan->workspaceBytes;
+  return nullptr;
+}
+
+tile_status tile_mlp_forward(tile_mlp mlp, const tile_run *run,
+                             const tile_tensor *gate, const tile_tensor *up,
+                             const tile_tensor *down, const tile_tensor *x,
+                             const tile_tensor *y) {
+  if (!mlp)
+    return tile::capi::error("tile_mlp_forward: a null tile_mlp");
+  auto v =
+      views({{"gate", gate}, {"up", up}, {"down", down}, {"x", x}, {"y", y}});
+  if (!v)
+    return tile::capi::toC(v.takeStatus());
+  std::vector<TensorView> &t = *v;
+  std::lock_guard<std::mutex> lock(mlp->mutex);
+  return tile::capi::toC(mlp->mlp->forward({t[0], t[1], t[2]}, t[3], t[4],
+                                           tile::capi::toRun(run)));
+}
+
+tile_status tile_mlp_backward(tile_mlp mlp, const tile_run *run,
+                              const tile_tensor *gate, const tile_tensor *up,
+                              const tile_tensor *down, const tile_tensor *x,
+                              const tile_tensor *dy, const tile_tensor *dx,
+                              const tile_tensor *main_grad_gate,
+                              const tile_tensor *main_grad_up,
+                              const tile_tensor *main_grad_down,
+                              int overwrite) {
+  if (!mlp)
+    return tile::capi::error("tile_mlp_backward: a null tile_mlp");
+  auto v = views({{"gate", gate},
+                  {"up", up},
+                  {"down", down},
+                  {"x", x},
+                  {"dy", dy},
+                  {"dx", dx},
+                  {"main_grad_gate", main_grad_gate},
+                  {"main_grad_up", main_grad_up},
+                  {"main_grad_down", main_grad_down}});
+  if (!v)
+    return tile::capi::toC(v.takeStatus());
+  std::vector<TensorView> &t = *v;
+  std::lock_guard<std::mutex> lock(mlp->mutex);
+  return tile::capi::toC(mlp->mlp->backward(
+      {t[0], t[1], t[2]}, t[3], t[4], t[5], {t[6], t[7], t[8]}, overwrite != 0,
+      tile::capi::toRun(run)));
+}
+
+} // extern "C"

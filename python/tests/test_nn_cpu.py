@@ -1,0 +1,176 @@
+"""tile.nn and tile.transformers on the CPU (the reference evaluator): the
+modules against PyTorch, state dicts shared with Hugging Face modules, the
+main_grad contract over micro-batches (with Megatron-style hooks), and
+patched tiny Hugging Face models against the unpatched ones. Runs in CI."""
+
+import pytest
+import torch
+
+import tile
+import tile.transformers
+from conftest import assert_close, rms_norm, silu, swiglu_mlp
+
+transformers = pytest.importorskip("transformers")
+
+# Hugging Face's RMSNorm computes in float32 even for float64 inputs: a
+# float64 model patched with Tile (exact in float64) differs from it by
+# float32 rounding, amplified a little through the layers.
+HF_RTOL = 1e-5
+
+
+def leaf(t):
+    return t.detach().clone().requires_grad_(True)
+
+
+def test_rms_norm_module_matches_and_loads_hf_state(generator):
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+    x = torch.randn(3, 5, 32, dtype=torch.float64, generator=generator)
+    for hf_class, offset in ((LlamaRMSNorm, 0.0), (GemmaRMSNorm, 1.0)):
+        hf = hf_class(32, eps=1e-5).double()
+        ours = tile.nn.RMSNorm(32, 1e-5, offset, dtype=torch.float64)
+        assert torch.equal(ours.weight, hf.weight)  # the same initial state
+        with torch.no_grad():
+            hf.weight.uniform_(-0.5, 0.5, generator=generator)
+        ours.load_state_dict(hf.state_dict())
+        assert_close(ours(x), rms_norm(x, hf.weight, 1e-5, offset),
+                     torch.float64, hf_class.__name__)
+        assert set(ours.state_dict()) == set(hf.state_dict())
+
+
+@pytest.mark.parametrize("activation", ["silu", "gelu_pytorch_tanh"])
+def test_gated_mlp_matches_hf(activation, generator):
+    from transformers.models.llama.modeling_llama import LlamaMLP
+    config = transformers.LlamaConfig(hidden_size=32, intermediate_size=48,
+                                      hidden_act=activation)
+    hf = LlamaMLP(config).double()
+    ours = tile.nn.GatedMLP(32, 48, activation, dtype=torch.float64)
+    ours.load_state_dict(hf.state_dict())
+    x = torch.randn(2, 7, 32, dtype=torch.float64, generator=generator)
+    a, b = leaf(x), leaf(x)
+    hf(a).sum().backward()
+    ours(b).sum().backward()
+    # GeGLU's constants (sqrt(2/pi), 0.044715) are f32 in the kernel.
+    dtype = torch.float64 if activation == "silu" else torch.float32
+    assert_close(ours(x), hf(x), dtype, activation)
+    assert_close(b.grad, a.grad, dtype, "dx")
+    for p, q in zip(ours.parameters(), hf.parameters()):
+        assert_close(p.grad, q.grad, dtype, "weight gradient")
+
+
+def _modules(main_grad, generator):
+    torch.manual_seed(int(torch.randint(0, 1 << 30, (1,),
+                                        generator=generator)))
+    kwargs = dict(accumulate_into_main_grad=main_grad, dtype=torch.float64)
+    return [tile.nn.RMSNorm(16, 1e-6, **kwargs),
+            tile.nn.SwiGLUMLP(16, 24, **kwargs),
+            tile.nn.TiledSwiGLUMLP(16, 24, 2, **kwargs)]
+
+
+@pytest.mark.parametrize("index", [0, 1, 2], ids=["RMSNorm", "SwiGLUMLP",
+                                                  "TiledSwiGLUMLP"])
+@pytest.mark.parametrize("hooks", [False, True])
+def test_main_grad_contract(index, hooks, generator):
+    state = torch.Generator().manual_seed(7)
+    module = _modules(True, state)[index]
+    reference = _modules(False, torch.Generator().manual_seed(7))[index]
+    reference.load_state_dict(module.state_dict())
+    fired = []
+    if hooks:
+        # Megatron's DDP: a hook on each parameter's gradient accumulator
+        # adds .grad to main_grad unless grad_added_to_main_grad says it is
+        # there already; here it must find nothing to add.
+        for p in module.parameters():
+            def hook(param):
+                fired.append(param.grad is not None)
+                if param.grad is not None and \
+                        not getattr(param, "grad_added_to_main_grad", False):
+                    param.main_grad.add_(param.grad)
+                param.grad = None
+            p.register_post_accumulate_grad_hook(hook)
+    for _ in range(3):  # micro-batches
+        x = torch.randn(3, 5, 16, dtype=torch.float64, generator=generator)
+        dy = torch.randn(3, 5, 16, dtype=torch.float64, generator=generator)
+        a, b = leaf(x), leaf(x)
+        module(a).backward(dy)
+        reference(b).backward(dy)
+        assert_close(a.grad, b.grad, torch.float64, "dx")
+    for p, r in zip(module.parameters(), reference.parameters()):
+        assert p.grad is None
+        assert p.grad_added_to_main_grad is True
+        assert p.main_grad.dtype == torch.float64
+        assert p.main_grad.data_ptr() != r.grad.data_ptr()
+        assert_close(p.main_grad, r.grad, torch.float64,
+                     "main_grad = the sum of the micro-batches' gradients")
+    # The hooks run (autograd visits the accumulators) but find no .grad.
+    assert not any(fired)
+
+
+def test_tiled_mlp_module_matches_reference(generator):
+    mlp = tile.nn.TiledSwiGLUMLP(16, 24, "auto", dtype=torch.float64)
+    x = torch.randn(4, 16, dtype=torch.float64, generator=generator)
+    ref = swiglu_mlp(x, mlp.gate_proj.weight, mlp.up_proj.weight,
+                     mlp.down_proj.weight)
+    assert_close(mlp(x), ref, torch.float64, "tiled MLP")
+    with pytest.raises(ValueError, match="shards must be 'auto'"):
+        tile.nn.TiledSwiGLUMLP(16, 24, 0)
+    with pytest.raises(ValueError, match="activation 'relu'"):
+        tile.nn.GatedMLP(16, 24, "relu")
+
+
+def _tiny(model_type):
+    common = dict(vocab_size=64, hidden_size=32, intermediate_size=48,
+                  num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=64)
+    configs = {
+        "llama": transformers.LlamaConfig,
+        "mistral": transformers.MistralConfig,
+        "qwen2": transformers.Qwen2Config,
+        "qwen3": transformers.Qwen3Config,
+        "gemma": transformers.GemmaConfig,
+    }
+    extra = {"gemma": dict(head_dim=8), "qwen3": dict(head_dim=8)}
+    config = configs[model_type](**common, **extra.get(model_type, {}))
+    return transformers.AutoModelForCausalLM.from_config(config).double()
+
+
+@pytest.mark.parametrize("model_type", sorted(tile.transformers.SUPPORTED))
+@pytest.mark.parametrize("tiled", [False, 2])
+def test_patched_model_matches_unpatched(model_type, tiled):
+    if tiled and model_type == "gemma":
+        pytest.skip("Gemma's MLP is GeGLU; the tiled MLP is SwiGLU")
+    torch.manual_seed(0)
+    model = _tiny(model_type)
+    ids = torch.randint(0, 64, (2, 9))
+    expected = model(ids, labels=ids)
+    expected.loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    params = dict(model.named_parameters())
+    _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
+    layers = model.config.num_hidden_layers
+    assert counts["mlp"] == layers
+    assert counts["rms_norm"] >= 2 * layers + 1
+    # The same Parameter objects, under the same names.
+    assert dict(model.named_parameters()) == params
+    got = model(ids, labels=ids)
+    got.loss.backward()
+    scale = expected.logits.abs().max().item()
+    assert (got.logits - expected.logits).abs().max().item() <= HF_RTOL * scale
+    assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
+    for name, p in model.named_parameters():
+        g = grads[name]
+        bound = HF_RTOL * max(1.0, g.abs().max().item())
+        assert (p.grad - g).abs().max().item() <= bound, name
+
+
+def test_unsupported_models_are_named():
+    config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=4,
+                                     vocab_size=64)
+    model = transformers.GPT2LMHeadModel(config)
+    with pytest.raises(ValueError, match="'gpt2'.*supported: gemma, llama"):
+        tile.transformers.apply_tile(model)
+    llama = _tiny("llama")
+    tile.transformers.apply_tile(llama)
+    with pytest.raises(ValueError, match="patched already"):
+        tile.transformers.apply_tile(llama)

@@ -1,0 +1,206 @@
+"""Drop-in PyTorch modules over Tile's kernels.
+
+Parameters are ordinary nn.Parameters under the names Hugging Face uses
+(`weight`; `gate_proj.weight`, `up_proj.weight`, `down_proj.weight`), so
+state dicts move between these modules and the models' own unchanged.
+
+The main_grad contract (Megatron-LM, TransformerEngine), opt-in per module
+with ``accumulate_into_main_grad=True``: every parameter carries an fp32
+``main_grad`` (made, zeroed, on the first forward where the training loop
+has not attached one); the backward adds the weight gradient to it in fp32
+(RMSNorm's finalize, GEMMs with beta = 1), sets
+``param.grad_added_to_main_grad = True`` and hands autograd None for the
+parameter — no ``.grad``, nothing for a framework to add a second time, and
+never a view of main_grad.
+"""
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from . import autograd as _autograd
+from . import ops
+from .mlp import matmul_into
+
+__all__ = ["RMSNorm", "SwiGLU", "SiluAndMul", "GatedMLP", "SwiGLUMLP",
+           "TiledSwiGLUMLP"]
+
+
+def _ensure_main_grad(param):
+    """An fp32 main_grad for `param` (float64 for a float64 one), made zero
+    where the training loop attached none."""
+    if getattr(param, "main_grad", None) is None:
+        dtype = torch.float64 if param.dtype == torch.float64 \
+            else torch.float32
+        param.main_grad = torch.zeros(param.shape, dtype=dtype,
+                                      device=param.device)
+    return param.main_grad
+
+
+class RMSNorm(nn.Module):
+    """y = x * rsqrt(mean(x², -1) + eps) * (weight + offset).
+
+    offset 0: Llama, Qwen, Mistral (weight starts at one); offset 1: Gemma,
+    whose weight is stored zero-centred (starts at zero)."""
+
+    def __init__(self, hidden_size, eps=1e-6, offset=0.0, *,
+                 accumulate_into_main_grad=False, device=None, dtype=None):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.eps = eps
+        self.offset = float(offset)
+        self.accumulate_into_main_grad = accumulate_into_main_grad
+        self.weight = nn.Parameter(torch.full(
+            (hidden_size,), 1.0 - self.offset, device=device, dtype=dtype))
+
+    def forward(self, x):
+        weight = self.weight
+        if self.accumulate_into_main_grad:
+            _ensure_main_grad(weight)
+        elif weight.dtype != x.dtype:
+            # Mixed precision (an fp32 weight, bf16 activations): the kernel
+            # takes one dtype; autograd casts the gradient back.
+            weight = weight.to(x.dtype)
+        return ops.rms_norm(x.contiguous(), weight, self.eps, self.offset,
+                            main_grad=self.accumulate_into_main_grad)
+
+    def extra_repr(self):
+        return (f"{self.hidden_size}, eps={self.eps}, offset={self.offset}, "
+                f"accumulate_into_main_grad={self.accumulate_into_main_grad}")
+
+
+class SwiGLU(nn.Module):
+    """silu(a) * b."""
+
+    def forward(self, a, b):
+        return ops.swiglu(a.contiguous(), b.contiguous())
+
+
+class SiluAndMul(nn.Module):
+    """silu(x[..., :H]) * x[..., H:] (vLLM's fused activation)."""
+
+    def forward(self, x):
+        return ops.silu_and_mul(x.contiguous())
+
+
+_ACTIVATIONS = {"silu": ops.swiglu, "swish": ops.swiglu,
+                "gelu_pytorch_tanh": ops.geglu, "gelu_tanh": ops.geglu}
+
+
+def _add_projections(module, **factory):
+    """gate_proj, up_proj and down_proj as Hugging Face names them."""
+    hidden, inter = module.hidden_size, module.intermediate_size
+    module.gate_proj = nn.Linear(hidden, inter, **factory)
+    module.up_proj = nn.Linear(hidden, inter, **factory)
+    module.down_proj = nn.Linear(inter, hidden, **factory)
+
+
+class _MainGradGatedMLP(torch.autograd.Function):
+    """The gated MLP's step with the weight gradients added to main_grad:
+    the GEMMs' dgrads in torch, the wgrads by GEMMs with beta = 1 straight
+    into fp32, the activation's backward derived by tile-differentiate."""
+
+    @staticmethod
+    def forward(ctx, x, gate, up, down, activation):
+        g = F.linear(x, gate)
+        u = F.linear(x, up)
+        h = _ACTIVATIONS[activation](g, u)
+        ctx.activation = activation
+        ctx.save_for_backward(x, gate, up, down, g, u, h)
+        return F.linear(h, down)
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, gate, up, down, g, u, h = ctx.saved_tensors
+        x2 = x.reshape(-1, x.shape[-1])
+        dy2 = dy.reshape(-1, dy.shape[-1]).contiguous()
+        h2 = h.reshape(-1, h.shape[-1])
+        matmul_into(_ensure_main_grad(down), dy2, h2, trans_a=True)
+        dh = dy2 @ down
+        kernel = ops._kernel("swiglu" if _ACTIVATIONS[ctx.activation] is
+                             ops.swiglu else "geglu")
+        g2, u2 = g.reshape(dh.shape), u.reshape(dh.shape)
+        dg, du = _autograd.backward(kernel, [g2, u2], (dh,), [])
+        matmul_into(_ensure_main_grad(gate), dg, x2, trans_a=True)
+        matmul_into(_ensure_main_grad(up), du, x2, trans_a=True)
+        dx = dg @ gate + du @ up
+        for w in (gate, up, down):
+            w.grad_added_to_main_grad = True
+        return dx.view(x.shape), None, None, None, None
+
+
+class GatedMLP(nn.Module):
+    """down_proj(act(gate_proj(x)) * up_proj(x)): the MLP of Llama, Qwen and
+    Mistral (act = silu: SwiGLU) and Gemma (gelu_tanh: GeGLU). The
+    projections are torch's GEMMs (cuBLAS); the activation and its backward
+    are Tile kernels."""
+
+    def __init__(self, hidden_size, intermediate_size, activation="silu", *,
+                 bias=False, accumulate_into_main_grad=False, device=None,
+                 dtype=None):
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"activation {activation!r}: Tile's gated MLP "
+                             f"has {sorted(_ACTIVATIONS)}")
+        if bias and accumulate_into_main_grad:
+            raise ValueError("accumulate_into_main_grad takes an MLP without "
+                             "biases")
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.accumulate_into_main_grad = accumulate_into_main_grad
+        _add_projections(self, bias=bias, device=device, dtype=dtype)
+
+    def forward(self, x):
+        if self.accumulate_into_main_grad and torch.is_grad_enabled():
+            return _MainGradGatedMLP.apply(
+                x, self.gate_proj.weight, self.up_proj.weight,
+                self.down_proj.weight, self.activation)
+        h = _ACTIVATIONS[self.activation](self.gate_proj(x), self.up_proj(x))
+        return self.down_proj(h)
+
+
+class SwiGLUMLP(GatedMLP):
+    """down_proj(silu(gate_proj(x)) * up_proj(x)) (Llama, Qwen, Mistral)."""
+
+    def __init__(self, hidden_size, intermediate_size, **kwargs):
+        super().__init__(hidden_size, intermediate_size, "silu", **kwargs)
+
+
+class TiledSwiGLUMLP(nn.Module):
+    """SwiGLUMLP over tile::ops::TiledSwiGLUMLP: the sequence is split into
+    `shards` ("auto": the fewest whose [rows, I] intermediates fit
+    `memory_budget` bytes, 1 GiB by default) and nothing of size [S, I] is
+    kept for the backward, which recomputes gate/up per shard. Weight
+    gradients are fp32 (into main_grad with accumulate_into_main_grad)."""
+
+    def __init__(self, hidden_size, intermediate_size, shards="auto", *,
+                 memory_budget=None, accumulate_into_main_grad=False,
+                 device=None, dtype=None):
+        super().__init__()
+        if shards != "auto" and (isinstance(shards, bool) or
+                                 not isinstance(shards, int) or shards < 1):
+            raise ValueError(f"shards must be 'auto' or an int ≥ 1, got "
+                             f"{shards!r}")
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.shards = shards
+        self.memory_budget = memory_budget
+        self.accumulate_into_main_grad = accumulate_into_main_grad
+        _add_projections(self, bias=False, device=device, dtype=dtype)
+
+    def forward(self, x):
+        weights = (self.gate_proj.weight, self.up_proj.weight,
+                   self.down_proj.weight)
+        if self.accumulate_into_main_grad:
+            for w in weights:
+                _ensure_main_grad(w)
+        return ops.swiglu_mlp(
+            x.contiguous(), *weights,
+            shards=0 if self.shards == "auto" else self.shards,
+            memory_budget=self.memory_budget,
+            main_grad=self.accumulate_into_main_grad)
+
+    def extra_repr(self):
+        return (f"{self.hidden_size}, {self.intermediate_size}, "
+                f"shards={self.shards!r}")

@@ -1,0 +1,116 @@
+"""Patching Hugging Face models in place with tile.nn modules.
+
+    import tile.transformers
+    model = AutoModelForCausalLM.from_config(config)
+    tile.transformers.apply_tile(model)          # RMSNorm and MLP
+
+Each RMSNorm and MLP module of a supported model is replaced by its tile.nn
+counterpart holding the same Parameter objects (an optimizer built before
+the patch still updates them; the state dict keys do not change).
+"""
+
+from . import nn as _nn
+from . import ops as _ops
+
+# model_type -> (RMSNorm class names, MLP class names, RMSNorm offset)
+SUPPORTED = {
+    "llama": (("LlamaRMSNorm",), ("LlamaMLP",), 0.0),
+    "mistral": (("MistralRMSNorm",), ("MistralMLP",), 0.0),
+    "qwen2": (("Qwen2RMSNorm",), ("Qwen2MLP",), 0.0),
+    "qwen3": (("Qwen3RMSNorm",), ("Qwen3MLP",), 0.0),
+    "gemma": (("GemmaRMSNorm",), ("GemmaMLP",), 1.0),
+}
+
+
+def _model_type(model):
+    config = getattr(model, "config", None)
+    model_type = getattr(config, "model_type", None)
+    if model_type not in SUPPORTED:
+        raise ValueError(
+            f"tile.transformers.apply_tile: model type {model_type!r} "
+            f"({type(model).__name__}) is not supported; supported: "
+            f"{', '.join(sorted(SUPPORTED))}")
+    return model_type
+
+
+def _eps(module):
+    for name in ("variance_epsilon", "eps"):
+        if hasattr(module, name):
+            return float(getattr(module, name))
+    raise ValueError(f"{type(module).__name__} has no epsilon attribute")
+
+
+def _rms_norm(module, offset, main_grad):
+    weight = module.weight
+    patched = _nn.RMSNorm(weight.shape[0], _eps(module), offset,
+                          accumulate_into_main_grad=main_grad,
+                          device="meta")
+    patched.weight = weight  # the same Parameter
+    return patched
+
+
+def _activation(module, config):
+    name = getattr(config, "hidden_activation", None) or \
+        getattr(config, "hidden_act", None)
+    if name not in _nn._ACTIVATIONS:
+        raise ValueError(
+            f"{type(module).__name__} uses activation {name!r}; Tile's gated "
+            f"MLP has {sorted(_nn._ACTIVATIONS)}")
+    return name
+
+
+def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
+    gate, up, down = module.gate_proj, module.up_proj, module.down_proj
+    if any(p.bias is not None for p in (gate, up, down)) and (
+            tiled_mlp or main_grad):
+        raise ValueError(f"{type(module).__name__} has biases: the tiled MLP "
+                         "and main_grad take an MLP without them")
+    hidden, inter = gate.in_features, gate.out_features
+    activation = _activation(module, config)
+    if tiled_mlp:
+        if _nn._ACTIVATIONS[activation] is not _ops.swiglu:
+            raise ValueError(f"the tiled MLP is SwiGLU; "
+                             f"{type(module).__name__} uses {activation!r}")
+        patched = _nn.TiledSwiGLUMLP(
+            hidden, inter, "auto" if tiled_mlp is True else tiled_mlp,
+            memory_budget=memory_budget, accumulate_into_main_grad=main_grad,
+            device="meta")
+    else:
+        patched = _nn.GatedMLP(hidden, inter, activation,
+                               bias=gate.bias is not None,
+                               accumulate_into_main_grad=main_grad,
+                               device="meta")
+    # The model's own projections (and Parameters) move over unchanged.
+    patched.gate_proj, patched.up_proj, patched.down_proj = gate, up, down
+    return patched
+
+
+def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, *,
+               accumulate_into_main_grad=False, memory_budget=None):
+    """Replaces the RMSNorm and MLP modules of a Hugging Face Llama,
+    Mistral, Qwen2, Qwen3 or Gemma model in place; returns the model and
+    how many modules were replaced ({"rms_norm": n, "mlp": m}).
+
+    tiled_mlp: False, True (automatic shards) or a shard count for
+    tile.nn.TiledSwiGLUMLP in place of the untiled MLP."""
+    model_type = _model_type(model)
+    norms, mlps, offset = SUPPORTED[model_type]
+    config = model.config
+    counts = {"rms_norm": 0, "mlp": 0}
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            kind = type(child).__name__
+            if rms_norm and kind in norms:
+                setattr(parent, name, _rms_norm(child, offset,
+                                                accumulate_into_main_grad))
+                counts["rms_norm"] += 1
+            elif mlp and kind in mlps:
+                setattr(parent, name, _mlp(child, config, tiled_mlp,
+                                           accumulate_into_main_grad,
+                                           memory_budget))
+                counts["mlp"] += 1
+    if not any(counts.values()) and (rms_norm or mlp):
+        raise ValueError(
+            f"apply_tile found no {' or '.join(norms + mlps)} in "
+            f"{type(model).__name__}: was it patched already?")
+    return model, counts
