@@ -18,20 +18,6 @@ struct tile_mlp_t {
 
 namespace {
 
-/// The named tensors as views, in order; the first failure is the error.
-StatusOr<std::vector<TensorView>>
-views(std::initializer_list<std::pair<const char *, const tile_tensor *>>
-          tensors) {
-  std::vector<TensorView> result;
-  for (auto [name, tensor] : tensors) {
-    StatusOr<TensorView> view = tile::capi::toView(tensor, name);
-    if (!view)
-      return view.takeStatus();
-    result.push_back(std::move(*view));
-  }
-  return result;
-}
-
 /// tile_mlp_options as the operator takes them (NULL: the defaults).
 tile::ops::MLPOptions toOptions(const tile_mlp_options *options) {
   tile::ops::MLPOptions chosen;
@@ -91,8 +77,8 @@ tile_status tile_mlp_forward(tile_mlp mlp, const tile_run *run,
                              const tile_tensor *y) {
   if (!mlp)
     return tile::capi::error("tile_mlp_forward: a null tile_mlp");
-  auto v =
-      views({{"gate", gate}, {"up", up}, {"down", down}, {"x", x}, {"y", y}});
+  auto v = tile::capi::toViews(
+      {{"gate", gate}, {"up", up}, {"down", down}, {"x", x}, {"y", y}});
   if (!v)
     return tile::capi::toC(v.takeStatus());
   std::vector<TensorView> &t = *v;
@@ -111,15 +97,15 @@ tile_status tile_mlp_backward(tile_mlp mlp, const tile_run *run,
                               int overwrite) {
   if (!mlp)
     return tile::capi::error("tile_mlp_backward: a null tile_mlp");
-  auto v = views({{"gate", gate},
-                  {"up", up},
-                  {"down", down},
-                  {"x", x},
-                  {"dy", dy},
-                  {"dx", dx},
-                  {"main_grad_gate", main_grad_gate},
-                  {"main_grad_up", main_grad_up},
-                  {"main_grad_down", main_grad_down}});
+  auto v = tile::capi::toViews({{"gate", gate},
+                                {"up", up},
+                                {"down", down},
+                                {"x", x},
+                                {"dy", dy},
+                                {"dx", dx},
+                                {"main_grad_gate", main_grad_gate},
+                                {"main_grad_up", main_grad_up},
+                                {"main_grad_down", main_grad_down}});
   if (!v)
     return tile::capi::toC(v.takeStatus());
   std::vector<TensorView> &t = *v;

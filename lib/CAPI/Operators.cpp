@@ -23,14 +23,10 @@ tile_status withViews(
     Body body) {
   if (!ops)
     return tile::capi::error("a null tile_operators");
-  std::vector<TensorView> views;
-  for (auto [name, tensor] : tensors) {
-    StatusOr<TensorView> view = tile::capi::toView(tensor, name);
-    if (!view)
-      return tile::capi::toC(view.takeStatus());
-    views.push_back(std::move(*view));
-  }
-  return tile::capi::toC(body(*ops->operators, views));
+  StatusOr<std::vector<TensorView>> views = tile::capi::toViews(tensors);
+  if (!views)
+    return tile::capi::toC(views.takeStatus());
+  return tile::capi::toC(body(*ops->operators, *views));
 }
 
 } // namespace

@@ -85,6 +85,19 @@ toArguments(const tile_value *args, size_t count, const std::string &function) {
   return arguments;
 }
 
+StatusOr<std::vector<rt::TensorView>>
+toViews(std::initializer_list<std::pair<const char *, const tile_tensor *>>
+            tensors) {
+  std::vector<rt::TensorView> views;
+  for (auto [name, tensor] : tensors) {
+    StatusOr<rt::TensorView> view = toView(tensor, name);
+    if (!view)
+      return view.takeStatus();
+    views.push_back(std::move(*view));
+  }
+  return views;
+}
+
 ops::RunOptions toRun(const tile_run *run) {
   ops::RunOptions options;
   if (!run)

@@ -13,6 +13,7 @@
 #include "tile/Ops/Launcher.h"
 #include "tile/Runtime/Runtime.h"
 
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -50,6 +51,11 @@ rt::StatusOr<rt::DType> deviceDType(tile_dtype dtype, const std::string &what);
 /// A device tensor as the runtime takes it; `what` names it in errors.
 rt::StatusOr<rt::TensorView> toView(const tile_tensor *tensor,
                                     const std::string &what);
+
+/// The named tensors as views, in order; the first failure is the error.
+rt::StatusOr<std::vector<rt::TensorView>>
+toViews(std::initializer_list<std::pair<const char *, const tile_tensor *>>
+            tensors);
 
 /// Where a call runs: its stream, and the caller's workspace where it gave
 /// one (NULL `run`: the default stream, the callee's own workspace).

@@ -122,7 +122,31 @@ def generator():
     return torch.Generator().manual_seed(1234)
 
 
-def swiglu_mlp(x, gate, up, down):
-    """The MLP in float64: (silu(x gateᵀ) ⊙ (x upᵀ)) downᵀ."""
+@pytest.fixture
+def poison_the_allocator():
+    """Freed blocks of torch's caching allocator hold NaN: a result the
+    kernels leave unwritten (torch.empty reuses them) cannot pass. The GPU
+    files use it on every test."""
+    block = torch.full((1 << 28,), float("nan"), device="cuda")
+    del block
+    yield
+
+
+def randn(shape, dtype, scale=1.0):
+    """Normal values on the GPU, scaled, stored in `dtype`."""
+    return (torch.randn(shape, device="cuda") * scale).to(dtype)
+
+
+def leaf(t):
+    """A fresh leaf with t's values that requires grad."""
+    return t.detach().clone().requires_grad_(True)
+
+
+def gated_mlp(x, gate, up, down, act=silu):
+    """The gated MLP in float64: (act(x gateᵀ) ⊙ (x upᵀ)) downᵀ."""
     x, gate, up, down = (t.double() for t in (x, gate, up, down))
-    return (silu(x @ gate.T) * (x @ up.T)) @ down.T
+    return (act(x @ gate.T) * (x @ up.T)) @ down.T
+
+
+def swiglu_mlp(x, gate, up, down):
+    return gated_mlp(x, gate, up, down)

@@ -6,11 +6,8 @@ import pytest
 import torch
 
 import tile
-from conftest import ZOO, ZOO_CASES, assert_close, rms_norm, silu
+from conftest import ZOO, ZOO_CASES, assert_close, leaf, rms_norm, silu
 
-
-def leaf(t):
-    return t.detach().clone().requires_grad_(True)
 
 
 def grads_of(function, args, seed):

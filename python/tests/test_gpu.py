@@ -8,26 +8,15 @@ import torch
 
 import tile
 from conftest import (ZOO, ZOO_CASES, assert_close, assert_replay_matches,
-                      rms_norm, silu)
+                      leaf, randn, rms_norm, silu)
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="no CUDA device")
+pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(),
+                                 reason="no CUDA device"),
+              pytest.mark.usefixtures("poison_the_allocator")]
 
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 SHAPES = [(4096, 1024), (3, 7, 1000), (1, 8), (257, 2048)]
 
-
-@pytest.fixture(autouse=True)
-def poison_the_allocator():
-    """Freed blocks of torch's caching allocator hold NaN: a result the
-    kernels leave unwritten (torch.empty reuses them) cannot pass."""
-    block = torch.full((1 << 28,), float("nan"), device="cuda")
-    del block
-    yield
-
-
-def leaf(t):
-    return t.detach().clone().requires_grad_(True)
 
 
 def run_and_grads(function, args, seed):
@@ -48,11 +37,6 @@ def reference_and_grads(reference, args, seed):
     torch.autograd.backward(list(out), [s.double() for s in seed])
     return out, [a.grad if isinstance(a, torch.Tensor) else None
                  for a in args]
-
-
-def randn(shape, dtype, scale=1.0):
-    return (torch.randn(shape, device="cuda", dtype=torch.float32) *
-            scale).to(dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import tile
-from conftest import assert_close, swiglu_mlp
+from conftest import assert_close, leaf, swiglu_mlp
 
 
 def weights(hidden, inter, dtype, generator, scale=0.3):
@@ -15,9 +15,6 @@ def weights(hidden, inter, dtype, generator, scale=0.3):
                 * scale).to(dtype)
     return make(inter, hidden), make(inter, hidden), make(hidden, inter)
 
-
-def leaf(t):
-    return t.detach().clone().requires_grad_(True)
 
 
 def test_float64_matches_the_reference_and_gradcheck(generator):

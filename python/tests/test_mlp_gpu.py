@@ -7,25 +7,13 @@ import pytest
 import torch
 
 import tile
-from conftest import assert_close, assert_replay_matches, swiglu_mlp
+from conftest import (assert_close, assert_replay_matches, leaf, randn,
+                      swiglu_mlp)
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="no CUDA device")
+pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(),
+                                 reason="no CUDA device"),
+              pytest.mark.usefixtures("poison_the_allocator")]
 
-
-@pytest.fixture(autouse=True)
-def poison_the_allocator():
-    block = torch.full((1 << 28,), float("nan"), device="cuda")
-    del block
-    yield
-
-
-def randn(shape, dtype, scale=1.0):
-    return (torch.randn(shape, device="cuda") * scale).to(dtype)
-
-
-def leaf(t):
-    return t.detach().clone().requires_grad_(True)
 
 
 def make(rows, hidden, inter, dtype):

@@ -8,7 +8,7 @@ import torch
 
 import tile
 import tile.transformers
-from conftest import assert_close, rms_norm, silu, swiglu_mlp
+from conftest import assert_close, leaf, rms_norm, swiglu_mlp
 
 transformers = pytest.importorskip("transformers")
 
@@ -17,9 +17,6 @@ transformers = pytest.importorskip("transformers")
 # float32 rounding, amplified a little through the layers.
 HF_RTOL = 1e-5
 
-
-def leaf(t):
-    return t.detach().clone().requires_grad_(True)
 
 
 def test_rms_norm_module_matches_and_loads_hf_state(generator):

@@ -8,15 +8,12 @@ import torch
 
 import tile
 import tile.transformers
-from conftest import assert_close
+from conftest import assert_close, gated_mlp, gelu_tanh, leaf, rms_norm
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="no CUDA device")
 transformers = pytest.importorskip("transformers")
 
-
-def leaf(t):
-    return t.detach().clone().requires_grad_(True)
 
 
 def _model(model_type, dtype):
@@ -111,10 +108,8 @@ def test_main_grad_on_the_gpu(make):
 
 
 def _reference(module, x, params):
-    from conftest import gelu_tanh, rms_norm, silu
     if isinstance(module, tile.nn.RMSNorm):
         return rms_norm(x, params[0], module.eps, module.offset)
-    gate, up, down = params
-    act = gelu_tanh if getattr(module, "activation", "silu") != "silu" \
-        else silu
-    return (act(x @ gate.T) * (x @ up.T)) @ down.T
+    if getattr(module, "activation", "silu") != "silu":
+        return gated_mlp(x, *params, act=gelu_tanh)
+    return gated_mlp(x, *params)

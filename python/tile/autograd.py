@@ -10,6 +10,8 @@ so a compiled model holds each kernel as one opaque node, without graph
 breaks.
 """
 
+import math
+
 import torch
 
 from . import kernel as _kernel  # noqa: F401  (circular: used at call time)
@@ -118,17 +120,11 @@ def _shape_results(flat, infos, leading):
         if leading is not None and info.rank == 2 and tensor.dim() == 2:
             tensor = tensor.view(*leading, tensor.shape[-1])
         elif leading is not None and info.rank == 1 and len(leading) > 1 \
-                and tensor.shape[0] == _numel(leading):
+                and tensor.shape[0] == math.prod(leading):
             tensor = tensor.view(*leading)
         shaped.append(tensor)
     return shaped
 
-
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def _forward(kernel, args):
@@ -187,29 +183,8 @@ def backward(kernel, args, grads, saved):
         elif value.role == SAVED:
             call_args.append(saved[value.of])
         elif value.role == MAIN_GRAD:
-            accumulator = getattr(args[value.of], "main_grad", None)
-            what = kernel.describe(value.of)
-            if accumulator is None:
-                raise RuntimeError(
-                    f"{what} has no .main_grad: with main_grad=True its "
-                    "gradient is added to an fp32 tensor of its shape "
-                    "there")
-            param = args[value.of]
-            # fp32; float64 too for a float64 parameter (the CPU's exact
-            # mode).
-            expected = torch.float32
-            if accumulator.dtype == torch.float64 == param.dtype:
-                expected = torch.float64
-            if accumulator.dtype != expected or \
-                    accumulator.shape != param.shape or \
-                    accumulator.device != param.device or \
-                    not accumulator.is_contiguous():
-                raise RuntimeError(
-                    f"{what}.main_grad must be a contiguous {expected} "
-                    f"tensor of shape {list(param.shape)} on {param.device}, "
-                    f"got {accumulator.dtype} {list(accumulator.shape)} on "
-                    f"{accumulator.device}")
-            call_args.append(accumulator)
+            call_args.append(main_grad_of(args[value.of],
+                                          kernel.describe(value.of)))
     # An accumulated gradient is written in place, into main_grad.
     for index, value in enumerate(info.results):
         if value.role == GRADIENT and _is_accumulated(info, value.of):
@@ -228,6 +203,29 @@ def backward(kernel, args, grads, saved):
                 kernel.forward_info.arguments[value.of].differentiable:
             gradients[value.of] = tensor.view(arg.shape)
     return gradients
+
+
+def main_grad_of(param, what):
+    """`param.main_grad`, checked: a contiguous fp32 tensor (float64 too
+    for a float64 parameter: the CPU's exact mode) shaped like `param`, on
+    its device. `what` names the parameter in errors."""
+    accumulator = getattr(param, "main_grad", None)
+    if accumulator is None:
+        raise RuntimeError(
+            f"{what} has no .main_grad: with main_grad=True its gradient is "
+            "added to an fp32 tensor of its shape there")
+    expected = torch.float32
+    if accumulator.dtype == torch.float64 == param.dtype:
+        expected = torch.float64
+    if accumulator.dtype != expected or accumulator.shape != param.shape or \
+            accumulator.device != param.device or \
+            not accumulator.is_contiguous():
+        raise RuntimeError(
+            f"{what}.main_grad must be a contiguous {expected} tensor of "
+            f"shape {list(param.shape)} on {param.device}, got "
+            f"{accumulator.dtype} {list(accumulator.shape)} on "
+            f"{accumulator.device}")
+    return accumulator
 
 
 def _is_accumulated(info, of):

@@ -16,16 +16,15 @@ a GPU, exactly (gradcheck) in float64.
 """
 
 import ctypes
+import math
 import threading
 
 import torch
 
 from . import _capi
 from . import autograd as _autograd
+from . import kernel as _kernel
 from ._capi import TileError
-
-_DTYPES = {torch.bfloat16: _capi.BF16, torch.float16: _capi.F16,
-           torch.float32: _capi.F32}
 
 _lock = threading.Lock()
 # Per device ordinal, and per (ordinal, options): made on first use and kept
@@ -45,14 +44,14 @@ def _options(shards, memory_budget):
 
 def plan(rows, intermediate, dtype, *, shards=0, memory_budget=None):
     """(shards, rows per shard, workspace bytes) of one step; no GPU."""
-    if dtype not in _DTYPES:
+    if dtype not in _kernel._DTYPE_NAMES:  # the GPU's dtypes
         raise TypeError(f"the MLP runs in bfloat16, float16 or float32, not "
                         f"{dtype}")
     count, per_shard = ctypes.c_int64(), ctypes.c_int64()
     workspace = ctypes.c_size_t()
     _capi.check(_capi.lib.tile_mlp_plan(
         ctypes.byref(_options(shards, memory_budget)), rows, intermediate,
-        _DTYPES[dtype], ctypes.byref(count), ctypes.byref(per_shard),
+        _kernel._TORCH_DTYPES[dtype], ctypes.byref(count), ctypes.byref(per_shard),
         ctypes.byref(workspace)))
     return count.value, per_shard.value, workspace.value
 
@@ -92,7 +91,7 @@ class _Tensors:
             s.data = t.data_ptr()
             s.shape = shape
             s.rank = t.dim()
-            s.dtype = _DTYPES[t.dtype]
+            s.dtype = _kernel._TORCH_DTYPES[t.dtype]
             self.structs.append(s)
 
     def pointers(self):
@@ -112,10 +111,7 @@ def _run(device, workspace_bytes):
 
 
 def _rows(x):
-    rows = 1
-    for s in x.shape[:-1]:
-        rows *= s
-    return rows
+    return math.prod(x.shape[:-1])
 
 
 def matmul_into(d, a, b, *, trans_a=False, trans_b=False, beta=1.0):
@@ -198,7 +194,6 @@ def _forward(x, gate, up, down, shards, memory_budget):
     _capi.check(_capi.lib.tile_mlp_forward(
         _mlp(x.device, shards, memory_budget), ctypes.byref(run),
         *tensors.pointers()))
-    del workspace
     return y
 
 
@@ -223,7 +218,6 @@ def _backward(x, gate, up, down, dy, shards, memory_budget, into=None):
     _capi.check(_capi.lib.tile_mlp_backward(
         _mlp(x.device, shards, memory_budget), ctypes.byref(run),
         *tensors.pointers(), int(into is None)))
-    del workspace
     return dx, (None if into is not None else grads)
 
 
@@ -277,8 +271,8 @@ class _MLPFunction(torch.autograd.Function):
                 raise NotImplementedError(
                     "tile: main_grad accumulation under torch.compile is not "
                     "supported yet; run the MLP eagerly or without main_grad")
-            into = [_main_grad(w, name) for w, name in
-                    zip(weights, ("gate", "up", "down"))]
+            into = [_autograd.main_grad_of(w, f"the {name} weight")
+                    for w, name in zip(weights, ("gate", "up", "down"))]
             dx, _ = _backward(x, gate, up, down, dy, shards, memory_budget,
                               into)
             for w in weights:
@@ -295,27 +289,6 @@ class _MLPFunction(torch.autograd.Function):
                 None, None, None)
 
 
-def _main_grad(weight, name):
-    accumulator = getattr(weight, "main_grad", None)
-    if accumulator is None:
-        raise RuntimeError(
-            f"the {name} weight has no .main_grad: with main_grad=True its "
-            "gradient is added to an fp32 tensor of its shape there")
-    # fp32; float64 too for a float64 weight (the CPU's exact mode).
-    expected = torch.float32
-    if accumulator.dtype == torch.float64 == weight.dtype:
-        expected = torch.float64
-    if accumulator.dtype != expected or accumulator.shape != weight.shape \
-            or not accumulator.is_contiguous() \
-            or accumulator.device != weight.device:
-        raise RuntimeError(
-            f"the {name} weight's .main_grad must be a contiguous "
-            f"{expected} tensor of shape {list(weight.shape)} on "
-            f"{weight.device}, got {accumulator.dtype} "
-            f"{list(accumulator.shape)} on {accumulator.device}")
-    return accumulator
-
-
 def check(x, gate, up, down):
     """Raises naming the tensor and the rule; nothing runs after a failed
     check."""
@@ -324,9 +297,9 @@ def check(x, gate, up, down):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a tensor, got "
                             f"{type(t).__name__}")
-    allowed = dict(_DTYPES)
+    allowed = set(_kernel._DTYPE_NAMES)  # the GPU's dtypes
     if x.device.type == "cpu":
-        allowed[torch.float64] = None
+        allowed.add(torch.float64)
     for name, t in named:
         if t.dtype not in allowed:
             raise TypeError(
@@ -376,16 +349,14 @@ def swiglu_mlp(x, gate, up, down, *, shards=0, memory_budget=None,
                                       memory_budget <= 0):
         raise ValueError(f"memory_budget must be a positive number of "
                          f"bytes, got {memory_budget!r}")
+    # A budget too small for one row fails in the forward's plan, before
+    # anything is launched.
     budget = memory_budget or 0
-    tracing = _autograd._tracing([x, gate, up, down])
-    if x.device.type == "cuda" and not tracing:
-        plan(_rows(x), gate.shape[0], x.dtype, shards=shards,
-             memory_budget=memory_budget)  # a budget too small fails here
     if torch.is_grad_enabled() and any(
             t.requires_grad for t in (x, gate, up, down)):
         return _MLPFunction.apply(x, gate, up, down, shards, budget,
                                   main_grad)
-    if tracing:
+    if _autograd._tracing([x, gate, up, down]):
         return _forward_op(x, gate, up, down, shards, budget)
     return _forward(x, gate, up, down, shards, budget)
 

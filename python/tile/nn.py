@@ -83,8 +83,9 @@ class SiluAndMul(nn.Module):
         return ops.silu_and_mul(x.contiguous())
 
 
-_ACTIVATIONS = {"silu": ops.swiglu, "swish": ops.swiglu,
-                "gelu_pytorch_tanh": ops.geglu, "gelu_tanh": ops.geglu}
+# Hugging Face's activation names -> the gated kernel (tile.ops._kernel).
+_ACTIVATIONS = {"silu": "swiglu", "swish": "swiglu",
+                "gelu_pytorch_tanh": "geglu", "gelu_tanh": "geglu"}
 
 
 def _add_projections(module, **factory):
@@ -104,7 +105,7 @@ class _MainGradGatedMLP(torch.autograd.Function):
     def forward(ctx, x, gate, up, down, activation):
         g = F.linear(x, gate)
         u = F.linear(x, up)
-        h = _ACTIVATIONS[activation](g, u)
+        h = ops._kernel(_ACTIVATIONS[activation])(g, u)
         ctx.activation = activation
         ctx.save_for_backward(x, gate, up, down, g, u, h)
         return F.linear(h, down)
@@ -117,8 +118,7 @@ class _MainGradGatedMLP(torch.autograd.Function):
         h2 = h.reshape(-1, h.shape[-1])
         matmul_into(_ensure_main_grad(down), dy2, h2, trans_a=True)
         dh = dy2 @ down
-        kernel = ops._kernel("swiglu" if _ACTIVATIONS[ctx.activation] is
-                             ops.swiglu else "geglu")
+        kernel = ops._kernel(_ACTIVATIONS[ctx.activation])
         g2, u2 = g.reshape(dh.shape), u.reshape(dh.shape)
         dg, du = _autograd.backward(kernel, [g2, u2], (dh,), [])
         matmul_into(_ensure_main_grad(gate), dg, x2, trans_a=True)
@@ -156,7 +156,8 @@ class GatedMLP(nn.Module):
             return _MainGradGatedMLP.apply(
                 x, self.gate_proj.weight, self.up_proj.weight,
                 self.down_proj.weight, self.activation)
-        h = _ACTIVATIONS[self.activation](self.gate_proj(x), self.up_proj(x))
+        h = ops._kernel(_ACTIVATIONS[self.activation])(self.gate_proj(x),
+                                                       self.up_proj(x))
         return self.down_proj(h)
 
 

@@ -10,7 +10,6 @@ the patch still updates them; the state dict keys do not change).
 """
 
 from . import nn as _nn
-from . import ops as _ops
 
 # model_type -> (RMSNorm class names, MLP class names, RMSNorm offset)
 SUPPORTED = {
@@ -68,7 +67,7 @@ def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
     hidden, inter = gate.in_features, gate.out_features
     activation = _activation(module, config)
     if tiled_mlp:
-        if _nn._ACTIVATIONS[activation] is not _ops.swiglu:
+        if _nn._ACTIVATIONS[activation] != "swiglu":
             raise ValueError(f"the tiled MLP is SwiGLU; "
                              f"{type(module).__name__} uses {activation!r}")
         patched = _nn.TiledSwiGLUMLP(
