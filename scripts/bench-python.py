@@ -71,33 +71,50 @@ def step(impl, x, w, dy):
     return torch.autograd.grad(y, (x, w), dy)
 
 
-def host_and_device(impl, x, w, dy, steps=40, repeats=7):
-    for _ in range(20):  # compile, load, autotune
+def host_block(impl, x, w, dy, steps=40):
+    """(host us, GPU us) per step over one block of `steps` steps queued
+    behind ~25 ms of GPU work: longer than the host takes to queue them,
+    and few enough launches that the launch queue never fills (a full queue
+    blocks the host until the GPU catches up). With the queue full the
+    events time the GPU's work alone."""
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(50_000_000)
+    start.record()
+    t0 = time.perf_counter()
+    for _ in range(steps):
         step(impl, x, w, dy)
+    t1 = time.perf_counter()
+    stop.record()
+    idle = start.query()  # the sleep ended before the host was done
     torch.cuda.synchronize()
-    host, device = [], []
-    for _ in range(repeats):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        # ~25 ms of queued GPU work: longer than the host takes to queue
-        # the steps, and few enough launches that the launch queue never
-        # fills (a full queue blocks the host until the GPU catches up).
-        torch.cuda._sleep(50_000_000)
-        start.record()
-        t0 = time.perf_counter()
-        for _ in range(steps):
+    host = (t1 - t0) / steps * 1e6
+    if idle:
+        print(f"  (the GPU went idle while the host queued: {host:.0f} "
+              "us/step is host-bound; its GPU time is not)")
+    return host, start.elapsed_time(stop) / steps * 1e3
+
+
+def host_rounds(impls, x, w, dy, rounds):
+    """Every implementation's blocks interleaved, round after round, the
+    order rotated each round: a drift of the host's speed (large on a
+    shared machine) then falls on every implementation alike instead of
+    on whichever ran last."""
+    for impl in impls.values():
+        for _ in range(20):  # compile, load, autotune
             step(impl, x, w, dy)
-        t1 = time.perf_counter()
-        stop.record()
-        idle = start.query()  # the sleep ended before the host was done
-        torch.cuda.synchronize()
-        if idle:
-            print(f"  (the GPU went idle while the host queued: "
-                  f"{(t1 - t0) / steps * 1e6:.0f} us/step is host-bound)")
-        host.append((t1 - t0) / steps * 1e6)
-        # With the queue full the events time the GPU's work alone.
-        device.append(start.elapsed_time(stop) / steps * 1e3)
-    return statistics.median(host), statistics.median(device)
+    torch.cuda.synchronize()
+    names = list(impls)
+    blocks = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            blocks[name].append(host_block(impls[name], x, w, dy))
+    return blocks
+
+
+def quartiles(values):
+    q = statistics.quantiles(values, n=4)
+    return q[0], statistics.median(values), q[2]
 
 
 # tile-bench's rule: input sets rotate until they hold 512 MiB, so that no
@@ -211,47 +228,66 @@ def mlp_times(sequences, hidden=4096, inter=12288):
     return rows
 
 
+def host_table(rounds):
+    """The host-cost table: RMSNorm forward + backward per step."""
+    x = torch.randn(4096, 1024, device="cuda").to(torch.bfloat16)
+    x.requires_grad_(True)
+    w = (torch.rand(1024, device="cuda") + 0.5).to(torch.bfloat16)
+    w.requires_grad_(True)
+    dy = torch.randn(4096, 1024, device="cuda").to(torch.bfloat16)
+    table = []
+    impls = implementations()
+    print(f"\nRMSNorm forward + backward, 4096x1024 bf16, per step; "
+          f"{rounds} interleaved rounds (25 % / median / 75 %):")
+    print(f"{'implementation':32} {'host us':>23} {'GPU us':>8} "
+          f"{'fwd-only host us':>17}")
+    blocks = host_rounds(impls, x, w, dy, rounds)
+    for name, impl in impls.items():
+        host = quartiles([h for h, _ in blocks[name]])
+        gpu = statistics.median(g for _, g in blocks[name])
+        forward = host_forward_only(impl, x.detach(), w.detach())
+        table.append({"impl": name, "host_us": host, "gpu_us": gpu,
+                      "forward_host_us": forward, "blocks": blocks[name]})
+        print(f"{name:32} {host[0]:7.1f} {host[1]:7.1f} {host[2]:7.1f} "
+              f"{gpu:8.1f} {forward:17.1f}")
+    # Paired: each round's Tile block against the same round's peer block.
+    ours = [h for h, _ in blocks["tile.ops.rms_norm"]]
+    for name in impls:
+        if name == "tile.ops.rms_norm":
+            continue
+        ratios = [a / h for a, (h, _) in zip(ours, blocks[name])]
+        wins = sum(r <= 1 for r in ratios)
+        print(f"  tile / {name}: median ratio {statistics.median(ratios):.3f}"
+              f", tile at most the peer in {wins} of {len(ratios)} rounds")
+    return table
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tile-bench", help="tile-bench --json of this run")
     parser.add_argument("--json", help="write the figures here")
-    parser.add_argument("--shapes", default="4096x1024,4096x4096,16384x4096")
+    parser.add_argument("--shapes", default="4096x1024,4096x4096,16384x4096",
+                        help="operator shapes ('' for none)")
     parser.add_argument("--tile-bench-mlp",
                         help="tile-bench mlp --json of this run")
     parser.add_argument("--mlp-sequences", default="8192,32768")
     parser.add_argument("--spacer", choices=["stream", "sleep"],
                         default="stream",
                         help="work queued ahead of each timed operator call")
-    parser.add_argument("--host-runs", type=int, default=2,
-                        help="times the host-cost table is measured")
+    parser.add_argument("--host-rounds", type=int, default=15,
+                        help="interleaved rounds of the host-cost table")
     options = parser.parse_args()
     device = torch.cuda.get_device_name()
     print(f"device: {device}, torch {torch.__version__}")
-    x = torch.randn(4096, 1024, device="cuda").to(torch.bfloat16)
-    x.requires_grad_(True)
-    w = (torch.rand(1024, device="cuda") + 0.5).to(torch.bfloat16)
-    w.requires_grad_(True)
-    dy = torch.randn(4096, 1024, device="cuda").to(torch.bfloat16)
     results = {"device": device, "host": [], "operators": []}
-    impls = implementations()
-    for run in range(options.host_runs):
-        print(f"\nRMSNorm forward + backward, 4096x1024 bf16, per step "
-              f"(run {run + 1} of {options.host_runs}):")
-        print(f"{'implementation':32} {'host us':>9} {'GPU us':>9} "
-              f"{'fwd-only host us':>17}")
-        for name, impl in impls.items():
-            host, gpu = host_and_device(impl, x, w, dy)
-            forward = host_forward_only(impl, x.detach(), w.detach())
-            results["host"].append({"impl": name, "run": run,
-                                    "host_us": host, "gpu_us": gpu,
-                                    "forward_host_us": forward})
-            print(f"{name:32} {host:9.1f} {gpu:9.1f} {forward:17.1f}")
+    if options.host_rounds:
+        results["host"] = host_table(options.host_rounds)
     bench = {}
     if options.tile_bench:
         for r in json.load(open(options.tile_bench))["results"]:
             bench[(r["kernel"], r["dtype"], r["shape"])] = r["ms"]
     shapes = [tuple(int(v) for v in s.split("x"))
-              for s in options.shapes.split(",")]
+              for s in options.shapes.split(",") if s]
     print(f"\nGPU time through Python vs tile-bench (bf16, us, median; "
           f"{options.spacer} spacer):")
     print(f"{'kernel':13} {'shape':>11} {'python':>8} {'tile-bench':>10} "
@@ -273,7 +309,7 @@ def main():
     print(f"{'sequence':>9} {'python':>8} {'tile-bench':>10} {'ratio':>6}")
     results["mlp"] = []
     for seq, ms in mlp_times(int(s) for s in
-                             options.mlp_sequences.split(",")):
+                             options.mlp_sequences.split(",") if s):
         ref = mlp_bench.get(seq)
         results["mlp"].append({"sequence": seq, "python_ms": ms,
                                "tile_bench_ms": ref})
