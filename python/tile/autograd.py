@@ -164,9 +164,12 @@ class _KernelFunction(torch.autograd.Function):
         return (None, *backward(kernel, args, grads, saved))
 
 
-def backward(kernel, args, grads, saved):
+def backward(kernel, args, grads, saved, into=None):
     """The gradients of `args` (None where there is none) from the
-    gradients of the forward's results."""
+    gradients of the forward's results. `into` maps an argument's index to
+    a tensor its gradient is written into (contiguous, of the argument's
+    shape and dtype; it may be the argument itself where the kernel is
+    elementwise: each element is read before the same thread writes it)."""
     if kernel.backward_function is None:
         raise RuntimeError(f"{kernel.function} has no derived backward")
     info = kernel._host.functions[kernel.backward_function]
@@ -189,11 +192,16 @@ def backward(kernel, args, grads, saved):
     for index, value in enumerate(info.results):
         if value.role == GRADIENT and _is_accumulated(info, value.of):
             out[index] = args[value.of].main_grad
+        elif value.role == GRADIENT and into and value.of in into:
+            out[index] = _kernel._flat(into[value.of],
+                                       kernel.forward_info.arguments[
+                                           value.of].rank)
     flat = _run(kernel, kernel.backward_function, call_args, out)
     # The main_grad contract (Megatron, TransformerEngine): the gradient is
     # in main_grad, and autograd gets None for it, never a view of it.
     for index in out:
-        args[info.results[index].of].grad_added_to_main_grad = True
+        if _is_accumulated(info, info.results[index].of):
+            args[info.results[index].of].grad_added_to_main_grad = True
     gradients = [None] * len(args)
     for tensor, value in zip(flat, info.results):
         if value.role != GRADIENT or _is_accumulated(info, value.of):

@@ -96,6 +96,31 @@ def _add_projections(module, **factory):
     module.down_proj = nn.Linear(inter, hidden, **factory)
 
 
+class _GatedActivation(torch.autograd.Function):
+    """act(g) * u for the gated MLP, whose backward writes dg and du over g
+    and u (as Liger's SwiGLU does): g and u are the projections' outputs,
+    private to this node (the projections' backward needs their inputs and
+    weights, not their outputs), and the activation is elementwise, so no
+    element is read after it is overwritten. The backward then allocates no
+    [S, I] tensor."""
+
+    @staticmethod
+    def forward(ctx, g, u, activation):
+        ctx.activation = activation
+        ctx.save_for_backward(g, u)
+        return _autograd.apply(ops._kernel(_ACTIVATIONS[activation]), (g, u))
+
+    @staticmethod
+    def backward(ctx, dh):
+        g, u = ctx.saved_tensors
+        # Traced (torch.compile), the backward is a functional custom op:
+        # it writes new tensors.
+        into = (None if _autograd._tracing([g, u, dh]) else {0: g, 1: u})
+        dg, du = _autograd.backward(ops._kernel(_ACTIVATIONS[ctx.activation]),
+                                    [g, u], (dh,), [], into=into)
+        return dg, du, None
+
+
 class _MainGradGatedMLP(torch.autograd.Function):
     """The gated MLP's step with the weight gradients added to main_grad:
     the GEMMs' dgrads in torch, the wgrads by GEMMs with beta = 1 straight
@@ -156,8 +181,13 @@ class GatedMLP(nn.Module):
             return _MainGradGatedMLP.apply(
                 x, self.gate_proj.weight, self.up_proj.weight,
                 self.down_proj.weight, self.activation)
-        h = ops._kernel(_ACTIVATIONS[self.activation])(self.gate_proj(x),
-                                                       self.up_proj(x))
+        g, u = self.gate_proj(x), self.up_proj(x)
+        kernel = ops._kernel(_ACTIVATIONS[self.activation])
+        kernel.check((g, u))
+        if torch.is_grad_enabled() and (g.requires_grad or u.requires_grad):
+            h = _GatedActivation.apply(g, u, self.activation)
+        else:
+            h = kernel(g, u)
         return self.down_proj(h)
 
 

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Plots scripts/bench-e2e.py's JSON (one or more runs): tokens/s and peak
+memory per column and sequence, runs averaged, their spread as error bars.
+
+    python3 scripts/plot-e2e.py run1.json [run2.json ...] --out plot.png
+"""
+
+import argparse
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("runs", nargs="+")
+    parser.add_argument("--out", required=True)
+    options = parser.parse_args()
+    figures = {}  # (column, sequence) -> [(tokens/s, peak GiB)]
+    device = layers = None
+    for path in options.runs:
+        data = json.load(open(path))
+        device, layers = data["device"], data["layers"]
+        for r in data["results"]:
+            if not r.get("oom"):
+                figures.setdefault((r["column"], r["sequence"]), []).append(
+                    (r["tokens_per_s"], r["peak_gib"]))
+    columns = list(dict.fromkeys(c for c, _ in figures))
+    sequences = sorted({s for _, s in figures})
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    width = 0.8 / len(columns)
+    for metric, axis, label in ((0, axes[0], "tokens / s"),
+                                (1, axes[1], "peak memory (GiB)")):
+        for i, column in enumerate(columns):
+            xs, means, errors = [], [], []
+            for j, sequence in enumerate(sequences):
+                values = [v[metric] for v in figures.get((column, sequence),
+                                                         [])]
+                if not values:
+                    continue
+                mean = sum(values) / len(values)
+                xs.append(j + (i - (len(columns) - 1) / 2) * width)
+                means.append(mean)
+                errors.append([[mean - min(values)], [max(values) - mean]])
+            axis.bar(xs, means, width, label=column,
+                     yerr=[[e[0][0] for e in errors], [e[1][0] for e in errors]]
+                     if errors else None, capsize=2)
+        axis.set_xticks(range(len(sequences)))
+        axis.set_xticklabels([str(s) for s in sequences])
+        axis.set_xlabel("sequence (tokens, batch 1)")
+        axis.set_ylabel(label)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{layers} Llama-3-8B decoder layers, bf16, forward + "
+                 f"backward ({device}; {len(options.runs)} runs)")
+    fig.tight_layout()
+    fig.savefig(options.out, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
