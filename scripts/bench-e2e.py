@@ -82,7 +82,8 @@ def patch(model, column):
         tile.transformers.apply_tile(model, tiled_mlp=column == "tile-tiled")
         return model
     from liger_kernel.transformers import apply_liger_kernel_to_llama
-    apply_liger_kernel_to_llama(rope=column != "liger-norm-mlp", rms_norm=True, swiglu=True,
+    apply_liger_kernel_to_llama(rope=column != "liger-norm-mlp",
+                                rms_norm=True, swiglu=True,
                                 cross_entropy=False,
                                 fused_linear_cross_entropy=False, model=model)
     if column == "liger-tiled":
@@ -138,17 +139,15 @@ def breakdown(model, x, dy):
         names[event.name] = names.get(event.name, 0.0) + \
             event.device_time / 1e3
         intervals.append((event.time_range.start, event.time_range.end))
-    busy, end = 0.0, None
-    for start, stop in sorted(intervals):
-        if end is None or start > end:
-            busy += stop - start
-            end = stop
-        elif stop > end:
-            busy += stop - end
-            end = stop
-    first = min(s for s, _ in intervals) if intervals else 0
-    last = max(e for _, e in intervals) if intervals else 0
-    idle = (last - first - busy) / 1e3
+    # Idle: the span from the first kernel's start to the last one's end,
+    # less the union of the kernels' intervals.
+    intervals.sort()
+    first = end = intervals[0][0] if intervals else 0
+    busy = 0.0
+    for start, stop in intervals:
+        busy += max(0.0, stop - max(start, end))
+        end = max(end, stop)
+    idle = (end - first - busy) / 1e3
     top = sorted(names.items(), key=lambda item: -item[1])[:25]
     return kinds, wall, idle, top
 

@@ -35,7 +35,7 @@ def main():
     for metric, axis, label in ((0, axes[0], "tokens / s"),
                                 (1, axes[1], "peak memory (GiB)")):
         for i, column in enumerate(columns):
-            xs, means, errors = [], [], []
+            xs, means, below, above = [], [], [], []
             for j, sequence in enumerate(sequences):
                 values = [v[metric] for v in figures.get((column, sequence),
                                                          [])]
@@ -44,10 +44,10 @@ def main():
                 mean = sum(values) / len(values)
                 xs.append(j + (i - (len(columns) - 1) / 2) * width)
                 means.append(mean)
-                errors.append([[mean - min(values)], [max(values) - mean]])
-            axis.bar(xs, means, width, label=column,
-                     yerr=[[e[0][0] for e in errors], [e[1][0] for e in errors]]
-                     if errors else None, capsize=2)
+                below.append(mean - min(values))
+                above.append(max(values) - mean)
+            axis.bar(xs, means, width, label=column, yerr=[below, above],
+                     capsize=2)
         axis.set_xticks(range(len(sequences)))
         axis.set_xticklabels([str(s) for s in sequences])
         axis.set_xlabel("sequence (tokens, batch 1)")

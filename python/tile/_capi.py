@@ -36,6 +36,17 @@ class Tensor(ctypes.Structure):
     ]
 
 
+def describe_tensor(struct, data, shape, dtype):
+    """Fills a Tensor struct (dense: no strides); returns the shape array,
+    which the caller keeps alive as long as the struct is used."""
+    array = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+    struct.data = data
+    struct.shape = array
+    struct.rank = len(shape)
+    struct.dtype = dtype
+    return array
+
+
 class Value(ctypes.Structure):
     _fields_ = [
         ("kind", ctypes.c_int),

@@ -174,7 +174,7 @@ def backward(kernel, args, grads, saved, into=None):
         raise RuntimeError(f"{kernel.function} has no derived backward")
     info = kernel._host.functions[kernel.backward_function]
     outputs = kernel.forward_info.results
-    call_args, out = [], {}
+    call_args, out, accumulators = [], {}, {}
     for value in info.arguments:
         if value.role == INPUT:
             call_args.append(args[len(call_args)])
@@ -186,25 +186,27 @@ def backward(kernel, args, grads, saved, into=None):
         elif value.role == SAVED:
             call_args.append(saved[value.of])
         elif value.role == MAIN_GRAD:
-            call_args.append(main_grad_of(args[value.of],
-                                          kernel.describe(value.of)))
-    # An accumulated gradient is written in place, into main_grad.
+            accumulators[value.of] = main_grad_of(args[value.of],
+                                                  kernel.describe(value.of))
+            call_args.append(accumulators[value.of])
+    # Gradients written in place: an accumulated one into main_grad, others
+    # where the caller asked.
     for index, value in enumerate(info.results):
-        if value.role == GRADIENT and _is_accumulated(info, value.of):
-            out[index] = args[value.of].main_grad
-        elif value.role == GRADIENT and into and value.of in into:
-            out[index] = _kernel._flat(into[value.of],
-                                       kernel.forward_info.arguments[
-                                           value.of].rank)
+        if value.role != GRADIENT:
+            continue
+        if value.of in accumulators:
+            out[index] = accumulators[value.of]
+        elif into and value.of in into:
+            out[index] = _kernel._flat(
+                into[value.of], kernel.forward_info.arguments[value.of].rank)
     flat = _run(kernel, kernel.backward_function, call_args, out)
     # The main_grad contract (Megatron, TransformerEngine): the gradient is
     # in main_grad, and autograd gets None for it, never a view of it.
-    for index in out:
-        if _is_accumulated(info, info.results[index].of):
-            args[info.results[index].of].grad_added_to_main_grad = True
+    for of in accumulators:
+        args[of].grad_added_to_main_grad = True
     gradients = [None] * len(args)
     for tensor, value in zip(flat, info.results):
-        if value.role != GRADIENT or _is_accumulated(info, value.of):
+        if value.role != GRADIENT or value.of in accumulators:
             continue
         arg = args[value.of]
         if isinstance(arg, torch.Tensor) and \
@@ -234,10 +236,6 @@ def main_grad_of(param, what):
             f"{accumulator.dtype} {list(accumulator.shape)} on "
             f"{accumulator.device}")
     return accumulator
-
-
-def _is_accumulated(info, of):
-    return any(a.role == MAIN_GRAD and a.of == of for a in info.arguments)
 
 
 def apply(kernel, args):

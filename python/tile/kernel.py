@@ -219,17 +219,16 @@ class Kernel:
         otherwise fail to compile instead of naming the rule."""
         if device.type == "cuda":
             chip = _chip(device)
-            if args is not None and (chip, _DTYPE_NAMES.get(dtype),
-                                     widths) not in self._modules:
-                host = self.call_for(function, torch.device("cpu"), dtype, ())
-                infer(host, args, [_flat(a, i.rank) if isinstance(
-                    a, torch.Tensor) else a for a, i in zip(
-                        args, host.info.arguments)])
         else:  # the host: no PTX, nothing specialized but the dtype
             chip, widths = None, ()
         # float64 (the CPU's exact mode) keeps the source's types.
         name = _DTYPE_NAMES.get(dtype)
         key = (chip, name, widths)
+        if chip and args is not None and key not in self._modules:
+            host = self.call_for(function, torch.device("cpu"), dtype, ())
+            infer(host, args, [_flat(a, i.rank) if isinstance(
+                a, torch.Tensor) else a for a, i in zip(
+                    args, host.info.arguments)])
         with self._lock:
             module = self._modules.get(key)
             if module is None:
@@ -277,16 +276,13 @@ def _values(call, args, flats, with_data=True):
         value = values[index]
         if isinstance(arg, torch.Tensor):
             flat = flats[index]
-            shape = (ctypes.c_int64 * max(1, flat.dim()))(*flat.shape)
-            keep.append(shape)
             value.kind = _capi.TENSOR
-            value.tensor.data = flat.data_ptr() if with_data else 0
-            value.tensor.shape = shape
-            value.tensor.rank = flat.dim()
             # Shapes of an exact (float64) host call are those of the
             # kernel's own types.
-            value.tensor.dtype = (info.dtype if flat.dtype == torch.float64
-                                  else _TORCH_DTYPES[flat.dtype])
+            keep.append(_capi.describe_tensor(
+                value.tensor, flat.data_ptr() if with_data else 0,
+                flat.shape, info.dtype if flat.dtype == torch.float64
+                else _TORCH_DTYPES[flat.dtype]))
         elif info.dtype == _capi.I64 or isinstance(arg, bool):
             value.kind = _capi.INT
             value.integer = int(arg)
@@ -370,11 +366,8 @@ class _Record:
         self.tensors = (_capi.Tensor * max(1, len(self.results)))()
         self.tensors_type = type(self.tensors)
         for index, (shape, dtype) in enumerate(self.results):
-            array = (ctypes.c_int64 * max(1, len(shape)))(*shape)
-            self.keep.append(array)
-            self.tensors[index].shape = array
-            self.tensors[index].rank = len(shape)
-            self.tensors[index].dtype = _TORCH_DTYPES[dtype]
+            self.keep.append(_capi.describe_tensor(
+                self.tensors[index], 0, shape, _TORCH_DTYPES[dtype]))
 
 
 def _record(call, args, flats):

@@ -83,16 +83,10 @@ class _Tensors:
     """tile_tensor structs for torch tensors (kept alive with their shapes)."""
 
     def __init__(self, *tensors):
-        self.shapes = [(ctypes.c_int64 * max(1, t.dim()))(*t.shape)
-                       for t in tensors]
-        self.structs = []
-        for t, shape in zip(tensors, self.shapes):
-            s = _capi.Tensor()
-            s.data = t.data_ptr()
-            s.shape = shape
-            s.rank = t.dim()
-            s.dtype = _kernel._TORCH_DTYPES[t.dtype]
-            self.structs.append(s)
+        self.structs = [_capi.Tensor() for _ in tensors]
+        self.shapes = [_capi.describe_tensor(s, t.data_ptr(), t.shape,
+                                             _kernel._TORCH_DTYPES[t.dtype])
+                       for s, t in zip(self.structs, tensors)]
 
     def pointers(self):
         return [ctypes.byref(s) for s in self.structs]

@@ -96,13 +96,22 @@ def _add_projections(module, **factory):
     module.down_proj = nn.Linear(inter, hidden, **factory)
 
 
-class _GatedActivation(torch.autograd.Function):
-    """act(g) * u for the gated MLP, whose backward writes dg and du over g
-    and u (as Liger's SwiGLU does): g and u are the projections' outputs,
-    private to this node (the projections' backward needs their inputs and
+def _activation_backward(activation, g, u, dh):
+    """(dg, du) of act(g) * u, written over g and u (as Liger's SwiGLU
+    does): the gated MLP's g and u are its projections' outputs, private to
+    its autograd node (the projections' backward needs their inputs and
     weights, not their outputs), and the activation is elementwise, so no
     element is read after it is overwritten. The backward then allocates no
-    [S, I] tensor."""
+    [S, I] tensor. Traced (torch.compile), the backward is a functional
+    custom op: it writes new tensors."""
+    into = None if _autograd._tracing([g, u, dh]) else {0: g, 1: u}
+    return _autograd.backward(ops._kernel(_ACTIVATIONS[activation]), [g, u],
+                              (dh,), [], into=into)
+
+
+class _GatedActivation(torch.autograd.Function):
+    """act(g) * u for the gated MLP, its backward in place
+    (_activation_backward)."""
 
     @staticmethod
     def forward(ctx, g, u, activation):
@@ -113,12 +122,7 @@ class _GatedActivation(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dh):
         g, u = ctx.saved_tensors
-        # Traced (torch.compile), the backward is a functional custom op:
-        # it writes new tensors.
-        into = (None if _autograd._tracing([g, u, dh]) else {0: g, 1: u})
-        dg, du = _autograd.backward(ops._kernel(_ACTIVATIONS[ctx.activation]),
-                                    [g, u], (dh,), [], into=into)
-        return dg, du, None
+        return (*_activation_backward(ctx.activation, g, u, dh), None)
 
 
 class _MainGradGatedMLP(torch.autograd.Function):
@@ -143,9 +147,8 @@ class _MainGradGatedMLP(torch.autograd.Function):
         h2 = h.reshape(-1, h.shape[-1])
         matmul_into(_ensure_main_grad(down), dy2, h2, trans_a=True)
         dh = dy2 @ down
-        kernel = ops._kernel(_ACTIVATIONS[ctx.activation])
-        g2, u2 = g.reshape(dh.shape), u.reshape(dh.shape)
-        dg, du = _autograd.backward(kernel, [g2, u2], (dh,), [])
+        dg, du = _activation_backward(ctx.activation, g.reshape(dh.shape),
+                                      u.reshape(dh.shape), dh)
         matmul_into(_ensure_main_grad(gate), dg, x2, trans_a=True)
         matmul_into(_ensure_main_grad(up), du, x2, trans_a=True)
         dx = dg @ gate + du @ up
@@ -182,13 +185,8 @@ class GatedMLP(nn.Module):
                 x, self.gate_proj.weight, self.up_proj.weight,
                 self.down_proj.weight, self.activation)
         g, u = self.gate_proj(x), self.up_proj(x)
-        kernel = ops._kernel(_ACTIVATIONS[self.activation])
-        kernel.check((g, u))
-        if torch.is_grad_enabled() and (g.requires_grad or u.requires_grad):
-            h = _GatedActivation.apply(g, u, self.activation)
-        else:
-            h = kernel(g, u)
-        return self.down_proj(h)
+        ops._kernel(_ACTIVATIONS[self.activation]).check((g, u))
+        return self.down_proj(_GatedActivation.apply(g, u, self.activation))
 
 
 class SwiGLUMLP(GatedMLP):
