@@ -112,7 +112,7 @@ class Runner:
         run = self.tool("tile-run")
         for policy in ("recompute", "save-row-stats"):
             self.check(kernel, f"device ({policy})",
-                       [run, kernel, "--device", f"--args={specs}",
+                       [run, kernel, "--device", "--gradient", f"--args={specs}",
                         *DEVICE_SHAPES, f"--policy={policy}", "--seed=3"])
 
 

@@ -88,7 +88,7 @@ run)
   for function in f g; do
     step "non-splat constant @$function on the GPU" "$bundle/tile-run" \
       "$root/test/Robustness/nonsplat-constant.mlir" --function=$function \
-      --device --args="$([ $function = f ] && echo 2x3 || echo 3x5)"
+      --device --gradient --args="$([ $function = f ] && echo 2x3 || echo 3x5)"
   done
   step "generated kernels on the GPU" python3 "$root/fuzz/differential.py" \
     --bin "$bundle" --device-only --count "${TILE_DIFFERENTIAL_COUNT:-12}" --jobs 8 \

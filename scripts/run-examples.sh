@@ -69,6 +69,9 @@ echo "=== on the GPU"
 if gpu=$("$bin/tile-rt-info" 2>&1); then
   echo "$gpu"
   "$bin/tile-gpu-tests" --small
+  # Every example and test/Zoo kernel, forward and backward, through
+  # tile-run --device.
+  "$(dirname "$0")/device-zoo.sh" "$bin"
 else
   echo "no GPU here, so the kernels were compiled but not run: $gpu"
 fi

@@ -31,9 +31,35 @@ config.substitutions.append(
      sys.executable + " " + os.path.join(config.test_source_root, "lib",
                                           "expect_error.py")))
 
+for helper in ["expect_status", "at_most_lines"]:
+    config.substitutions.append(
+        ("%" + helper.replace("_", "-"),
+         sys.executable + " " + os.path.join(config.test_source_root, "lib",
+                                              helper + ".py")))
+
 tool_dirs = [config.tile_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["tile-opt", "tile-translate", "tile-run", "tile-rt-info", "tile-rt-smoke", "tile-embed-example"], tool_dirs)
+    ["tile-opt", "tile-translate", "tile-run", "tile-rt-info", "tile-rt-smoke",
+     "tile-embed-example", "tile-bench", "tile-gpu-tests"], tool_dirs)
+
+
+def numpy_python():
+    """A Python that imports numpy (lit's own may not: Debian's python3
+    runs lit, pip installs into the user's), for tests that read the .npy
+    files tile-run writes."""
+    import shutil
+    import subprocess
+    for candidate in [sys.executable, shutil.which("python3")]:
+        if candidate and subprocess.run(
+                [candidate, "-c", "import numpy"],
+                capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+if (python_with_numpy := numpy_python()):
+    config.available_features.add("numpy")
+    config.substitutions.append(("%numpy-python", python_with_numpy))
 
 
 

@@ -35,8 +35,16 @@ llvm::Error mapElements(Operation *op, Env &env, const Fn &fn) {
     operands.push_back(&buffer);
     if (!buffer.isTensor)
       continue;
-    if (shapeSource && shapeSource->shape != buffer.shape)
-      return opError(op, "operands have different shapes at run time");
+    if (shapeSource && shapeSource->shape != buffer.shape) {
+      auto text = [](const Buffer &b) {
+        std::string shape;
+        for (int64_t size : b.shape)
+          shape += (shape.empty() ? "" : "x") + std::to_string(size);
+        return shape;
+      };
+      return opError(op, "operands have different shapes at run time: " +
+                             text(*shapeSource) + " and " + text(buffer));
+    }
     shapeSource = &buffer;
   }
   Type resultType = op->getResult(0).getType();

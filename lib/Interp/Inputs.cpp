@@ -79,6 +79,19 @@ makeInputs(func::FuncOp func, const std::vector<std::string> &specs,
   return args;
 }
 
+std::vector<Buffer> makeCotangents(const std::vector<Buffer> &results,
+                                   uint64_t seed) {
+  Random rng(seed * 7919 + 17);
+  std::vector<Buffer> cotangents;
+  for (const Buffer &result : results) {
+    Buffer cotangent = result;
+    for (double &value : cotangent.values)
+      value = roundTo(result.storage, rng.uniform(-1.0, 1.0));
+    cotangents.push_back(std::move(cotangent));
+  }
+  return cotangents;
+}
+
 Summary summarize(const Buffer &buffer) {
   Summary summary;
   summary.count = static_cast<int64_t>(buffer.values.size());

@@ -196,16 +196,6 @@ std::string str(const llvm::json::Object *object, llvm::StringRef key) {
   return "";
 }
 
-std::optional<rt::DType> dtypeOf(const std::string &name) {
-  if (name == "bf16")
-    return rt::DType::BF16;
-  if (name == "f16")
-    return rt::DType::F16;
-  if (name == "f32")
-    return rt::DType::F32;
-  return std::nullopt;
-}
-
 } // namespace
 
 struct LaunchPlan::Impl {
@@ -313,7 +303,7 @@ Status LaunchPlan::Impl::bindTensor(const rt::TensorView &view,
                                     std::map<std::string, int64_t> &symbols,
                                     bool checkPointers) const {
 
-  std::optional<rt::DType> dtype = dtypeOf(param.dtype);
+  std::optional<rt::DType> dtype = rt::dtypeNamed(param.dtype);
   if (!dtype)
     return Status::error("the manifest gives " + what + " the unknown dtype " +
                          param.dtype);
@@ -458,7 +448,7 @@ LaunchPlan::infer(const std::string &name,
   for (const Param &param : (*function)->params) {
     if (param.kind != Param::Kind::Result)
       continue;
-    std::optional<rt::DType> dtype = dtypeOf(param.dtype);
+    std::optional<rt::DType> dtype = rt::dtypeNamed(param.dtype);
     if (!dtype)
       return Status::error("the manifest gives " + name + " result #" +
                            std::to_string(param.index) + " the unknown dtype " +

@@ -4,6 +4,13 @@
 
 namespace tile::ops {
 
+const char *const kStreamKernelSource = R"mlir(
+func.func @stream(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>)
+    -> tensor<?x?xf32> attributes {tile.kernel} {
+  %z = arith.addf %x, %y : tensor<?x?xf32>
+  return %z : tensor<?x?xf32>
+})mlir";
+
 namespace {
 // examples/*.mlir and test/Zoo/geglu.mlir, embedded at build time
 // (ExampleKernels.inc).

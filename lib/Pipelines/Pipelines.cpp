@@ -63,21 +63,36 @@ std::string mlir::tile::defaultLibdevicePath() {
   return std::string(path);
 }
 
+namespace {
+/// The chips Tile compiles for, and the PTX ISA version that introduced
+/// each (LLVM's default, 6.0, aborts on the newer ones).
+struct ChipInfo {
+  const char *chip, *ptx;
+};
+constexpr ChipInfo kChips[] = {
+    {"sm_80", "+ptx70"},   {"sm_86", "+ptx71"},   {"sm_87", "+ptx74"},
+    {"sm_89", "+ptx78"},   {"sm_90", "+ptx80"},   {"sm_90a", "+ptx80"},
+    {"sm_100", "+ptx87"},  {"sm_100a", "+ptx87"}, {"sm_101", "+ptx87"},
+    {"sm_101a", "+ptx87"}, {"sm_120", "+ptx87"},  {"sm_120a", "+ptx87"},
+};
+} // namespace
+
+bool mlir::tile::isKnownChip(StringRef chip) {
+  return llvm::any_of(kChips,
+                      [&](const ChipInfo &info) { return chip == info.chip; });
+}
+
+std::string mlir::tile::knownChips() {
+  std::string list;
+  for (const ChipInfo &info : kChips)
+    list += (list.empty() ? "" : ", ") + std::string(info.chip);
+  return list;
+}
+
 std::string mlir::tile::ptxFeaturesFor(StringRef chip) {
-  // The PTX ISA version that introduced each architecture.
-  if (chip.starts_with("sm_100") || chip.starts_with("sm_101") ||
-      chip.starts_with("sm_120"))
-    return "+ptx87";
-  if (chip.starts_with("sm_90"))
-    return "+ptx80";
-  if (chip.starts_with("sm_89"))
-    return "+ptx78";
-  if (chip.starts_with("sm_87"))
-    return "+ptx74";
-  if (chip.starts_with("sm_86"))
-    return "+ptx71";
-  if (chip.starts_with("sm_80"))
-    return "+ptx70";
+  for (const ChipInfo &info : kChips)
+    if (chip == info.chip)
+      return info.ptx;
   return "+ptx70";
 }
 
@@ -102,22 +117,34 @@ void mlir::tile::registerGpuTargets(DialectRegistry &registry) {
 }
 
 namespace {
-/// Fails, naming the path, when libdevice is missing: upstream would carry on
-/// and emit PTX with unresolved __nv_ calls that only ptxas rejects.
-struct CheckLibdevicePass final
-    : PassWrapper<CheckLibdevicePass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckLibdevicePass)
-  explicit CheckLibdevicePass(std::string path) : path(std::move(path)) {}
-  StringRef getArgument() const override { return "tile-check-libdevice"; }
+/// Fails on a chip Tile does not know (NVVM would say "Minimum NVVM target
+/// SM version is sm_20" for `h100`) and, naming the path and how to give
+/// another, on a missing libdevice: upstream would carry on and emit PTX
+/// with unresolved __nv_ calls that only ptxas rejects.
+struct CheckTargetPass final
+    : PassWrapper<CheckTargetPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckTargetPass)
+  CheckTargetPass(std::string chip, std::string libdevice)
+      : chip(std::move(chip)), libdevice(std::move(libdevice)) {}
+  StringRef getArgument() const override { return "tile-check-target"; }
   void runOnOperation() override {
-    if (llvm::sys::fs::exists(path))
+    if (!tile::isKnownChip(chip)) {
+      getOperation().emitError("unknown chip '")
+          << chip << "': Tile compiles for " << tile::knownChips()
+          << " (an A100 is sm_80, an H100 or H200 sm_90a; tile-rt-info "
+             "prints the chip of this machine's GPU)";
+      return signalPassFailure();
+    }
+    if (llvm::sys::fs::exists(libdevice))
       return;
     getOperation().emitError("libdevice not found at '")
-        << path
-        << "': set CUDA_HOME to the CUDA toolkit or pass its path explicitly";
+        << libdevice
+        << "': set CUDA_HOME to the CUDA toolkit (the JIT, tile-run and "
+           "Python read it), or give the file with --tile-libdevice=PATH "
+           "(tile-translate) or the pipeline option libdevice=PATH (tile-opt)";
     signalPassFailure();
   }
-  std::string path;
+  std::string chip, libdevice;
 };
 
 /// Removes nvvm.griddepcontrol, which needs sm_90, from code for an older
@@ -148,7 +175,7 @@ void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
                                        const PtxOptions &options) {
   std::string libdevice =
       options.libdevice.empty() ? defaultLibdevicePath() : options.libdevice;
-  pm.addPass(std::make_unique<CheckLibdevicePass>(libdevice));
+  pm.addPass(std::make_unique<CheckTargetPass>(options.chip, libdevice));
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features = options.features.empty() ? ptxFeaturesFor(options.chip)

@@ -3,6 +3,7 @@
 #include "tile/Runtime/Runtime.h"
 #include "tile/Runtime/HostFloat.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -20,6 +21,13 @@ const char *name(DType dtype) {
     return "f32";
   }
   return "?";
+}
+
+std::optional<DType> dtypeNamed(std::string_view name) {
+  for (DType dtype : {DType::BF16, DType::F16, DType::F32})
+    if (name == rt::name(dtype))
+      return dtype;
+  return std::nullopt;
 }
 
 std::vector<unsigned char> encode(DType dtype,
@@ -441,6 +449,33 @@ StatusOr<float> EventTimer::stop() {
       !s)
     return s;
   return ms;
+}
+
+StatusOr<double> medianMilliseconds(const Device &device, int iterations,
+                                    const std::function<Status(int)> &run,
+                                    const std::function<Status()> &ahead) {
+  auto timer = EventTimer::create(device);
+  if (!timer)
+    return timer.takeStatus();
+  for (int i = 0; i < 5; ++i)
+    if (Status s = run(i); !s)
+      return s;
+  std::vector<double> samples;
+  for (int i = 0; i < std::max(1, iterations); ++i) {
+    if (ahead)
+      if (Status s = ahead(); !s)
+        return s;
+    if (Status s = timer->start(); !s)
+      return s;
+    if (Status s = run(i); !s)
+      return s;
+    auto ms = timer->stop();
+    if (!ms)
+      return ms.takeStatus();
+    samples.push_back(*ms);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
 }
 
 } // namespace tile::rt

@@ -253,3 +253,18 @@ def test_no_gpu_is_a_clear_error_here():
         pytest.skip("this machine has a GPU")
     with pytest.raises(tile.TileError, match="driver|libcuda"):
         tile.device_count()
+
+
+# -- packaging -----------------------------------------------------------------
+
+def test_version_matches_cmake_project():
+    """CMakeLists.txt's project() version is the release (the tools print
+    it); the wheel's and tile.__version__ must say the same."""
+    import pathlib
+    import re
+    root = pathlib.Path(__file__).resolve().parents[2]
+    cmake = re.search(r"project\(tile VERSION ([0-9.]+)",
+                      (root / "CMakeLists.txt").read_text()).group(1)
+    wheel = re.search(r'^version = "([0-9.]+)"',
+                      (root / "pyproject.toml").read_text(), re.M).group(1)
+    assert tile.__version__ == cmake == wheel

@@ -19,7 +19,8 @@
 // SM90: .target sm_90a
 // SM90-NOT: __nv_
 // OPT: gpu.binary @kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80", link = [{{.*}}libdevice.10.bc"]>, {{.*}}.target sm_90a
-// NOLIB: error: libdevice not found at '{{.*}}missing.bc': set CUDA_HOME to the CUDA toolkit or pass its path explicitly
+// NOLIB: error: libdevice not found at '{{.*}}missing.bc': set CUDA_HOME to the CUDA toolkit (the JIT, tile-run and Python read it), or give the file with --tile-libdevice=PATH (tile-translate) or the pipeline option libdevice=PATH (tile-opt)
+// NOLIB-NOT: see current operation
 
 // Bare-pointer convention: a kernel's memref argument is one pointer, which
 // needs a static shape; the kernel bounds its accesses by %n.

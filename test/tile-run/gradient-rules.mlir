@@ -7,7 +7,6 @@
 // RUN: tile-run %s --gradient-check --function=reductions --args=MxN,N --rows=3 --widths=1,17 | FileCheck %s --check-prefix=TWO
 // RUN: tile-run %s --gradient-check --function=reductions --main-grad --args=MxN,N --rows=3 --widths=1,17 | FileCheck %s --check-prefix=TWO
 // RUN: tile-run %s --gradient-check --function=rows_and_pieces --args=MxN,MxN --rows=3 --widths=1,17 | FileCheck %s --check-prefix=TWO
-// RUN: tile-run %s --gradient-check --function=rank3 --args=2x3xN,N --widths=1,17 | FileCheck %s --check-prefix=TWO
 //
 // ONE: 2 gradients checked, 0 failed
 // TWO: 4 gradients checked, 0 failed
@@ -117,18 +116,4 @@ func.func @rows_and_pieces(%a: tensor<?x?xbf16>, %b: tensor<?x?xf32>)
   %sum = arith.addf %padded, %j : tensor<?x?xf32>
   %h = tile.cast %sum : tensor<?x?xf32> to tensor<?x?xf16>
   return %h : tensor<?x?xf16>
-}
-
-// Rank 3: two row dimensions, so a weight's gradient reduces over both.
-func.func @rank3(%x: tensor<?x?x?xf32>, %w: tensor<?xf32>)
-    -> tensor<?x?x?xf32> attributes {tile.kernel} {
-  %wb = tile.broadcast %w [0, 1] like %x
-      : tensor<?xf32>, tensor<?x?x?xf32> -> tensor<?x?x?xf32>
-  %ms = tile.reduce mean %x [2] : tensor<?x?x?xf32> -> tensor<?x?xf32>
-  %mb = tile.broadcast %ms [2] like %x
-      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?x?xf32>
-  %d = arith.subf %x, %mb : tensor<?x?x?xf32>
-  %y = arith.mulf %d, %wb : tensor<?x?x?xf32>
-  %t = math.tanh %y : tensor<?x?x?xf32>
-  return %t : tensor<?x?x?xf32>
 }

@@ -9,6 +9,7 @@
 #define TILE_TOOLS_TILE_BENCH_BENCHTOOL_H
 
 #include "tile/Ops/Ops.h"
+#include "tile/Ops/TiledMLP.h"
 
 #include <string>
 #include <vector>
@@ -16,8 +17,15 @@
 /// Prints "error: <message>" to stderr; returns the exit status 1.
 int fail(const std::string &message);
 
-/// `tile-bench mlp <args>`: the tiled MLP next to the untiled one.
-int runMLPBench(tile::ops::Operators &ops,
-                const std::vector<std::string> &args);
+/// `tile-bench mlp`'s options (parsed in tile-bench.cpp).
+struct MLPBenchOptions {
+  std::string jsonPath;
+  int iterations = 5;
+  int64_t maxSequence = 131072;
+  tile::ops::MLPOptions tiled;
+};
+
+/// `tile-bench mlp`: the tiled MLP next to the untiled one.
+int runMLPBench(tile::ops::Operators &ops, const MLPBenchOptions &options);
 
 #endif // TILE_TOOLS_TILE_BENCH_BENCHTOOL_H

@@ -241,25 +241,11 @@ std::string cell(const Step &step, double value, const char *format) {
 }
 } // namespace
 
-int runMLPBench(ops::Operators &ops, const std::vector<std::string> &args) {
-  std::string jsonPath;
-  int iterations = 5;
-  int64_t maxSequence = 131072;
-  ops::MLPOptions tiled;
-  for (const std::string &arg : args) {
-    if (arg.rfind("--json=", 0) == 0)
-      jsonPath = arg.substr(7);
-    else if (arg.rfind("--iterations=", 0) == 0)
-      iterations = std::max(1, std::atoi(arg.c_str() + 13));
-    else if (arg.rfind("--max-sequence=", 0) == 0)
-      maxSequence = std::atoll(arg.c_str() + 15);
-    else if (arg.rfind("--shards=", 0) == 0)
-      tiled.shards = std::atoll(arg.c_str() + 9);
-    else if (arg.rfind("--budget-mib=", 0) == 0)
-      tiled.memoryBudgetBytes = size_t(std::atoll(arg.c_str() + 13)) << 20;
-    else
-      return fail("unknown option " + arg);
-  }
+int runMLPBench(ops::Operators &ops, const MLPBenchOptions &options) {
+  const std::string &jsonPath = options.jsonPath;
+  int iterations = options.iterations;
+  int64_t maxSequence = options.maxSequence;
+  const ops::MLPOptions &tiled = options.tiled;
   MLPBench bench(ops, iterations);
   if (rt::Status s = bench.prepareWeights(); !s)
     return fail(s.message());

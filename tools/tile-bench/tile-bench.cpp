@@ -19,7 +19,7 @@
 // figure then includes the host's cost of the call.
 //
 //   tile-bench [--json=FILE] [--iterations=N] [--dtypes=bf16,f16,f32]
-//              [--threads=N]        (a schedule override, for experiments)
+//              [--threads-per-cta=N] (a schedule override, for experiments)
 //              [--rows-per-cta=N]   (likewise)
 //              [--ctas=N]           (persistent grids' CTAs, likewise)
 //              [--row-grid]         (SwiGLU one CTA per row, likewise)
@@ -34,6 +34,10 @@
 
 #include "tile/Ops/Launcher.h"
 #include "tile/Ops/Ops.h"
+#include "tile/Tools/CommandLine.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -96,28 +100,8 @@ public:
   /// Median milliseconds of `run(set)` over rotating sets.
   rt::StatusOr<double> time(int sets,
                             const std::function<rt::Status(int)> &run) {
-    auto timer = rt::EventTimer::create(ops.device());
-    if (!timer)
-      return timer.takeStatus();
-    for (int i = 0; i < 5; ++i)
-      if (rt::Status s = run(i % sets); !s)
-        return s;
-    std::vector<double> samples;
-    for (int i = 0; i < iterations; ++i) {
-      if (ahead)
-        if (rt::Status s = ahead(); !s)
-          return s;
-      if (rt::Status s = timer->start(); !s)
-        return s;
-      if (rt::Status s = run(i % sets); !s)
-        return s;
-      auto ms = timer->stop();
-      if (!ms)
-        return ms.takeStatus();
-      samples.push_back(*ms);
-    }
-    std::sort(samples.begin(), samples.end());
-    return samples[samples.size() / 2];
+    return rt::medianMilliseconds(
+        ops.device(), iterations, [&](int i) { return run(i % sets); }, ahead);
   }
 
   static int setsFor(double bytes) {
@@ -140,58 +124,94 @@ std::string shapeText(int64_t m, int64_t n) {
 }
 } // namespace
 
+namespace {
+namespace cl = llvm::cl;
+
+cl::OptionCategory category("tile-bench options");
+cl::opt<std::string> jsonPath("json", cl::desc("also write the table as JSON"),
+                              cl::value_desc("file"), cl::cat(category));
+cl::opt<int> iterations("iterations", cl::desc("timed runs per figure"),
+                        cl::init(50), cl::cat(category));
+cl::list<std::string> dtypeNames("dtypes",
+                                 cl::desc("dtypes to run: bf16, f16, f32"),
+                                 cl::CommaSeparated, cl::cat(category));
+cl::list<std::string> shapeList("shapes",
+                                cl::desc("only these shapes (MxN): for a "
+                                         "profiler"),
+                                cl::CommaSeparated, cl::cat(category));
+cl::opt<bool> hostInclusive("host-inclusive",
+                            cl::desc("time from an idle GPU: the figures "
+                                     "include the host's cost of each call"),
+                            cl::cat(category));
+cl::OptionCategory scheduleCategory("Schedule overrides (experiments)");
+cl::opt<int64_t> threads("threads-per-cta", cl::desc("threads per CTA"),
+                         cl::cat(scheduleCategory));
+cl::opt<int64_t> rowsPerCta("rows-per-cta", cl::desc("rows per CTA"),
+                            cl::cat(scheduleCategory));
+cl::opt<int64_t> ctas("ctas", cl::desc("CTAs of persistent grids"),
+                      cl::cat(scheduleCategory));
+cl::opt<bool> rowGrid("row-grid",
+                      cl::desc("one CTA per row for elementwise kernels too"),
+                      cl::cat(scheduleCategory));
+cl::opt<bool> noRegisterCaps("no-register-caps",
+                             cl::desc("load kernels as the JIT made them"),
+                             cl::cat(scheduleCategory));
+
+cl::SubCommand mlpCommand("mlp", "the tiled SwiGLU MLP's step against the "
+                                 "untiled one (MLPBench.cpp)");
+cl::opt<std::string> mlpJson("json", cl::desc("also write the table as JSON"),
+                             cl::value_desc("file"), cl::sub(mlpCommand));
+cl::opt<int> mlpIterations("iterations", cl::desc("timed steps per row"),
+                           cl::init(5), cl::sub(mlpCommand));
+cl::opt<int64_t> maxSequence("max-sequence",
+                             cl::desc("the longest sequence measured"),
+                             cl::init(131072), cl::sub(mlpCommand));
+cl::opt<int64_t> shards("shards",
+                        cl::desc("the tiled MLP's shards (0: automatic)"),
+                        cl::sub(mlpCommand));
+cl::opt<uint64_t> budgetMib(
+    "budget-mib", cl::desc("the automatic shards' memory budget, in MiB"),
+    cl::init(ops::MLPOptions().memoryBudgetBytes >> 20), cl::sub(mlpCommand));
+} // namespace
+
 int main(int argc, char **argv) {
-  if (argc > 1 && std::string(argv[1]) == "mlp") {
+  mlir::tile::prepareCommandLine("tile-bench", {&category, &scheduleCategory},
+                                 /*readsIR=*/false);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Tile's operators in GB/s, next to the "
+                              "streaming ceiling measured in the same run\n");
+  if (iterations < 1 || mlpIterations < 1)
+    return fail("--iterations must be at least 1");
+  if (mlpCommand) {
     auto created = ops::Operators::create(0, "");
     if (!created)
       return fail(created.message());
-    return runMLPBench(**created,
-                       std::vector<std::string>(argv + 2, argv + argc));
+    MLPBenchOptions options;
+    options.jsonPath = mlpJson;
+    options.iterations = mlpIterations;
+    options.maxSequence = maxSequence;
+    options.tiled.shards = shards;
+    options.tiled.memoryBudgetBytes = size_t(budgetMib) << 20;
+    return runMLPBench(**created, options);
   }
-  std::string jsonPath;
-  int iterations = 50;
   ops::ScheduleOverrides schedule;
-  std::vector<DType> dtypes = {DType::BF16, DType::F16, DType::F32};
-  std::string shapes; // ",MxN,...," or empty for every shape
-  bool hostInclusive = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--json=", 0) == 0)
-      jsonPath = arg.substr(7);
-    else if (arg.rfind("--iterations=", 0) == 0)
-      iterations = std::max(1, std::atoi(arg.c_str() + 13));
-    else if (arg.rfind("--shapes=", 0) == 0)
-      shapes = "," + arg.substr(9) + ",";
-    else if (arg.rfind("--ctas=", 0) == 0)
-      schedule.persistentCtas = std::atoll(arg.c_str() + 7);
-    else if (arg.rfind("--rows-per-cta=", 0) == 0)
-      schedule.rowsPerCta = std::atoll(arg.c_str() + 15);
-    else if (arg == "--row-grid")
-      schedule.rowGrid = true;
-    else if (arg == "--host-inclusive")
-      hostInclusive = true;
-    else if (arg == "--no-register-caps")
-      schedule.registerCaps = false;
-    else if (arg.rfind("--threads=", 0) == 0)
-      schedule.threads = std::atoll(arg.c_str() + 10);
-    else if (arg.rfind("--dtypes=", 0) == 0) {
-      dtypes.clear();
-      std::string list = arg.substr(9) + ",";
-      for (size_t at = 0, comma;
-           (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
-        std::string name = list.substr(at, comma - at);
-        if (name == "bf16")
-          dtypes.push_back(DType::BF16);
-        else if (name == "f16")
-          dtypes.push_back(DType::F16);
-        else if (name == "f32")
-          dtypes.push_back(DType::F32);
-        else
-          return fail("unknown dtype " + name);
-      }
-    } else
-      return fail("unknown option " + arg);
+  schedule.threads = threads;
+  schedule.rowsPerCta = rowsPerCta;
+  schedule.persistentCtas = ctas;
+  schedule.rowGrid = rowGrid;
+  schedule.registerCaps = !noRegisterCaps;
+  std::vector<DType> dtypes;
+  for (const std::string &name : dtypeNames) {
+    std::optional<DType> dtype = rt::dtypeNamed(name);
+    if (!dtype)
+      return fail("--dtypes: unknown dtype '" + name + "' (bf16, f16, f32)");
+    dtypes.push_back(*dtype);
   }
+  if (dtypes.empty())
+    dtypes = {DType::BF16, DType::F16, DType::F32};
+  // ",MxN,...," or empty for every shape
+  std::string shapes =
+      shapeList.empty() ? "" : "," + llvm::join(shapeList, ",") + ",";
   auto created = ops::Operators::create(0, "", schedule);
   if (!created)
     return fail(created.message());
@@ -212,8 +232,8 @@ int main(int argc, char **argv) {
     overrides += ", no register caps";
   std::printf("device: %s (%s, %d SMs), median of %d runs, %s%s\n",
               ops.device().name().c_str(), ops.device().chip().c_str(),
-              ops.device().multiprocessors(), iterations,
-              hostInclusive ? "host-inclusive" : "device time",
+              ops.device().multiprocessors(), iterations.getValue(),
+              hostInclusive.getValue() ? "host-inclusive" : "device time",
               overrides.c_str());
 
   // The ceiling: z = x + y over 2^28 f32 elements, Tile's own kernel.
@@ -222,13 +242,7 @@ int main(int argc, char **argv) {
   {
     jit::CompileOptions options;
     options.chip = ops.device().chip();
-    const char *stream = R"mlir(
-      func.func @stream(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>)
-          -> tensor<?x?xf32> attributes {tile.kernel} {
-        %z = arith.addf %x, %y : tensor<?x?xf32>
-        return %z : tensor<?x?xf32>
-      })mlir";
-    auto compiled = ops.compiler().compile(stream, options);
+    auto compiled = ops.compiler().compile(ops::kStreamKernelSource, options);
     if (!compiled)
       return fail(compiled.message());
     auto created = ops::Launcher::create(ops.device(), *compiled);

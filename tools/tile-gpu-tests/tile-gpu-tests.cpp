@@ -20,6 +20,10 @@
 
 #include "Suite.h"
 
+#include "tile/Tools/CommandLine.h"
+
+#include "llvm/Support/CommandLine.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -202,30 +206,32 @@ void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
 }
 } // namespace tile::gputests
 
+namespace {
+namespace cl = llvm::cl;
+cl::OptionCategory category("tile-gpu-tests options");
+cl::opt<bool> quick("quick", cl::desc("fewer shapes: rows 1, 7, 13"),
+                    cl::cat(category));
+cl::opt<bool> small("small", cl::desc("a few shapes (for compute-sanitizer)"),
+                    cl::cat(category));
+cl::opt<bool> rowGrid("row-grid",
+                      cl::desc("SwiGLU one CTA per row, as before its "
+                               "element grid"),
+                      cl::cat(category));
+cl::opt<int64_t> rowsPerCta("rows-per-cta", cl::desc("rows per CTA"),
+                            cl::cat(category));
+// Few persistent CTAs: each walks many rows (pipelined loads, the
+// exchanges' alternating slots across rows), and row-reducing kernels are
+// persistent too.
+cl::opt<int64_t> ctas("ctas", cl::desc("CTAs of persistent grids"),
+                      cl::cat(category));
+} // namespace
+
 int main(int argc, char **argv) {
-  bool quick = false, small = false, rowGrid = false;
-  int64_t rowsPerCta = 0, ctas = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--quick")
-      quick = true;
-    else if (arg == "--small")
-      small = true;
-    else if (arg == "--row-grid")
-      // SwiGLU one CTA per row, as before its element grid.
-      rowGrid = true;
-    else if (arg.rfind("--rows-per-cta=", 0) == 0)
-      rowsPerCta = std::atoll(arg.c_str() + 15);
-    else if (arg.rfind("--ctas=", 0) == 0)
-      // Few persistent CTAs: each walks many rows (pipelined loads, the
-      // exchanges' alternating slots across rows), and row-reducing
-      // kernels are persistent too.
-      ctas = std::atoll(arg.c_str() + 7);
-    else {
-      std::fprintf(stderr, "error: unknown option %s\n", arg.c_str());
-      return 2;
-    }
-  }
+  mlir::tile::prepareCommandLine("tile-gpu-tests", {&category},
+                                 /*readsIR=*/false);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Every operator x dtype x shape on GPU 0 "
+                              "against a float64 reference\n");
   auto ops = ops::Operators::create(0, "", {0, rowsPerCta, ctas, rowGrid});
   if (!ops) {
     std::fprintf(stderr, "error: %s\n", ops.message().c_str());
@@ -289,7 +295,7 @@ int main(int argc, char **argv) {
                      load.cappedResidentCtas > load.residentCtas,
                  "the capped variant gains nothing");
   }
-  testTiledMLP(suite, quick, small);
+  testTiledMLP(suite, quick.getValue(), small.getValue());
   std::printf("%d passed, %d failed\n", suite.passed, suite.failed);
   return suite.failed ? 1 : 0;
 }

@@ -10,6 +10,7 @@
 #include "tile/Conversion/Passes.h"
 #include "tile/InitTile.h"
 #include "tile/Pipelines/Pipelines.h"
+#include "tile/Tools/CommandLine.h"
 #include "tile/Tools/ToolSupport.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -21,6 +22,9 @@
 
 namespace {
 int runOpt(int argc, char **argv) {
+  // Before MLIR's driver registers its options: LLVM's are hidden, and
+  // --mlir-print-op-on-diagnostic is off unless asked for.
+  mlir::tile::prepareCommandLine("tile-opt", {});
   mlir::DialectRegistry registry;
   mlir::tile::registerTileDialects(registry);
   mlir::tile::registerGpuTargets(registry);

@@ -1,11 +1,13 @@
 //===- DeviceCheck.cpp - tile-run --device: the GPU against the evaluator -===//
 
 #include "DeviceCheck.h"
+#include "RunData.h"
 
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "tile/Interp/Inputs.h"
 #include "tile/JIT/JIT.h"
 #include "tile/Ops/Launcher.h"
+#include "tile/Ops/Ops.h"
 #include "tile/Runtime/Runtime.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -110,82 +112,164 @@ double worstError(const std::vector<double> &gpu,
   return worst;
 }
 
-/// Runs `func` on the device with `args` (host buffers), compares with
-/// `expected` (the evaluator's results); prints one line per result. The
-/// device's results go to `got` when given.
-rt::StatusOr<bool>
-runAndCompare(const rt::Device &device, ops::Launcher &launcher, FuncOp func,
-              const std::vector<interp::Buffer> &args,
-              const std::vector<interp::Buffer> &expected,
-              llvm::raw_ostream &os,
-              std::vector<interp::Buffer> *gotAll = nullptr) {
-  std::string name = func.getSymName().str();
-  std::vector<DeviceTensor> keep;
+/// One launch of a kernel on the device: its arguments uploaded, its
+/// results allocated and poisoned.
+struct DeviceCall {
+  std::string name;
+  std::vector<DeviceTensor> tensors, results;
   std::vector<ops::Argument> arguments;
+  std::vector<rt::TensorView> views;
+  /// What the call moves at the least: each tensor read or written once.
+  double bytes = 0;
+};
+
+rt::StatusOr<DeviceCall> prepareCall(const rt::Device &device, FuncOp func,
+                                     const std::vector<interp::Buffer> &args,
+                                     const std::vector<interp::Buffer> &want) {
+  DeviceCall call;
+  call.name = func.getSymName().str();
   for (auto [index, arg] : llvm::enumerate(args)) {
     if (!arg.isTensor) {
       // Scalar parameters are f32 or integers (KernelVerifier.cpp).
       if (llvm::isa<mlir::FloatType>(func.getArgumentTypes()[index]))
-        arguments.push_back(static_cast<float>(arg.values.at(0)));
+        call.arguments.push_back(static_cast<float>(arg.values.at(0)));
       else
-        arguments.push_back(static_cast<int64_t>(arg.values.at(0)));
+        call.arguments.push_back(static_cast<int64_t>(arg.values.at(0)));
       continue;
     }
-    auto tensor = upload(device, arg,
-                         "argument #" + std::to_string(index) + " of @" + name);
+    auto tensor =
+        upload(device, arg,
+               "argument #" + std::to_string(index) + " of @" + call.name);
     if (!tensor)
       return tensor.takeStatus();
-    arguments.push_back(tensor->view);
-    keep.push_back(std::move(*tensor));
+    call.arguments.push_back(tensor->view);
+    call.bytes += arg.values.size() * rt::byteSize(tensor->view.dtype);
+    call.tensors.push_back(std::move(*tensor));
   }
-  std::vector<DeviceTensor> results;
-  std::vector<rt::TensorView> views;
-  for (auto [index, want] : llvm::enumerate(expected)) {
-    auto tensor = upload(device, want,
-                         "result #" + std::to_string(index) + " of @" + name,
-                         /*poisoned=*/true);
+  for (auto [index, result] : llvm::enumerate(want)) {
+    auto tensor =
+        upload(device, result,
+               "result #" + std::to_string(index) + " of @" + call.name,
+               /*poisoned=*/true);
     if (!tensor)
       return tensor.takeStatus();
-    views.push_back(tensor->view);
-    results.push_back(std::move(*tensor));
+    call.views.push_back(tensor->view);
+    call.bytes += result.values.size() * rt::byteSize(tensor->view.dtype);
+    call.results.push_back(std::move(*tensor));
   }
-  if (rt::Status status = launcher.run(name, arguments, views); !status)
-    return status;
-  if (rt::Status status = rt::synchronize(device); !status)
-    return status;
-  bool ok = true;
-  for (auto [index, want] : llvm::enumerate(expected)) {
-    auto got = download(results[index], want.values.size());
-    if (!got)
-      return got.takeStatus();
-    double worst = worstError(*got, want.values, results[index].view.dtype);
-    bool pass = worst <= 1.0;
-    ok &= pass;
-    if (gotAll) {
-      gotAll->push_back(want);
-      gotAll->back().values = *got;
-    }
-    os << llvm::format("    @%s result #%zu %s %s: worst error %.3g of the "
-                       "allowed  %s\n",
-                       name.c_str(), index, rt::name(results[index].view.dtype),
-                       rt::formatShape(want.shape).c_str(), worst,
-                       pass ? "ok" : "FAIL");
-  }
-  return ok;
+  return call;
 }
 
-/// Random cotangents shaped and rounded like the forward's results.
-std::vector<interp::Buffer>
-makeCotangents(const std::vector<interp::Buffer> &results, uint64_t seed) {
-  interp::Random rng(seed * 7919 + 17);
-  std::vector<interp::Buffer> cotangents;
-  for (const interp::Buffer &result : results) {
-    interp::Buffer cotangent = result;
-    for (double &value : cotangent.values)
-      value = interp::roundTo(result.storage, rng.uniform(-1.0, 1.0));
-    cotangents.push_back(std::move(cotangent));
+/// What the checks share across cases: the device, the kernels, and for
+/// --bench the stream kernel and the work queued ahead of each timing.
+struct Session {
+  const rt::Device &device;
+  ops::Launcher &launcher;
+  const run::DeviceCheckOptions &options;
+  llvm::raw_ostream &os;
+  std::unique_ptr<ops::Launcher> stream;
+  std::vector<DeviceTensor> aheadBuffers;
+};
+
+/// A float32 [rows, 1024] tensor of small finite values, for the stream.
+rt::StatusOr<DeviceTensor> streamTensor(const rt::Device &device,
+                                        int64_t rows) {
+  auto buffer = rt::DeviceBuffer::allocate(device, rows * 1024 * 4);
+  if (!buffer)
+    return buffer.takeStatus();
+  if (rt::Status status = buffer->fill(0x3C); !status)
+    return status;
+  DeviceTensor tensor{std::move(*buffer), {}};
+  tensor.view.data = tensor.buffer.data();
+  tensor.view.shape = {rows, 1024};
+  tensor.view.dtype = rt::DType::F32;
+  return tensor;
+}
+
+/// Device milliseconds of `run`, with the stream kernel queued ahead of
+/// each timed call (its host cost hidden, as tile-bench does).
+rt::StatusOr<double> deviceTime(Session &session,
+                                const std::function<rt::Status()> &run) {
+  auto &ahead = session.aheadBuffers;
+  return rt::medianMilliseconds(
+      session.device, session.options.benchIterations,
+      [&](int) { return run(); },
+      [&] {
+        return session.stream->run("stream", {ahead[0].view, ahead[1].view},
+                                   {ahead[2].view});
+      });
+}
+
+/// --bench: the call's time and GB/s, next to the stream kernel's over as
+/// many bytes.
+rt::Status bench(Session &session, DeviceCall &call) {
+  auto ms = deviceTime(session, [&] {
+    return session.launcher.run(call.name, call.arguments, call.views);
+  });
+  if (!ms)
+    return ms.takeStatus();
+  int64_t rows = std::max<int64_t>(1, std::llround(call.bytes / 12 / 1024));
+  std::vector<DeviceTensor> io;
+  for (int i = 0; i < 3; ++i) {
+    auto tensor = streamTensor(session.device, rows);
+    if (!tensor)
+      return tensor.takeStatus();
+    io.push_back(std::move(*tensor));
   }
-  return cotangents;
+  auto streamMs = deviceTime(session, [&] {
+    return session.stream->run("stream", {io[0].view, io[1].view},
+                               {io[2].view});
+  });
+  if (!streamMs)
+    return streamMs.takeStatus();
+  double gbps = call.bytes / (*ms * 1e-3) / 1e9;
+  double streamGbps = 12.0 * rows * 1024 / (*streamMs * 1e-3) / 1e9;
+  session.os << llvm::format("    @%s: %.4f ms, %.0f GB/s; the stream kernel "
+                             "over as many bytes %.0f GB/s (%.2f)\n",
+                             call.name.c_str(), *ms, gbps, streamGbps,
+                             gbps / streamGbps);
+  return rt::Status::ok();
+}
+
+/// Runs `func` on the device with `args` (host buffers) and compares with
+/// `want` (the evaluator's results); prints one line per result. The
+/// device's results go to `got` when given.
+rt::StatusOr<bool> runAndCompare(Session &session, FuncOp func,
+                                 const std::vector<interp::Buffer> &args,
+                                 const std::vector<interp::Buffer> &want,
+                                 std::vector<interp::Buffer> *got = nullptr) {
+  auto call = prepareCall(session.device, func, args, want);
+  if (!call)
+    return call.takeStatus();
+  if (rt::Status status =
+          session.launcher.run(call->name, call->arguments, call->views);
+      !status)
+    return status;
+  if (rt::Status status = rt::synchronize(session.device); !status)
+    return status;
+  bool ok = true;
+  for (auto [index, expected] : llvm::enumerate(want)) {
+    const DeviceTensor &result = call->results[index];
+    auto values = download(result, expected.values.size());
+    if (!values)
+      return values.takeStatus();
+    double worst = worstError(*values, expected.values, result.view.dtype);
+    bool pass = worst <= 1.0;
+    ok &= pass;
+    if (got) {
+      got->push_back(expected);
+      got->back().values = std::move(*values);
+    }
+    session.os << llvm::format(
+        "    @%s result #%zu %s %s: worst error %.3g "
+        "of the allowed  %s\n",
+        call->name.c_str(), index, rt::name(result.view.dtype),
+        rt::formatShape(expected.shape).c_str(), worst, pass ? "ok" : "FAIL");
+  }
+  if (session.options.benchIterations > 0)
+    if (rt::Status status = bench(session, *call); !status)
+      return status;
+  return ok;
 }
 
 int fail(llvm::raw_ostream &os, const std::string &message) {
@@ -194,54 +278,73 @@ int fail(llvm::raw_ostream &os, const std::string &message) {
   return 1;
 }
 
+llvm::Error writeDeviceResults(llvm::StringRef dir, llvm::StringRef stem,
+                               const std::vector<interp::Buffer> &buffers,
+                               size_t count) {
+  for (size_t index = 0; index < count; ++index)
+    if (llvm::Error e =
+            run::writeBuffer(dir, stem.str() + std::to_string(index),
+                             buffers[index], false, ".gpu"))
+      return e;
+  return llvm::Error::success();
+}
+
 /// Checks one case: @f, then @f_fwd (when values are saved) and @f_bwd.
 rt::StatusOr<bool>
-checkCase(const rt::Device &device, ops::Launcher &launcher, FuncOp func,
+checkCase(Session &session, FuncOp func,
           const std::optional<mlir::tile::DerivedKernel> &derived,
-          const std::vector<interp::Buffer> &inputs, uint64_t seed,
-          llvm::raw_ostream &os) {
-  interp::EvalOptions evalOptions; // rounds at storage types, as the GPU
-  auto forward = interp::evaluate(func, inputs, evalOptions);
-  if (!forward)
-    return rt::Status::error(llvm::toString(forward.takeError()));
-  auto ok = runAndCompare(device, launcher, func, inputs, *forward, os);
-  if (!ok || !derived)
+          const std::vector<interp::Buffer> &inputs) {
+  const run::DeviceCheckOptions &options = session.options;
+  // The evaluator rounds at storage types, as the GPU does.
+  auto reference = run::evaluateCase(func, derived, inputs, options.seed,
+                                     interp::EvalOptions());
+  if (!reference)
+    return rt::Status::error(llvm::toString(reference.takeError()));
+  std::vector<interp::Buffer> forward;
+  auto ok = runAndCompare(session, func, inputs, reference->results, &forward);
+  if (!ok)
     return ok;
   bool allOk = *ok;
-  // @f_bwd takes the forward's arguments, a cotangent per result, then the
-  // values @f_fwd saved (after its results).
-  std::vector<interp::Buffer> backwardArgs = inputs;
-  for (interp::Buffer &cotangent : makeCotangents(*forward, seed))
-    backwardArgs.push_back(std::move(cotangent));
-  std::vector<interp::Buffer> deviceArgs = backwardArgs;
-  if (derived->forwardWithSaved) {
-    auto withSaved =
-        interp::evaluate(derived->forwardWithSaved, inputs, evalOptions);
-    if (!withSaved)
-      return rt::Status::error(llvm::toString(withSaved.takeError()));
-    std::vector<interp::Buffer> deviceSaved;
-    auto savedOk = runAndCompare(device, launcher, derived->forwardWithSaved,
-                                 inputs, *withSaved, os, &deviceSaved);
-    if (!savedOk)
-      return savedOk;
-    allOk &= *savedOk;
+  std::vector<interp::Buffer> gradients;
+  if (derived) {
     // Each backward gets the values its own forward saved, as in training:
     // a row's max recomputed in f32 on the GPU is compared with the max the
     // GPU saved, not with the evaluator's float64 one.
-    for (size_t i = forward->size(); i < withSaved->size(); ++i) {
-      backwardArgs.push_back((*withSaved)[i]);
-      deviceArgs.push_back(deviceSaved[i]);
+    std::vector<interp::Buffer> deviceSaved;
+    if (derived->forwardWithSaved) {
+      std::vector<interp::Buffer> want = reference->results;
+      want.insert(want.end(), reference->saved.begin(), reference->saved.end());
+      std::vector<interp::Buffer> withSaved;
+      auto savedOk = runAndCompare(session, derived->forwardWithSaved, inputs,
+                                   want, &withSaved);
+      if (!savedOk)
+        return savedOk;
+      allOk &= *savedOk;
+      deviceSaved.assign(withSaved.begin() + reference->results.size(),
+                         withSaved.end());
     }
+    auto backwardOk = runAndCompare(
+        session, derived->backward,
+        run::backwardArguments(inputs, reference->cotangents, deviceSaved),
+        reference->gradients, &gradients);
+    if (!backwardOk)
+      return backwardOk;
+    allOk &= *backwardOk;
   }
-  auto gradients =
-      interp::evaluate(derived->backward, backwardArgs, evalOptions);
-  if (!gradients)
-    return rt::Status::error(llvm::toString(gradients.takeError()));
-  auto backwardOk = runAndCompare(device, launcher, derived->backward,
-                                  deviceArgs, *gradients, os);
-  if (!backwardOk)
-    return backwardOk;
-  return allOk && *backwardOk;
+  if (!options.outputDir.empty()) {
+    llvm::StringRef dir = options.outputDir;
+    llvm::Error e = run::writeEvaluation(dir, func, derived, inputs, *reference,
+                                         options.argumentNames);
+    if (!e)
+      e = writeDeviceResults(dir, "result", forward, forward.size());
+    for (size_t i = 0; !e && i < gradients.size(); ++i)
+      e = run::writeBuffer(
+          dir, run::gradientName(derived->backward, i, options.argumentNames),
+          gradients[i], false, ".gpu");
+    if (e)
+      return rt::Status::error(llvm::toString(std::move(e)));
+  }
+  return allOk;
 }
 } // namespace
 
@@ -250,8 +353,12 @@ int tile::run::runDeviceCheck(FuncOp func, const std::string &source,
                               const DeviceCheckOptions &options,
                               llvm::raw_ostream &os) {
   auto device = rt::Device::open(0);
-  if (!device)
-    return fail(os, "--device: " + device.message());
+  if (!device) {
+    os.flush();
+    llvm::errs() << "tile-run: --device: no usable GPU (" << device.message()
+                 << "); nothing was run\n";
+    return kNoDeviceStatus;
+  }
   std::string name = func.getSymName().str();
 
   // The backward the evaluator runs is derived here, the one the GPU runs by
@@ -278,15 +385,36 @@ int tile::run::runDeviceCheck(FuncOp func, const std::string &source,
   auto launcher = ops::Launcher::create(*device, *kernels);
   if (!launcher)
     return fail(os, "--device: " + launcher.message());
+  Session session{*device, **launcher, options, os, nullptr, {}};
+  if (options.benchIterations > 0) {
+    jit::CompileOptions streamOptions;
+    streamOptions.chip = device->chip();
+    auto stream = jit.compile(ops::kStreamKernelSource, streamOptions);
+    if (!stream)
+      return fail(os, "--bench: " + stream.message());
+    auto streamLauncher = ops::Launcher::create(*device, *stream);
+    if (!streamLauncher)
+      return fail(os, "--bench: " + streamLauncher.message());
+    session.stream = std::move(*streamLauncher);
+    // Queued ahead of each timed call: the stream over 2^24 elements
+    // (about 40 us on an H100).
+    for (int i = 0; i < 3; ++i) {
+      auto tensor = streamTensor(*device, 16384);
+      if (!tensor)
+        return fail(os, "--bench: " + tensor.message());
+      session.aheadBuffers.push_back(std::move(*tensor));
+    }
+  }
 
   os << "device check of @" << name << " on " << device->name() << " ("
-     << compile.chip << "), policy " << compile.policy
+     << compile.chip << "), "
+     << (options.backward ? "forward and backward, policy " + compile.policy
+                          : std::string("forward"))
      << ", against the evaluator\n";
   unsigned failures = 0;
   for (const DeviceCase &deviceCase : cases) {
     os << "  args " << deviceCase.label << "\n";
-    auto ok = checkCase(*device, **launcher, func, derived, deviceCase.inputs,
-                        options.seed, os);
+    auto ok = checkCase(session, func, derived, deviceCase.inputs);
     if (!ok)
       return fail(os, "--device: " + ok.message());
     failures += !*ok;

@@ -2,8 +2,10 @@
 //
 // The differential check that closes the loop from IR to hardware: the same
 // kernel source JIT-compiled for GPU 0 and run on the inputs the evaluator
-// saw, forward and derived backward, every result compared element by
-// element with the evaluator's (outputs poisoned with NaN first).
+// saw, forward and (with --gradient) derived backward, every result
+// compared element by element with the evaluator's (outputs poisoned with
+// NaN first). With --bench each kernel is also timed, in GB/s next to the
+// same-size stream kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,13 +22,23 @@
 
 namespace tile::run {
 
+/// tile-run's exit status when --device finds no usable GPU (automake's
+/// "skipped"): CI without a GPU tells it from a failed check.
+constexpr int kNoDeviceStatus = 77;
+
 struct DeviceCheckOptions {
-  /// Also derive the backward (tile::jit's differentiate, the recompute
-  /// policy unless `policy` says otherwise) and check it on random
-  /// cotangents.
-  bool backward = true;
+  /// Also derive the backward (tile::jit's differentiate, with `policy`)
+  /// and check it on seeded random cotangents.
+  bool backward = false;
   mlir::tile::RecomputePolicy policy = mlir::tile::RecomputePolicy::Recompute;
   uint64_t seed = 0;
+  /// The arguments' names (RunData.h's argumentNames), for output files.
+  std::vector<std::string> argumentNames;
+  /// Where to write the case's inputs, the evaluator's results and the
+  /// GPU's (`<stem>.gpu.npy`); empty: nowhere. One case only.
+  std::string outputDir;
+  /// Timed runs per kernel for --bench; 0 times nothing.
+  int benchIterations = 0;
 };
 
 /// One set of inputs, and how to name it ("7x13,13").
@@ -38,8 +50,9 @@ struct DeviceCase {
 /// Compiles `func` (defined in `source`, the text it was parsed from) once
 /// for GPU 0, runs it on each case's inputs and compares its results, and
 /// its derived backward's, with the evaluator's. Prints a line per result
-/// to `os`; 0 when all agree, 1 when one differs or anything fails (no GPU
-/// included: it says so). Derives the backward into `func`'s module.
+/// to `os`; 0 when all agree, 1 when one differs or anything fails,
+/// kNoDeviceStatus without a usable GPU. Derives the backward into
+/// `func`'s module.
 int runDeviceCheck(mlir::func::FuncOp func, const std::string &source,
                    const std::vector<DeviceCase> &cases,
                    const DeviceCheckOptions &options, llvm::raw_ostream &os);

@@ -13,16 +13,24 @@
 //   tile-run examples/rms_norm.mlir --gradient-check --args=MxN,N,1e-6,0 \
 //       --rows=1,7,13 --widths=1,13,1000,3000
 //
-// With --device it runs the function and its derived backward on GPU 0
-// (JIT-compiled once) at every shape asked for, on the inputs the evaluator
-// sees, and compares every result with the evaluator's:
+// With --gradient it also derives the backward and evaluates it on seeded
+// random cotangents. With --device it runs the function (and with
+// --gradient its derived backward) on GPU 0, JIT-compiled once, at every
+// shape asked for, on the inputs the evaluator sees, and compares every
+// result with the evaluator's (--bench also times each kernel):
 //
-//   tile-run examples/rms_norm.mlir --device --args=MxN,N,1e-6,0 \
-//       --rows=1,300 --widths=13,4096
+//   tile-run examples/rms_norm.mlir --device --gradient \
+//       --args=MxN,N,1e-6,0 --rows=1,300 --widths=13,4096
+//
+// --input=NAME=FILE.npy reads an argument from a NumPy file, and
+// --output-dir writes the inputs, results, cotangents and gradients as
+// .npy files (RunData.h), so that another framework can be compared on
+// identical data.
 //
 //===----------------------------------------------------------------------===//
 
 #include "DeviceCheck.h"
+#include "RunData.h"
 
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
@@ -30,6 +38,7 @@
 #include "tile/Interp/Evaluator.h"
 #include "tile/Interp/GradientCheck.h"
 #include "tile/Interp/Inputs.h"
+#include "tile/Tools/CommandLine.h"
 #include "tile/Tools/ToolSupport.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -47,45 +56,69 @@ using namespace mlir;
 namespace cl = llvm::cl;
 namespace interp = ::tile::interp;
 
+static cl::OptionCategory toolCategory("tile-run options");
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input.mlir>"),
-                                      cl::Required);
+                                      cl::Required, cl::cat(toolCategory));
 static cl::opt<std::string>
     functionName("function",
                  cl::desc("function to run (default: the only tile.kernel)"),
-                 cl::value_desc("name"));
-static cl::alias functionAlias("f", cl::aliasopt(functionName));
+                 cl::value_desc("name"), cl::cat(toolCategory));
+static cl::alias functionAlias("f", cl::aliasopt(functionName),
+                               cl::cat(toolCategory));
 static cl::list<std::string>
     argSpecs("args",
              cl::desc("one spec per argument: a shape such as 7x13 for a "
-                      "tensor, a number for a scalar"),
-             cl::CommaSeparated, cl::value_desc("spec,spec,..."));
-static cl::opt<uint64_t> seed("seed", cl::desc("random seed"), cl::init(0));
+                      "tensor, a number for a scalar; empty for an argument "
+                      "read with --input"),
+             cl::CommaSeparated, cl::value_desc("spec,spec,..."),
+             cl::cat(toolCategory));
+static cl::list<std::string>
+    inputFiles("input",
+               cl::desc("read an argument (by name, or #index) from a .npy "
+                        "file instead of random numbers; repeatable"),
+               cl::value_desc("name=file.npy"), cl::cat(toolCategory));
+static cl::opt<std::string>
+    outputDir("output-dir",
+              cl::desc("write the inputs, the results (float64) and, with "
+                       "--gradient, the cotangents and gradients as .npy; "
+                       "with --device the GPU's too (*.gpu.npy)"),
+              cl::value_desc("dir"), cl::cat(toolCategory));
+static cl::opt<uint64_t> seed("seed", cl::desc("random seed"), cl::init(0),
+                              cl::cat(toolCategory));
 static cl::opt<double> low("low", cl::desc("smallest random input"),
-                           cl::init(-2.0));
+                           cl::init(-2.0), cl::cat(toolCategory));
 static cl::opt<double> high("high", cl::desc("bound above random inputs"),
-                            cl::init(2.0));
+                            cl::init(2.0), cl::cat(toolCategory));
 static cl::opt<bool> exact("exact",
                            cl::desc("evaluate in exact float64: no rounding "
                                     "at casts or storage-typed inputs"),
-                           cl::init(false));
-static cl::OptionCategory deviceCategory("GPU check (--device)");
-static cl::opt<bool>
-    onDevice("device",
-             cl::desc("also run the function on GPU 0 (JIT-compiled, with "
-                      "its derived backward on random cotangents) and "
-                      "compare every result with the evaluator's"),
-             cl::init(false), cl::cat(deviceCategory));
-static cl::opt<bool> deviceBackward(
-    "device-backward",
-    cl::desc("with --device, check the derived backward too (--policy "
-             "picks its recompute policy)"),
-    cl::init(true), cl::cat(deviceCategory));
+                           cl::init(false), cl::cat(toolCategory));
 static cl::opt<bool> printValues("print-values",
                                  cl::desc("print every element of each "
                                           "result"),
-                                 cl::init(false));
+                                 cl::init(false), cl::cat(toolCategory));
+static cl::opt<bool>
+    gradient("gradient",
+             cl::desc("also derive the backward and run it on seeded random "
+                      "cotangents (--policy picks its recompute policy)"),
+             cl::init(false), cl::cat(toolCategory));
 
-static cl::OptionCategory gradientCategory("Gradient check");
+static cl::OptionCategory deviceCategory("GPU (--device)");
+static cl::opt<bool>
+    onDevice("device",
+             cl::desc("run on GPU 0 (JIT-compiled) and compare every result "
+                      "with the evaluator's; exit status 77 without a GPU"),
+             cl::init(false), cl::cat(deviceCategory));
+static cl::opt<bool> benchmark("bench",
+                               cl::desc("with --device, time each kernel: "
+                                        "GB/s next to the stream kernel "
+                                        "over as many bytes"),
+                               cl::init(false), cl::cat(deviceCategory));
+static cl::opt<int> benchIterations("bench-iterations",
+                                    cl::desc("timed runs per kernel"),
+                                    cl::init(50), cl::cat(deviceCategory));
+
+static cl::OptionCategory gradientCategory("Gradients");
 static cl::opt<bool> gradientCheck(
     "gradient-check",
     cl::desc("derive the backward and compare it with finite differences"),
@@ -99,8 +132,9 @@ static cl::opt<mlir::tile::RecomputePolicy>
            cl::init(mlir::tile::RecomputePolicy::Recompute),
            cl::cat(gradientCategory));
 static cl::opt<bool> mainGrad("main-grad",
-                              cl::desc("accumulate cross-row gradients into "
-                                       "fp32 main_grad arguments"),
+                              cl::desc("with --gradient-check: accumulate "
+                                       "cross-row gradients into fp32 "
+                                       "main_grad arguments"),
                               cl::init(false), cl::cat(gradientCategory));
 static cl::opt<unsigned> directions("directions",
                                     cl::desc("random directions per argument"),
@@ -114,7 +148,9 @@ static cl::opt<double> finiteDifferenceStep(
     cl::init(interp::FiniteDifferenceOptions().relativeStep),
     cl::cat(gradientCategory));
 static cl::list<std::string>
-    rowsList("rows", cl::desc("values of M in --args (one run per M and N)"),
+    rowsList("rows",
+             cl::desc("values of M in --args (one run per M and N; "
+                      "--gradient-check and --device)"),
              cl::CommaSeparated, cl::cat(gradientCategory));
 static cl::list<std::string> widthsList("widths",
                                         cl::desc("values of N in --args"),
@@ -211,7 +247,22 @@ std::vector<std::vector<std::string>> caseSpecs() {
   return cases;
 }
 
-int runGradientCheck(func::FuncOp func, const interp::InputOptions &inputs) {
+/// What every mode needs besides the options: the function, its
+/// arguments' names and the --input files.
+struct Run {
+  func::FuncOp func;
+  std::vector<std::string> names;
+  std::map<unsigned, std::string> files;
+  interp::InputOptions inputs;
+
+  llvm::Expected<std::vector<interp::Buffer>>
+  makeInputs(const std::vector<std::string> &specs) const {
+    return ::tile::run::makeCaseInputs(func, specs, inputs, files, names);
+  }
+};
+
+int runGradientCheck(const Run &run) {
+  func::FuncOp func = run.func;
   mlir::tile::DifferentiateOptions options;
   options.policy = policy;
   options.mainGrad = mainGrad;
@@ -232,7 +283,7 @@ int runGradientCheck(func::FuncOp func, const interp::InputOptions &inputs) {
   double worst = 0.0;
   unsigned cases = 0, failures = 0;
   for (const std::vector<std::string> &specs : caseSpecs()) {
-    auto args = interp::makeInputs(func, specs, inputs);
+    auto args = run.makeInputs(specs);
     if (!args) {
       reportError(args.takeError());
       return 1;
@@ -265,11 +316,10 @@ int runGradientCheck(func::FuncOp func, const interp::InputOptions &inputs) {
 
 /// --device: every case of --args (with M and N taken from --rows and
 /// --widths, as for --gradient-check) on the GPU against the evaluator.
-int runOnDevice(func::FuncOp func, StringRef source,
-                const interp::InputOptions &inputs) {
+int runOnDevice(const Run &run, StringRef source) {
   std::vector<::tile::run::DeviceCase> cases;
   for (const std::vector<std::string> &specs : caseSpecs()) {
-    auto args = interp::makeInputs(func, specs, inputs);
+    auto args = run.makeInputs(specs);
     if (!args) {
       reportError(args.takeError());
       return 1;
@@ -277,19 +327,102 @@ int runOnDevice(func::FuncOp func, StringRef source,
     cases.push_back({llvm::join(specs, ","), std::move(*args)});
   }
   ::tile::run::DeviceCheckOptions options;
-  options.backward = deviceBackward;
+  options.backward = gradient;
   options.policy = policy;
   options.seed = seed;
-  return ::tile::run::runDeviceCheck(func, source.str(), cases, options,
+  options.argumentNames = run.names;
+  options.outputDir = outputDir;
+  options.benchIterations = benchmark ? benchIterations : 0;
+  return ::tile::run::runDeviceCheck(run.func, source.str(), cases, options,
                                      llvm::outs());
+}
+
+/// The evaluator alone: the results' summaries and, with --gradient, the
+/// gradients'.
+int runEvaluator(const Run &run) {
+  func::FuncOp func = run.func;
+  std::vector<std::string> specs(argSpecs.begin(), argSpecs.end());
+  auto args = run.makeInputs(specs);
+  if (!args) {
+    reportError(args.takeError());
+    return 1;
+  }
+  std::optional<mlir::tile::DerivedKernel> derived;
+  if (gradient) {
+    mlir::tile::DifferentiateOptions options;
+    options.policy = policy;
+    FailureOr<mlir::tile::DerivedKernel> result =
+        mlir::tile::differentiateKernel(func, options);
+    if (failed(result))
+      return 1;
+    derived = *result;
+  }
+  interp::EvalOptions evalOptions;
+  evalOptions.roundStorage = !exact;
+  auto evaluation =
+      ::tile::run::evaluateCase(func, derived, *args, seed, evalOptions);
+  if (!evaluation) {
+    reportError(evaluation.takeError());
+    return 1;
+  }
+
+  llvm::raw_ostream &os = llvm::outs();
+  os << "function @" << func.getSymName() << "  seed " << seed
+     << llvm::format("  inputs uniform in [%g, %g)", low.getValue(),
+                     high.getValue())
+     << (exact ? "  exact float64" : "") << "\n";
+  for (auto [index, buffer] : llvm::enumerate(evaluation->results)) {
+    os << "result #" << index << "\n";
+    printBuffer(os, func.getResultTypes()[index], buffer);
+  }
+  for (auto [index, buffer] : llvm::enumerate(evaluation->gradients)) {
+    os << ::tile::run::gradientName(derived->backward, index, run.names)
+       << " (@" << derived->backward.getSymName() << " result #" << index
+       << ", seeded cotangents)\n";
+    printBuffer(os, derived->backward.getResultTypes()[index], buffer);
+  }
+  if (!outputDir.empty())
+    if (llvm::Error e = ::tile::run::writeEvaluation(
+            outputDir, func, derived, *args, *evaluation, run.names)) {
+      reportError(std::move(e));
+      return 1;
+    }
+  return 0;
+}
+
+/// Option combinations that mean nothing: an error, not a silent no-op.
+bool checkOptionCombinations() {
+  auto reject = [](StringRef message) {
+    llvm::errs() << "error: " << message << "\n";
+    return false;
+  };
+  if (gradientCheck && (onDevice || gradient))
+    return reject("--gradient-check runs alone: it compares the derived "
+                  "backward with finite differences on the evaluator");
+  if (mainGrad && !gradientCheck)
+    return reject("--main-grad applies to --gradient-check");
+  if (benchmark && !onDevice)
+    return reject("--bench times kernels on the GPU: add --device");
+  if (benchIterations < 1)
+    return reject("--bench-iterations must be at least 1");
+  if (!outputDir.empty() && (gradientCheck || caseSpecs().size() > 1))
+    return reject("--output-dir writes one case: not with --gradient-check, "
+                  "--rows or --widths of more than one value");
+  return true;
 }
 } // namespace
 
 namespace {
 int runTool(int argc, char **argv) {
+  mlir::tile::prepareCommandLine(
+      "tile-run", {&toolCategory, &deviceCategory, &gradientCategory});
   cl::ParseCommandLineOptions(argc, argv,
-                              "Tile reference evaluator: runs a tile function "
-                              "in float64 on seeded random inputs\n");
+                              "Tile's reference evaluator and GPU check: "
+                              "runs a tile function in float64 on seeded "
+                              "random inputs (or .npy files), and on the "
+                              "GPU with --device\n");
+  if (!checkOptionCombinations())
+    return 1;
   DialectRegistry registry;
   mlir::tile::registerTileDialects(registry);
   MLIRContext context(registry);
@@ -310,43 +443,27 @@ int runTool(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1;
-  func::FuncOp func = pickFunction(*module);
-  if (!func)
+  Run run;
+  run.func = pickFunction(*module);
+  if (!run.func)
     return 1;
-
-  interp::InputOptions inputOptions;
-  inputOptions.seed = seed;
-  inputOptions.low = low;
-  inputOptions.high = high;
+  run.names = ::tile::run::argumentNames(run.func, sourceMgr);
+  auto files = ::tile::run::parseInputFiles(
+      std::vector<std::string>(inputFiles.begin(), inputFiles.end()),
+      run.names);
+  if (!files) {
+    reportError(files.takeError());
+    return 1;
+  }
+  run.files = std::move(*files);
+  run.inputs.seed = seed;
+  run.inputs.low = low;
+  run.inputs.high = high;
   if (gradientCheck)
-    return runGradientCheck(func, inputOptions);
+    return runGradientCheck(run);
   if (onDevice)
-    return runOnDevice(func, sourceMgr.getMemoryBuffer(bufferId)->getBuffer(),
-                       inputOptions);
-  std::vector<std::string> specs(argSpecs.begin(), argSpecs.end());
-  auto args = interp::makeInputs(func, specs, inputOptions);
-  if (!args) {
-    reportError(args.takeError());
-    return 1;
-  }
-  interp::EvalOptions evalOptions;
-  evalOptions.roundStorage = !exact;
-  auto results = interp::evaluate(func, *args, evalOptions);
-  if (!results) {
-    reportError(results.takeError());
-    return 1;
-  }
-
-  llvm::raw_ostream &os = llvm::outs();
-  os << "function @" << func.getSymName() << "  seed " << seed
-     << llvm::format("  inputs uniform in [%g, %g)", low.getValue(),
-                     high.getValue())
-     << (exact ? "  exact float64" : "") << "\n";
-  for (auto [index, buffer] : llvm::enumerate(*results)) {
-    os << "result #" << index << "\n";
-    printBuffer(os, func.getResultTypes()[index], buffer);
-  }
-  return 0;
+    return runOnDevice(run, sourceMgr.getMemoryBuffer(bufferId)->getBuffer());
+  return runEvaluator(run);
 }
 } // namespace
 

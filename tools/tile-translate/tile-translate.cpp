@@ -5,7 +5,8 @@
 // (--tile-manifest) and PTX (--tile-to-ptx). The driver is Tile's own
 // rather than mlirTranslateMain, so that it can bound the input's nesting
 // before MLIR's recursive parser reads it and run on a large stack
-// (ToolSupport.h), and so that --help shows only these options.
+// (ToolSupport.h), and so that --help shows only these options
+// (CommandLine.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 #include "tile/InitTile.h"
 #include "tile/Pipelines/Pipelines.h"
 #include "tile/Target/KernelSignature.h"
+#include "tile/Tools/CommandLine.h"
 #include "tile/Tools/ToolSupport.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -33,8 +35,9 @@ cl::OptionCategory category("tile-translate options");
 
 enum class Translation { Signature, Manifest, Ptx };
 
+// Not cl::Required: LLVM would say "must be specified" once per value.
 cl::opt<Translation> translation(
-    cl::desc("Translation:"), cl::Required, cl::cat(category),
+    cl::desc("Translation:"), cl::cat(category),
     cl::values(clEnumValN(Translation::Signature, "tile-kernel-signature",
                           "describe every tile.kernel's arguments and results "
                           "as JSON"),
@@ -50,7 +53,8 @@ cl::opt<std::string> outputFilename("o", cl::desc("output file"),
                                     cl::value_desc("filename"), cl::init("-"),
                                     cl::cat(category));
 cl::opt<std::string> chip("tile-chip",
-                          cl::desc("target chip for --tile-to-ptx"),
+                          cl::desc("target chip for --tile-to-ptx: sm_80, "
+                                   "sm_86, sm_89, sm_90a, sm_100, ..."),
                           cl::init("sm_80"), cl::cat(category));
 cl::opt<std::string>
     features("tile-ptx-features",
@@ -86,8 +90,18 @@ mlir::LogicalResult translate(mlir::ModuleOp module, llvm::raw_ostream &os) {
 }
 
 int runTranslate(int argc, char **argv) {
-  cl::HideUnrelatedOptions(category);
+  mlir::tile::prepareCommandLine("tile-translate", {&category});
   cl::ParseCommandLineOptions(argc, argv, "Tile translation driver\n");
+  if (translation.getNumOccurrences() == 0) {
+    llvm::errs() << "error: choose a translation: --tile-kernel-signature, "
+                    "--tile-manifest or --tile-to-ptx (--help says more)\n";
+    return 1;
+  }
+  if (translation == Translation::Ptx && !mlir::tile::isKnownChip(chip)) {
+    llvm::errs() << "error: --tile-chip=" << chip << ": unknown chip; Tile "
+                 << "compiles for " << mlir::tile::knownChips() << "\n";
+    return 1;
+  }
 
   std::string error;
   auto input = mlir::openInputFile(inputFilename, &error);

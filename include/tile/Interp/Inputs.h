@@ -45,6 +45,11 @@ makeInputs(mlir::func::FuncOp func, const std::vector<std::string> &specs,
 /// Parses "7x13" into {7, 13}.
 llvm::Expected<std::vector<int64_t>> parseShape(llvm::StringRef text);
 
+/// Seeded random cotangents, one per result, shaped and rounded like it,
+/// uniform in [-1, 1): what tile-run feeds a derived backward.
+std::vector<Buffer> makeCotangents(const std::vector<Buffer> &results,
+                                   uint64_t seed);
+
 struct Summary {
   int64_t count = 0;
   int64_t nonFinite = 0;

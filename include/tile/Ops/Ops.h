@@ -28,6 +28,11 @@
 
 namespace tile::ops {
 
+/// @stream: z = x + y over f32 [rows, width], Tile's own kernel; what the
+/// benchmarks measure a kernel against (the "ceiling" and "same-size"
+/// columns of tile-bench, tile-run --bench).
+extern const char *const kStreamKernelSource;
+
 using rt::Status;
 using rt::TensorView;
 

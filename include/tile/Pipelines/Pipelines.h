@@ -47,6 +47,11 @@ struct PtxOptions {
 /// /nvvm/libdevice/libdevice.10.bc.
 std::string defaultLibdevicePath();
 
+/// Whether Tile compiles for `chip` (sm_80, sm_90a, ...); knownChips()
+/// lists them, comma-separated, for messages.
+bool isKnownChip(StringRef chip);
+std::string knownChips();
+
 /// "+ptxNN" for the lowest PTX ISA version that supports `chip` (sm_90a
 /// needs 8.0: LLVM's default 6.0 aborts).
 std::string ptxFeaturesFor(StringRef chip);

@@ -15,7 +15,10 @@
 #include "tile/Runtime/Occupancy.h"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tile::rt {
@@ -24,6 +27,8 @@ enum class DType { BF16, F16, F32 };
 
 size_t byteSize(DType dtype);
 const char *name(DType dtype);
+/// The dtype `name()` spells so ("bf16", "f16", "f32"), or nothing.
+std::optional<DType> dtypeNamed(std::string_view name);
 /// `values` as a `dtype` buffer holds them (bf16 and f16 rounded to nearest
 /// even, as the GPU's cvt.rn), and `count` elements of such a buffer back.
 std::vector<unsigned char> encode(DType dtype,
@@ -203,6 +208,15 @@ private:
   const DriverApi *api = nullptr;
   cu::Event begin = nullptr, end = nullptr;
 };
+
+/// The median milliseconds of `run(i)` over `iterations` timed calls
+/// (i = 0, 1, ...; after five untimed ones), each timed by events on the
+/// device's stream. `ahead`, when given, is queued before each timed call:
+/// work that keeps the GPU busy while the host enqueues the call, so that
+/// the call's host cost does not count (device time).
+StatusOr<double> medianMilliseconds(const Device &device, int iterations,
+                                    const std::function<Status(int)> &run,
+                                    const std::function<Status()> &ahead = {});
 
 } // namespace tile::rt
 

@@ -9,6 +9,7 @@
 #include "KernelEmitter.h"
 #include "tile/Conversion/Passes.h"
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 
 namespace mlir::tile {
 #define GEN_PASS_DEF_CONVERTTILETOGPUPASS
@@ -29,8 +30,10 @@ struct ConvertTileToGPUPass final
     for (auto func : module.getOps<func::FuncOp>())
       if (func->hasAttr(TileDialect::getKernelAttrName()))
         kernels.push_back(func);
-    if (kernels.empty())
+    if (kernels.empty()) {
+      warnNoKernels(module, getArgument());
       return;
+    }
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(&getContext()));
     OpBuilder builder(&getContext());

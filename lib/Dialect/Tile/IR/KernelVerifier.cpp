@@ -89,6 +89,30 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
   }
   if (!func.getBody().hasOneBlock())
     return func.emitOpError("kernel body must be a single block");
+  // The GPU lowering maps a kernel's leading dimension to rows; a batch of
+  // sequences is the caller's to flatten, as tile.Kernel does for
+  // [..., N] tensors. Said here rather than at lowering time, so that a
+  // kernel the evaluator accepts also lowers.
+  auto checkRank = [&](Type type, Location loc,
+                       const Twine &what) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || tensor.getRank() <= 2)
+      return success();
+    return emitError(loc) << what << " has rank " << tensor.getRank() << " ("
+                          << type
+                          << "); kernels work on [rows, width] tensors and "
+                             "rank-1 vectors: flatten the leading dimensions "
+                             "into rows before the call (tile.Kernel in "
+                             "Python does so for [..., N] tensors)";
+  };
+  for (auto [index, argType] : llvm::enumerate(type.getInputs()))
+    if (failed(checkRank(argType, func.getArgument(index).getLoc(),
+                         "kernel argument #" + Twine(index))))
+      return failure();
+  for (auto [index, resultType] : llvm::enumerate(type.getResults()))
+    if (failed(checkRank(resultType, func.getLoc(),
+                         "kernel result #" + Twine(index))))
+      return failure();
 
   for (Operation &op : func.getBody().front()) {
     if (!isSupportedOp(&op))
@@ -96,6 +120,10 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
                             "tile ops, arith/math ops with a derivative "
                             "rule, index arithmetic, tensor.dim; see "
                             "docs/Dialect.md)");
+    for (Type resultType : op.getResultTypes())
+      if (failed(checkRank(resultType, op.getLoc(),
+                           "'" + op.getName().getStringRef() + "' result")))
+        return failure();
     if (isDataMovement(&op))
       continue;
     for (Type resultType : op.getResultTypes()) {
@@ -111,4 +139,19 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
 bool mlir::tile::isDifferentiableArgument(func::FuncOp func, unsigned index) {
   return isa<FloatType>(getElementTypeOrSelf(func.getArgument(index))) &&
          !func.getArgAttr(index, TileDialect::getNoGradAttrName());
+}
+
+void mlir::tile::warnNoKernels(ModuleOp module, StringRef pass) {
+  bool any = false;
+  module.walk([&](func::FuncOp func) {
+    any |= func->hasAttr(TileDialect::getKernelAttrName());
+  });
+  if (any)
+    return;
+  Block *body = module.getBody();
+  Location loc = body->empty() ? module.getLoc() : body->front().getLoc();
+  emitWarning(loc) << pass
+                   << ": no function has the `tile.kernel` attribute, so "
+                      "there is nothing to do (a kernel is a func.func with "
+                      "`attributes {tile.kernel}`; docs/Dialect.md)";
 }

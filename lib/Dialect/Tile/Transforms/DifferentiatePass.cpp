@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/Transforms/Passes.h"
 
 #include "tile/Dialect/Tile/IR/TileOps.h"
@@ -33,6 +34,8 @@ struct TileDifferentiatePass final
             !func->hasAttr(TileDialect::getBackwardOfAttrName()) &&
             !func->hasAttr(TileDialect::getForwardOfAttrName()))
           kernels.push_back(func);
+      if (kernels.empty())
+        warnNoKernels(module, getArgument());
     } else {
       for (const std::string &name : functions) {
         auto func = module.lookupSymbol<func::FuncOp>(name);

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Passes.h"
 
@@ -29,6 +30,7 @@ struct TileSchedulePass final
   using TileSchedulePassBase::TileSchedulePassBase;
 
   void runOnOperation() override {
+    warnNoKernels(getOperation(), getArgument());
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(TileDialect::getKernelAttrName()))
         continue;

@@ -5,6 +5,7 @@
 #define TILE_DIALECT_TILE_IR_KERNELVERIFIER_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::tile {
 /// Checks the rules a kernel obeys beyond its ops' own verifiers: supported
@@ -16,6 +17,11 @@ LogicalResult verifyKernel(func::FuncOp func);
 /// tensor or scalar without `tile.nograd`. The one statement of this rule,
 /// for the kernel signature and the differentiator alike.
 bool isDifferentiableArgument(func::FuncOp func, unsigned index);
+
+/// Warns, at the module's first op, that `pass` found no function with the
+/// `tile.kernel` attribute to work on when that is so: a file without the
+/// attribute would otherwise pass through unchanged and silently.
+void warnNoKernels(ModuleOp module, StringRef pass);
 } // namespace mlir::tile
 
 #endif // TILE_DIALECT_TILE_IR_KERNELVERIFIER_H

@@ -1,0 +1,195 @@
+//===- Npy.cpp - NumPy .npy files in and out of the evaluator ------------===//
+//
+// The format (numpy.lib.format): the magic "\x93NUMPY", a major and minor
+// version byte, the header's length (2 bytes in version 1, 4 after), then
+// the header, a Python dict literal such as
+//   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+// padded with spaces to a multiple of 64 bytes and ended by a newline, then
+// the elements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Interp/Npy.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+using namespace tile::interp;
+
+namespace {
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicSize = 6;
+
+llvm::Error fileError(llvm::StringRef path, const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 path + ": " + message);
+}
+
+/// The text after `key` up to `end` in the header (without either).
+std::optional<llvm::StringRef> field(llvm::StringRef header,
+                                     llvm::StringRef key, char end) {
+  size_t at = header.find(key);
+  if (at == llvm::StringRef::npos)
+    return std::nullopt;
+  llvm::StringRef rest = header.drop_front(at + key.size()).ltrim(" :");
+  size_t close = rest.find(end, 1);
+  if (close == llvm::StringRef::npos)
+    return std::nullopt;
+  return rest.take_front(close + 1);
+}
+
+/// One little-endian element of `descr` at `data` as a double; nothing
+/// for a dtype that has no exact double.
+std::optional<double> element(llvm::StringRef descr, const char *data) {
+  auto load = [&](auto value) {
+    std::memcpy(&value, data, sizeof(value));
+    return static_cast<double>(value);
+  };
+  if (descr == "<f8")
+    return load(double());
+  if (descr == "<f4")
+    return load(float());
+  if (descr == "<f2") {
+    uint16_t bits;
+    std::memcpy(&bits, data, 2);
+    return f16BitsToFloat(bits);
+  }
+  if (descr == "|b1" || descr == "|u1")
+    return load(uint8_t());
+  if (descr == "|i1")
+    return load(int8_t());
+  if (descr == "<i2")
+    return load(int16_t());
+  if (descr == "<u2")
+    return load(uint16_t());
+  if (descr == "<i4")
+    return load(int32_t());
+  if (descr == "<u4")
+    return load(uint32_t());
+  // 64-bit integers: exact below 2^53, which every shape and index is.
+  if (descr == "<i8")
+    return load(int64_t());
+  if (descr == "<u8")
+    return load(uint64_t());
+  return std::nullopt;
+}
+
+size_t elementSize(llvm::StringRef descr) {
+  unsigned size = 0;
+  descr.drop_front(2).getAsInteger(10, size);
+  return size;
+}
+} // namespace
+
+llvm::Expected<NpyArray> tile::interp::readNpy(llvm::StringRef path) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false);
+  if (!file)
+    return fileError(path, file.getError().message());
+  llvm::StringRef bytes = (*file)->getBuffer();
+  if (bytes.size() < kMagicSize + 4 ||
+      !bytes.starts_with(llvm::StringRef(kMagic, kMagicSize)))
+    return fileError(path, "not a .npy file (no \\x93NUMPY magic)");
+  unsigned major = static_cast<unsigned char>(bytes[kMagicSize]);
+  size_t lengthBytes = major == 1 ? 2 : 4;
+  if (major < 1 || major > 3)
+    return fileError(path, "unsupported .npy version " + llvm::Twine(major));
+  size_t start = kMagicSize + 2 + lengthBytes;
+  if (bytes.size() < start)
+    return fileError(path, "truncated header");
+  size_t headerLength = 0;
+  for (size_t i = 0; i < lengthBytes; ++i)
+    headerLength |=
+        size_t(static_cast<unsigned char>(bytes[kMagicSize + 2 + i]))
+        << (8 * i);
+  if (bytes.size() < start + headerLength)
+    return fileError(path, "truncated header");
+  llvm::StringRef header = bytes.substr(start, headerLength);
+
+  NpyArray array;
+  auto descr = field(header, "'descr'", '\'');
+  auto fortran = field(header, "'fortran_order'", 'e');
+  auto shape = field(header, "'shape'", ')');
+  if (!descr || !fortran || !shape)
+    return fileError(path, "malformed header '" + header.rtrim() + "'");
+  array.descr = descr->trim("'").str();
+  if (*fortran != "False")
+    return fileError(path, "Fortran-order arrays are not read; save a "
+                           "C-contiguous array (numpy.ascontiguousarray)");
+  llvm::SmallVector<llvm::StringRef> dims;
+  shape->trim("()").split(dims, ',', -1, /*KeepEmpty=*/false);
+  size_t count = 1;
+  for (llvm::StringRef dim : dims) {
+    int64_t size;
+    if (dim.trim().getAsInteger(10, size) || size < 0)
+      return fileError(path, "malformed shape " + *shape);
+    array.shape.push_back(size);
+    count *= static_cast<size_t>(size);
+  }
+  char probe[8] = {};
+  if (!element(array.descr, probe))
+    return fileError(path, "dtype '" + array.descr +
+                               "' is not read (little-endian float16/32/64, "
+                               "int8-64, uint8-64 or bool are)");
+  size_t size = elementSize(array.descr);
+  if (array.descr[0] == '|')
+    size = 1;
+  llvm::StringRef body = bytes.drop_front(start + headerLength);
+  if (body.size() < count * size)
+    return fileError(path, "holds " + llvm::Twine(body.size() / size) +
+                               " elements; its shape says " +
+                               llvm::Twine(count));
+  array.values.resize(count);
+  for (size_t i = 0; i < count; ++i)
+    array.values[i] = *element(array.descr, body.data() + i * size);
+  return array;
+}
+
+llvm::Error tile::interp::writeNpy(llvm::StringRef path,
+                                   llvm::ArrayRef<int64_t> shape,
+                                   llvm::ArrayRef<double> values,
+                                   StorageType storage) {
+  const char *descr = storage == StorageType::F64   ? "<f8"
+                      : storage == StorageType::F16 ? "<f2"
+                                                    : "<f4";
+  std::string header = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': (";
+  for (int64_t size : shape)
+    header += std::to_string(size) + ",";
+  if (shape.size() > 1)
+    header.pop_back(); // (3,) for rank 1, (3,4) otherwise
+  header += "), }";
+  // Magic, version, length, header and newline: a multiple of 64 bytes.
+  size_t unpadded = kMagicSize + 2 + 2 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header += '\n';
+
+  std::error_code error;
+  llvm::raw_fd_ostream os(path, error, llvm::sys::fs::OF_None);
+  if (error)
+    return fileError(path, error.message());
+  os.write(kMagic, kMagicSize);
+  os << '\x01' << '\x00';
+  os << static_cast<char>(header.size() & 0xff)
+     << static_cast<char>(header.size() >> 8);
+  os << header;
+  for (double value : values) {
+    value = roundTo(storage, value); // what a kernel reading it sees
+    if (storage == StorageType::F64) {
+      os.write(reinterpret_cast<const char *>(&value), 8);
+    } else if (storage == StorageType::F16) {
+      uint16_t bits = floatToF16Bits(static_cast<float>(value));
+      os.write(reinterpret_cast<const char *>(&bits), 2);
+    } else {
+      float single = static_cast<float>(value);
+      os.write(reinterpret_cast<const char *>(&single), 4);
+    }
+  }
+  os.close();
+  if (os.has_error())
+    return fileError(path, os.error().message());
+  return llvm::Error::success();
+}

@@ -1,0 +1,53 @@
+//===- CommandLine.cpp - what every Tile tool does to its command line ---===//
+
+#include "tile/Tools/CommandLine.h"
+
+#include "tile/Version/Version.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+void mlir::tile::prepareCommandLine(
+    llvm::StringRef tool, llvm::ArrayRef<const cl::OptionCategory *> categories,
+    bool readsIR) {
+  static std::string name; // the version printer outlives this call
+  name = tool.str();
+  cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { os << ::tile::versionText(name); });
+
+  // The context's options (MLIRContexts created after parsing read them),
+  // registered first so that they are hidden with LLVM's.
+  registerMLIRContextCLOptions();
+  if (categories.empty()) {
+    // Everything registered before main: LLVM's static options. MLIR's
+    // driver registers its own (and the passes) later, while parsing.
+    // LLVM's --help, --version, ... are in its "Generic Options".
+    for (auto &entry : cl::getRegisteredOptions()) {
+      cl::Option *option = entry.second;
+      bool generic = llvm::any_of(option->Categories, [](auto *category) {
+        return category->getName() == "Generic Options";
+      });
+      if (!generic)
+        option->setHiddenFlag(cl::ReallyHidden);
+    }
+  } else {
+    cl::HideUnrelatedOptions(categories);
+  }
+
+  cl::Option *printOp =
+      cl::getRegisteredOptions().lookup("mlir-print-op-on-diagnostic");
+  // registerMLIRContextCLOptions declares it as cl::opt<bool>.
+  auto *flag = static_cast<cl::opt<bool> *>(printOp);
+  flag->setInitialValue(false);
+  if (!readsIR)
+    return;
+  flag->setHiddenFlag(cl::NotHidden);
+  if (!categories.empty())
+    flag->addCategory(*const_cast<cl::OptionCategory *>(categories.front()));
+}
