@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test/Zoo kernel and example on the GPU: tile-run --device --gradient
 # (forward and derived backward against the float64 evaluator) with both
-# recompute policies at rows 1, 7, 300 by widths 13, 1000, 4096; with
+# recompute policies, and compiled for any width or specialized for each
+# case's widths, at rows 1, 7, 300 by widths 13, 1000, 4096; with
 # --bench also each kernel's GB/s at 4096x4096 next to the stream kernel
 # (small enough for the float64 check that precedes the timing).
 # Each Zoo kernel's argument specs come from its own --gradient-check RUN
@@ -27,19 +28,20 @@ runs=0 failed=0
 for entry in "${kernels[@]}"; do
   IFS='|' read -r file specs widths <<< "$entry"
   name=${file#"$root"/}
-  for policy in recompute save-row-stats; do
+  for variant in recompute save-row-stats "recompute --specialize-widths"; do
     runs=$((runs + 1))
-    output=$("$bin/tile-run" "$file" --device --gradient --policy=$policy \
+    # shellcheck disable=SC2086  # the variant is a policy and maybe a flag
+    output=$("$bin/tile-run" "$file" --device --gradient --policy=$variant \
              --args="$specs" --rows=1,7,300 --widths="$widths" --seed=5 2>&1)
     status=$?
     if [ $status = 77 ]; then echo "$output"; exit 77; fi
     summary=$(echo "$output" | tail -1)
     worst=$(echo "$output" | grep -o 'worst error [0-9.e+-]*' | awk '{print $3}' | sort -g | tail -1)
     if [ $status = 0 ]; then
-      echo "ok    $name ($policy): $summary; worst error $worst of the allowed"
+      echo "ok    $name ($variant): $summary; worst error $worst of the allowed"
     else
       failed=$((failed + 1))
-      echo "FAIL  $name ($policy):"; echo "$output"
+      echo "FAIL  $name ($variant):"; echo "$output"
     fi
   done
   if $bench; then

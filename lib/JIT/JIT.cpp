@@ -22,6 +22,7 @@
 #include "tile/InitTile.h"
 #include "tile/Pipelines/Pipelines.h"
 #include "tile/Target/KernelSignature.h"
+#include "tile/Version/Version.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -39,6 +40,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <sstream>
 
 using namespace mlir;
@@ -46,9 +48,6 @@ using namespace mlir;
 namespace tile::jit {
 
 namespace {
-/// Bumped whenever generated code changes for the same input.
-constexpr const char *kFormatVersion = "tile-jit-15";
-
 uint64_t fnv1a(const std::string &text, uint64_t hash = 0xcbf29ce484222325ULL) {
   for (unsigned char c : text) {
     hash ^= c;
@@ -336,7 +335,32 @@ rt::StatusOr<CompiledKernels> Jit::compile(ModuleOp module,
 }
 
 std::string Jit::compilerVersion() {
-  return std::string(kFormatVersion) + " llvm-" + LLVM_VERSION_STRING;
+  // No hand-bumped format number: the key names the release, the git
+  // revision and the LLVM, and — for builds of a dirty tree and anything
+  // else a revision does not pin — the binary this code was linked into
+  // (libtile.so, or a statically linked tool): its path, size and
+  // modification time. Any rebuild invalidates the disk cache; a copy of
+  // the same binary at worst misses it once.
+  static const std::string version = [] {
+    std::string text = std::string("tile-") + ::tile::version() + " git-" +
+                       ::tile::gitRevision() + " llvm-" + LLVM_VERSION_STRING;
+    Dl_info info;
+    void *self = reinterpret_cast<void *>(&Jit::compilerVersion);
+    std::string binary;
+    if (dladdr(self, &info) && info.dli_fname)
+      binary = info.dli_fname;
+    // The main executable comes as argv[0], maybe relative: ask Linux.
+    if (!llvm::sys::path::is_absolute(binary))
+      binary = llvm::sys::fs::getMainExecutable(nullptr, self);
+    llvm::sys::fs::file_status status;
+    if (!binary.empty() && !llvm::sys::fs::status(binary, status)) {
+      auto modified = status.getLastModificationTime().time_since_epoch();
+      text += " binary-" + binary + ":" + std::to_string(status.getSize()) +
+              ":" + std::to_string(modified.count());
+    }
+    return text;
+  }();
+  return version;
 }
 
 Jit::Jit(std::string cacheDir)

@@ -26,7 +26,7 @@
 // NOTNPY: error: {{.*}}errors.mlir: not a .npy file (no \x93NUMPY magic)
 // NOINPUT: error: {{.*}}missing.npy: No such file or directory
 // NOSPEC: error: argument 'x': no spec in --args and no --input file
-// BENCH: error: --bench times kernels on the GPU: add --device
+// BENCH: error: --bench and --specialize-widths are for the GPU: add --device
 // MAINGRAD: error: --main-grad applies to --gradient-check
 // ONECASE: error: --output-dir writes one case
 

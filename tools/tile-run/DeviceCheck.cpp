@@ -164,7 +164,9 @@ rt::StatusOr<DeviceCall> prepareCall(const rt::Device &device, FuncOp func,
 /// --bench the stream kernel and the work queued ahead of each timing.
 struct Session {
   const rt::Device &device;
-  ops::Launcher &launcher;
+  /// The kernels of the case at hand (compiled once, or per case when
+  /// specialized for its widths).
+  ops::Launcher *launcher;
   const run::DeviceCheckOptions &options;
   llvm::raw_ostream &os;
   std::unique_ptr<ops::Launcher> stream;
@@ -204,7 +206,7 @@ rt::StatusOr<double> deviceTime(Session &session,
 /// many bytes.
 rt::Status bench(Session &session, DeviceCall &call) {
   auto ms = deviceTime(session, [&] {
-    return session.launcher.run(call.name, call.arguments, call.views);
+    return session.launcher->run(call.name, call.arguments, call.views);
   });
   if (!ms)
     return ms.takeStatus();
@@ -242,7 +244,7 @@ rt::StatusOr<bool> runAndCompare(Session &session, FuncOp func,
   if (!call)
     return call.takeStatus();
   if (rt::Status status =
-          session.launcher.run(call->name, call->arguments, call->views);
+          session.launcher->run(call->name, call->arguments, call->views);
       !status)
     return status;
   if (rt::Status status = rt::synchronize(session.device); !status)
@@ -373,19 +375,33 @@ int tile::run::runDeviceCheck(FuncOp func, const std::string &source,
     derived = *result;
   }
 
-  // Compiled once: the kernels take any shape their manifest allows.
+  // Compiled once (the kernels take any shape their manifest allows), or
+  // per case for --specialize-widths (the widths become constants).
   jit::CompileOptions compile;
   compile.chip = device->chip();
   compile.differentiate = options.backward;
   compile.policy = mlir::tile::getRecomputePolicyName(options.policy);
   jit::Jit jit("none");
-  auto kernels = jit.compile(source, compile);
-  if (!kernels)
-    return fail(os, "--device: " + kernels.message());
-  auto launcher = ops::Launcher::create(*device, *kernels);
-  if (!launcher)
-    return fail(os, "--device: " + launcher.message());
-  Session session{*device, **launcher, options, os, nullptr, {}};
+  auto compileFor = [&](const DeviceCase *deviceCase)
+      -> rt::StatusOr<std::unique_ptr<ops::Launcher>> {
+    jit::CompileOptions specialized = compile;
+    if (deviceCase)
+      for (auto [index, input] : llvm::enumerate(deviceCase->inputs))
+        if (input.isTensor && input.shape.size() == 2)
+          specialized.widths[index] = input.shape.back();
+    auto kernels = jit.compile(source, specialized);
+    if (!kernels)
+      return kernels.takeStatus();
+    return ops::Launcher::create(*device, *kernels);
+  };
+  std::unique_ptr<ops::Launcher> generic;
+  if (!options.specializeWidths) {
+    auto launcher = compileFor(nullptr);
+    if (!launcher)
+      return fail(os, "--device: " + launcher.message());
+    generic = std::move(*launcher);
+  }
+  Session session{*device, generic.get(), options, os, nullptr, {}};
   if (options.benchIterations > 0) {
     jit::CompileOptions streamOptions;
     streamOptions.chip = device->chip();
@@ -408,12 +424,21 @@ int tile::run::runDeviceCheck(FuncOp func, const std::string &source,
 
   os << "device check of @" << name << " on " << device->name() << " ("
      << compile.chip << "), "
+     << (options.specializeWidths ? "specialized for each case's widths, " : "")
      << (options.backward ? "forward and backward, policy " + compile.policy
                           : std::string("forward"))
      << ", against the evaluator\n";
   unsigned failures = 0;
   for (const DeviceCase &deviceCase : cases) {
     os << "  args " << deviceCase.label << "\n";
+    std::unique_ptr<ops::Launcher> specialized;
+    if (options.specializeWidths) {
+      auto launcher = compileFor(&deviceCase);
+      if (!launcher)
+        return fail(os, "--device: " + launcher.message());
+      specialized = std::move(*launcher);
+      session.launcher = specialized.get();
+    }
     auto ok = checkCase(session, func, derived, deviceCase.inputs);
     if (!ok)
       return fail(os, "--device: " + ok.message());

@@ -37,6 +37,10 @@ struct DeviceCheckOptions {
   /// Where to write the case's inputs, the evaluator's results and the
   /// GPU's (`<stem>.gpu.npy`); empty: nowhere. One case only.
   std::string outputDir;
+  /// Compile the kernels for each case's widths (the JIT's specialization:
+  /// the width of every [rows, width] argument a constant), not once for
+  /// any width.
+  bool specializeWidths = false;
   /// Timed runs per kernel for --bench; 0 times nothing.
   int benchIterations = 0;
 };

@@ -114,6 +114,11 @@ static cl::opt<bool> benchmark("bench",
                                         "GB/s next to the stream kernel "
                                         "over as many bytes"),
                                cl::init(false), cl::cat(deviceCategory));
+static cl::opt<bool> specializeWidths(
+    "specialize-widths",
+    cl::desc("with --device, compile for each case's widths (constants in "
+             "the kernels, as tile.ops does) rather than once for any width"),
+    cl::init(false), cl::cat(deviceCategory));
 static cl::opt<int> benchIterations("bench-iterations",
                                     cl::desc("timed runs per kernel"),
                                     cl::init(50), cl::cat(deviceCategory));
@@ -332,6 +337,7 @@ int runOnDevice(const Run &run, StringRef source) {
   options.seed = seed;
   options.argumentNames = run.names;
   options.outputDir = outputDir;
+  options.specializeWidths = specializeWidths;
   options.benchIterations = benchmark ? benchIterations : 0;
   return ::tile::run::runDeviceCheck(run.func, source.str(), cases, options,
                                      llvm::outs());
@@ -401,8 +407,9 @@ bool checkOptionCombinations() {
                   "backward with finite differences on the evaluator");
   if (mainGrad && !gradientCheck)
     return reject("--main-grad applies to --gradient-check");
-  if (benchmark && !onDevice)
-    return reject("--bench times kernels on the GPU: add --device");
+  if ((benchmark || specializeWidths) && !onDevice)
+    return reject("--bench and --specialize-widths are for the GPU: add "
+                  "--device");
   if (benchIterations < 1)
     return reject("--bench-iterations must be at least 1");
   if (!outputDir.empty() && (gradientCheck || caseSpecs().size() > 1))

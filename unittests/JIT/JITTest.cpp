@@ -2,6 +2,7 @@
 
 #include "tile/JIT/JIT.h"
 #include "tile/InitTile.h"
+#include "tile/Version/Version.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -207,8 +208,7 @@ TEST_F(JITTest, ErrorsCarryTheDiagnostics) {
                      "f32" + std::string(100000, ')');
   auto nested = jit.compile(deep, CompileOptions());
   ASSERT_FALSE(nested);
-  EXPECT_TRUE(contains(nested.message(), "kernel:1:"))
-      << nested.message();
+  EXPECT_TRUE(contains(nested.message(), "kernel:1:")) << nested.message();
   EXPECT_TRUE(contains(nested.message(), "nesting deeper than"))
       << nested.message();
   CompileOptions badDtype;
@@ -240,3 +240,18 @@ TEST(JITCacheDirectory, EnvironmentChoosesTheDirectory) {
   EXPECT_EQ(Jit("none").cacheDirectory(), "none");
 }
 } // namespace
+
+TEST(JITCompilerVersion, NamesTheReleaseTheRevisionAndTheBinary) {
+  // No hand-bumped format number: a rebuild (a new revision, or the same
+  // dirty tree compiled again) changes the binary's identity, and with it
+  // every cache key.
+  std::string version = tile::jit::Jit::compilerVersion();
+  EXPECT_NE(version.find(std::string("tile-") + tile::version()),
+            std::string::npos)
+      << version;
+  EXPECT_NE(version.find(std::string("git-") + tile::gitRevision()),
+            std::string::npos)
+      << version;
+  EXPECT_NE(version.find(" binary-/"), std::string::npos) << version;
+  EXPECT_EQ(version, tile::jit::Jit::compilerVersion());
+}

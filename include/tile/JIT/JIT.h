@@ -95,7 +95,9 @@ public:
   CacheStats stats() const;
   const std::string &cacheDirectory() const { return directory; }
 
-  /// The compiler version that is part of every key.
+  /// The compiler's identity, part of every key: Tile's version and git
+  /// revision, LLVM's, and the binary holding the JIT (so that a rebuild
+  /// never reuses PTX an older compiler wrote).
   static std::string compilerVersion();
 
 private:
