@@ -15,9 +15,15 @@ set(TILE_INSTALLED_LIBRARIES
   TileVersion TileRuntime TileToolSupport TileDialect TileDerivatives
   TileTransforms TileInterp TileConversion TilePipelines TileTarget
   TileRegistration TileJIT TileOps)
+# The ones whose headers include MLIR's: TileConfig.cmake gives them
+# MLIR's include directories and flags.
+set(TILE_MLIR_EXPORTS "")
 foreach(library ${TILE_INSTALLED_LIBRARIES})
   string(REGEX REPLACE "^Tile" "" exported ${library})
   set_target_properties(${library} PROPERTIES EXPORT_NAME ${exported})
+  if(NOT library MATCHES "^Tile(Version|Runtime)$")
+    list(APPEND TILE_MLIR_EXPORTS ${exported})
+  endif()
 endforeach()
 set_target_properties(tile PROPERTIES EXPORT_NAME CAPI)
 

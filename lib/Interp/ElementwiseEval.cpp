@@ -8,6 +8,7 @@
 
 #include "EvalInternal.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
+#include "tile/Interp/Inputs.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -35,16 +36,10 @@ llvm::Error mapElements(Operation *op, Env &env, const Fn &fn) {
     operands.push_back(&buffer);
     if (!buffer.isTensor)
       continue;
-    if (shapeSource && shapeSource->shape != buffer.shape) {
-      auto text = [](const Buffer &b) {
-        std::string shape;
-        for (int64_t size : b.shape)
-          shape += (shape.empty() ? "" : "x") + std::to_string(size);
-        return shape;
-      };
+    if (shapeSource && shapeSource->shape != buffer.shape)
       return opError(op, "operands have different shapes at run time: " +
-                             text(*shapeSource) + " and " + text(buffer));
-    }
+                             shapeSpec(shapeSource->shape) + " and " +
+                             shapeSpec(buffer.shape));
     shapeSource = &buffer;
   }
   Type resultType = op->getResult(0).getType();

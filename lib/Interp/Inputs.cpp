@@ -41,6 +41,13 @@ llvm::Expected<std::vector<int64_t>> parseShape(StringRef text) {
   return shape;
 }
 
+std::string shapeSpec(llvm::ArrayRef<int64_t> shape) {
+  std::string text;
+  for (int64_t size : shape)
+    text += (text.empty() ? "" : "x") + std::to_string(size);
+  return text;
+}
+
 llvm::Expected<std::vector<Buffer>>
 makeInputs(func::FuncOp func, const std::vector<std::string> &specs,
            const InputOptions &options) {

@@ -41,46 +41,41 @@ std::optional<llvm::StringRef> field(llvm::StringRef header,
   return rest.take_front(close + 1);
 }
 
-/// One little-endian element of `descr` at `data` as a double; nothing
-/// for a dtype that has no exact double.
-std::optional<double> element(llvm::StringRef descr, const char *data) {
-  auto load = [&](auto value) {
-    std::memcpy(&value, data, sizeof(value));
-    return static_cast<double>(value);
-  };
-  if (descr == "<f8")
-    return load(double());
-  if (descr == "<f4")
-    return load(float());
-  if (descr == "<f2") {
-    uint16_t bits;
-    std::memcpy(&bits, data, 2);
-    return f16BitsToFloat(bits);
-  }
-  if (descr == "|b1" || descr == "|u1")
-    return load(uint8_t());
-  if (descr == "|i1")
-    return load(int8_t());
-  if (descr == "<i2")
-    return load(int16_t());
-  if (descr == "<u2")
-    return load(uint16_t());
-  if (descr == "<i4")
-    return load(int32_t());
-  if (descr == "<u4")
-    return load(uint32_t());
-  // 64-bit integers: exact below 2^53, which every shape and index is.
-  if (descr == "<i8")
-    return load(int64_t());
-  if (descr == "<u8")
-    return load(uint64_t());
-  return std::nullopt;
+/// How to read one little-endian element of a dtype NumPy spells `descr`
+/// as a double (exact for every one listed; 64-bit integers below 2^53,
+/// which every shape and index is).
+struct ElementReader {
+  const char *descr;
+  size_t size;
+  double (*read)(const char *data);
+};
+
+template <typename T> double load(const char *data) {
+  T value;
+  std::memcpy(&value, data, sizeof(value));
+  return static_cast<double>(value);
 }
 
-size_t elementSize(llvm::StringRef descr) {
-  unsigned size = 0;
-  descr.drop_front(2).getAsInteger(10, size);
-  return size;
+double loadF16(const char *data) {
+  uint16_t bits;
+  std::memcpy(&bits, data, sizeof(bits));
+  return f16BitsToFloat(bits);
+}
+
+constexpr ElementReader kReaders[] = {
+    {"<f8", 8, load<double>},   {"<f4", 4, load<float>},
+    {"<f2", 2, loadF16},        {"|b1", 1, load<uint8_t>},
+    {"|u1", 1, load<uint8_t>},  {"|i1", 1, load<int8_t>},
+    {"<u2", 2, load<uint16_t>}, {"<i2", 2, load<int16_t>},
+    {"<u4", 4, load<uint32_t>}, {"<i4", 4, load<int32_t>},
+    {"<u8", 8, load<uint64_t>}, {"<i8", 8, load<int64_t>},
+};
+
+const ElementReader *readerFor(llvm::StringRef descr) {
+  for (const ElementReader &reader : kReaders)
+    if (descr == reader.descr)
+      return &reader;
+  return nullptr;
 }
 } // namespace
 
@@ -129,14 +124,12 @@ llvm::Expected<NpyArray> tile::interp::readNpy(llvm::StringRef path) {
     array.shape.push_back(size);
     count *= static_cast<size_t>(size);
   }
-  char probe[8] = {};
-  if (!element(array.descr, probe))
+  const ElementReader *reader = readerFor(array.descr);
+  if (!reader)
     return fileError(path, "dtype '" + array.descr +
                                "' is not read (little-endian float16/32/64, "
                                "int8-64, uint8-64 or bool are)");
-  size_t size = elementSize(array.descr);
-  if (array.descr[0] == '|')
-    size = 1;
+  size_t size = reader->size;
   llvm::StringRef body = bytes.drop_front(start + headerLength);
   if (body.size() < count * size)
     return fileError(path, "holds " + llvm::Twine(body.size() / size) +
@@ -144,7 +137,7 @@ llvm::Expected<NpyArray> tile::interp::readNpy(llvm::StringRef path) {
                                llvm::Twine(count));
   array.values.resize(count);
   for (size_t i = 0; i < count; ++i)
-    array.values[i] = *element(array.descr, body.data() + i * size);
+    array.values[i] = reader->read(body.data() + i * size);
   return array;
 }
 

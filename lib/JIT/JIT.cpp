@@ -32,7 +32,6 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSwitch.h"
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -343,7 +342,7 @@ std::string Jit::compilerVersion() {
   // the same binary at worst misses it once.
   static const std::string version = [] {
     std::string text = std::string("tile-") + ::tile::version() + " git-" +
-                       ::tile::gitRevision() + " llvm-" + LLVM_VERSION_STRING;
+                       ::tile::gitRevision() + " llvm-" + ::tile::llvmVersion();
     Dl_info info;
     void *self = reinterpret_cast<void *>(&Jit::compilerVersion);
     std::string binary;

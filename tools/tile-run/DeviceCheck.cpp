@@ -280,17 +280,6 @@ int fail(llvm::raw_ostream &os, const std::string &message) {
   return 1;
 }
 
-llvm::Error writeDeviceResults(llvm::StringRef dir, llvm::StringRef stem,
-                               const std::vector<interp::Buffer> &buffers,
-                               size_t count) {
-  for (size_t index = 0; index < count; ++index)
-    if (llvm::Error e =
-            run::writeBuffer(dir, stem.str() + std::to_string(index),
-                             buffers[index], false, ".gpu"))
-      return e;
-  return llvm::Error::success();
-}
-
 /// Checks one case: @f, then @f_fwd (when values are saved) and @f_bwd.
 rt::StatusOr<bool>
 checkCase(Session &session, FuncOp func,
@@ -334,15 +323,12 @@ checkCase(Session &session, FuncOp func,
     allOk &= *backwardOk;
   }
   if (!options.outputDir.empty()) {
-    llvm::StringRef dir = options.outputDir;
-    llvm::Error e = run::writeEvaluation(dir, func, derived, inputs, *reference,
-                                         options.argumentNames);
+    llvm::Error e = run::writeEvaluation(options.outputDir, derived, inputs,
+                                         *reference, options.argumentNames);
     if (!e)
-      e = writeDeviceResults(dir, "result", forward, forward.size());
-    for (size_t i = 0; !e && i < gradients.size(); ++i)
-      e = run::writeBuffer(
-          dir, run::gradientName(derived->backward, i, options.argumentNames),
-          gradients[i], false, ".gpu");
+      e = run::writeResults(options.outputDir, derived, forward, gradients,
+                            options.argumentNames, /*asReference=*/false,
+                            ".gpu");
     if (e)
       return rt::Status::error(llvm::toString(std::move(e)));
   }
@@ -350,10 +336,10 @@ checkCase(Session &session, FuncOp func,
 }
 } // namespace
 
-int tile::run::runDeviceCheck(FuncOp func, const std::string &source,
-                              const std::vector<DeviceCase> &cases,
-                              const DeviceCheckOptions &options,
-                              llvm::raw_ostream &os) {
+int tile::run::runDeviceCheck(
+    FuncOp func, const std::optional<mlir::tile::DerivedKernel> &derived,
+    const std::string &source, const std::vector<DeviceCase> &cases,
+    const DeviceCheckOptions &options, llvm::raw_ostream &os) {
   auto device = rt::Device::open(0);
   if (!device) {
     os.flush();
@@ -363,23 +349,13 @@ int tile::run::runDeviceCheck(FuncOp func, const std::string &source,
   }
   std::string name = func.getSymName().str();
 
-  // The backward the evaluator runs is derived here, the one the GPU runs by
-  // the JIT from the same source: the same pass with the same options.
-  std::optional<mlir::tile::DerivedKernel> derived;
-  if (options.backward) {
-    mlir::tile::DifferentiateOptions differentiate;
-    differentiate.policy = options.policy;
-    auto result = mlir::tile::differentiateKernel(func, differentiate);
-    if (mlir::failed(result))
-      return fail(os, "--device: @" + name + " cannot be differentiated");
-    derived = *result;
-  }
-
   // Compiled once (the kernels take any shape their manifest allows), or
   // per case for --specialize-widths (the widths become constants).
   jit::CompileOptions compile;
   compile.chip = device->chip();
-  compile.differentiate = options.backward;
+  // The JIT derives the GPU's backward from the same source with the
+  // same options as the evaluator's.
+  compile.differentiate = derived.has_value();
   compile.policy = mlir::tile::getRecomputePolicyName(options.policy);
   jit::Jit jit("none");
   auto compileFor = [&](const DeviceCase *deviceCase)
@@ -425,8 +401,8 @@ int tile::run::runDeviceCheck(FuncOp func, const std::string &source,
   os << "device check of @" << name << " on " << device->name() << " ("
      << compile.chip << "), "
      << (options.specializeWidths ? "specialized for each case's widths, " : "")
-     << (options.backward ? "forward and backward, policy " + compile.policy
-                          : std::string("forward"))
+     << (derived ? "forward and backward, policy " + compile.policy
+                 : std::string("forward"))
      << ", against the evaluator\n";
   unsigned failures = 0;
   for (const DeviceCase &deviceCase : cases) {

@@ -17,6 +17,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,8 @@ namespace tile::run {
 constexpr int kNoDeviceStatus = 77;
 
 struct DeviceCheckOptions {
-  /// Also derive the backward (tile::jit's differentiate, with `policy`)
-  /// and check it on seeded random cotangents.
-  bool backward = false;
+  /// The recompute policy the backward was derived with (the JIT derives
+  /// the GPU's with it too).
   mlir::tile::RecomputePolicy policy = mlir::tile::RecomputePolicy::Recompute;
   uint64_t seed = 0;
   /// The arguments' names (RunData.h's argumentNames), for output files.
@@ -51,13 +51,15 @@ struct DeviceCase {
   std::vector<interp::Buffer> inputs;
 };
 
-/// Compiles `func` (defined in `source`, the text it was parsed from) once
-/// for GPU 0, runs it on each case's inputs and compares its results, and
-/// its derived backward's, with the evaluator's. Prints a line per result
-/// to `os`; 0 when all agree, 1 when one differs or anything fails,
-/// kNoDeviceStatus without a usable GPU. Derives the backward into
-/// `func`'s module.
-int runDeviceCheck(mlir::func::FuncOp func, const std::string &source,
+/// Compiles `func` (defined in `source`, the text it was parsed from) for
+/// GPU 0 — with its backward where `derived` (the evaluator's, derived with
+/// options.policy) is given — runs it on each case's inputs (the backward on
+/// seeded cotangents) and compares every result with the evaluator's.
+/// Prints a line per result to `os`; 0 when all agree, 1 when one differs
+/// or anything fails, kNoDeviceStatus without a usable GPU.
+int runDeviceCheck(mlir::func::FuncOp func,
+                   const std::optional<mlir::tile::DerivedKernel> &derived,
+                   const std::string &source,
                    const std::vector<DeviceCase> &cases,
                    const DeviceCheckOptions &options, llvm::raw_ostream &os);
 

@@ -21,13 +21,6 @@ namespace {
 llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
-
-std::string shapeText(llvm::ArrayRef<int64_t> shape) {
-  std::string text;
-  for (int64_t size : shape)
-    text += (text.empty() ? "" : "x") + std::to_string(size);
-  return text;
-}
 } // namespace
 
 std::vector<std::string> run::argumentNames(FuncOp func,
@@ -104,7 +97,7 @@ run::makeCaseInputs(FuncOp func, std::vector<std::string> specs,
         llvm::isa<mlir::RankedTensorType>(func.getArgumentTypes()[index]);
     std::string fromFile;
     if (tensor) {
-      fromFile = shapeText(array->shape);
+      fromFile = interp::shapeSpec(array->shape);
     } else if (array->values.size() == 1) {
       char text[32];
       std::snprintf(text, sizeof(text), "%.17g", array->values[0]);
@@ -194,7 +187,26 @@ llvm::Error run::writeBuffer(llvm::StringRef dir, llvm::StringRef stem,
 }
 
 llvm::Error
-run::writeEvaluation(llvm::StringRef dir, FuncOp func,
+run::writeResults(llvm::StringRef dir,
+                  const std::optional<mlir::tile::DerivedKernel> &derived,
+                  const std::vector<interp::Buffer> &results,
+                  const std::vector<interp::Buffer> &gradients,
+                  llvm::ArrayRef<std::string> names, bool asReference,
+                  llvm::StringRef suffix) {
+  for (auto [index, result] : llvm::enumerate(results))
+    if (llvm::Error e = writeBuffer(dir, "result" + std::to_string(index),
+                                    result, asReference, suffix))
+      return e;
+  for (auto [index, gradient] : llvm::enumerate(gradients))
+    if (llvm::Error e =
+            writeBuffer(dir, gradientName(derived->backward, index, names),
+                        gradient, asReference, suffix))
+      return e;
+  return llvm::Error::success();
+}
+
+llvm::Error
+run::writeEvaluation(llvm::StringRef dir,
                      const std::optional<mlir::tile::DerivedKernel> &derived,
                      const std::vector<interp::Buffer> &inputs,
                      const Evaluation &evaluation,
@@ -204,17 +216,10 @@ run::writeEvaluation(llvm::StringRef dir, FuncOp func,
   for (auto [index, input] : llvm::enumerate(inputs))
     if (llvm::Error e = writeBuffer(dir, names[index], input, false))
       return e;
-  for (auto [index, result] : llvm::enumerate(evaluation.results))
-    if (llvm::Error e =
-            writeBuffer(dir, "result" + std::to_string(index), result, true))
-      return e;
   for (auto [index, cotangent] : llvm::enumerate(evaluation.cotangents))
     if (llvm::Error e = writeBuffer(dir, "cotangent" + std::to_string(index),
                                     cotangent, false))
       return e;
-  for (auto [index, gradient] : llvm::enumerate(evaluation.gradients))
-    if (llvm::Error e = writeBuffer(
-            dir, gradientName(derived->backward, index, names), gradient, true))
-      return e;
-  return llvm::Error::success();
+  return writeResults(dir, derived, evaluation.results, evaluation.gradients,
+                      names, /*asReference=*/true);
 }

@@ -82,11 +82,22 @@ llvm::Error writeBuffer(llvm::StringRef dir, llvm::StringRef stem,
                         const interp::Buffer &buffer, bool asReference,
                         llvm::StringRef suffix = "");
 
-/// Writes a case's inputs (`<name>.npy`), the evaluator's results
-/// (`result<i>.npy`, float64) and, with a backward, the cotangents
-/// (`cotangent<i>.npy`) and gradients (`grad_<name>.npy`, float64).
+/// Writes results as `result<i><suffix>.npy` and the backward's results as
+/// `grad_<name><suffix>.npy` (gradientName): the evaluator's in float64
+/// (`asReference`), the GPU's in their storage dtype with suffix ".gpu".
 llvm::Error
-writeEvaluation(llvm::StringRef dir, mlir::func::FuncOp func,
+writeResults(llvm::StringRef dir,
+             const std::optional<mlir::tile::DerivedKernel> &derived,
+             const std::vector<interp::Buffer> &results,
+             const std::vector<interp::Buffer> &gradients,
+             llvm::ArrayRef<std::string> names, bool asReference,
+             llvm::StringRef suffix = "");
+
+/// Creates `dir` and writes a case's inputs (`<name>.npy`), the
+/// cotangents (`cotangent<i>.npy`) and the evaluator's results and
+/// gradients (writeResults, float64).
+llvm::Error
+writeEvaluation(llvm::StringRef dir,
                 const std::optional<mlir::tile::DerivedKernel> &derived,
                 const std::vector<interp::Buffer> &inputs,
                 const Evaluation &evaluation,

@@ -266,13 +266,30 @@ struct Run {
   }
 };
 
-int runGradientCheck(const Run &run) {
-  func::FuncOp func = run.func;
+/// The backward --policy and --main-grad ask for, derived into `func`'s
+/// module (the evaluator runs it; --device's JIT derives its own from the
+/// same source with the same options).
+FailureOr<mlir::tile::DerivedKernel> derive(func::FuncOp func) {
   mlir::tile::DifferentiateOptions options;
   options.policy = policy;
   options.mainGrad = mainGrad;
-  FailureOr<mlir::tile::DerivedKernel> derived =
-      mlir::tile::differentiateKernel(func, options);
+  return mlir::tile::differentiateKernel(func, options);
+}
+
+/// derive() where --gradient asks for a backward, nothing otherwise.
+FailureOr<std::optional<mlir::tile::DerivedKernel>>
+deriveIfAsked(func::FuncOp func) {
+  if (!gradient)
+    return std::optional<mlir::tile::DerivedKernel>();
+  FailureOr<mlir::tile::DerivedKernel> derived = derive(func);
+  if (failed(derived))
+    return failure();
+  return std::optional<mlir::tile::DerivedKernel>(*derived);
+}
+
+int runGradientCheck(const Run &run) {
+  func::FuncOp func = run.func;
+  FailureOr<mlir::tile::DerivedKernel> derived = derive(func);
   if (failed(derived))
     return 1;
 
@@ -331,16 +348,18 @@ int runOnDevice(const Run &run, StringRef source) {
     }
     cases.push_back({llvm::join(specs, ","), std::move(*args)});
   }
+  auto derived = deriveIfAsked(run.func);
+  if (failed(derived))
+    return 1;
   ::tile::run::DeviceCheckOptions options;
-  options.backward = gradient;
   options.policy = policy;
   options.seed = seed;
   options.argumentNames = run.names;
   options.outputDir = outputDir;
   options.specializeWidths = specializeWidths;
   options.benchIterations = benchmark ? benchIterations : 0;
-  return ::tile::run::runDeviceCheck(run.func, source.str(), cases, options,
-                                     llvm::outs());
+  return ::tile::run::runDeviceCheck(run.func, *derived, source.str(), cases,
+                                     options, llvm::outs());
 }
 
 /// The evaluator alone: the results' summaries and, with --gradient, the
@@ -353,20 +372,13 @@ int runEvaluator(const Run &run) {
     reportError(args.takeError());
     return 1;
   }
-  std::optional<mlir::tile::DerivedKernel> derived;
-  if (gradient) {
-    mlir::tile::DifferentiateOptions options;
-    options.policy = policy;
-    FailureOr<mlir::tile::DerivedKernel> result =
-        mlir::tile::differentiateKernel(func, options);
-    if (failed(result))
-      return 1;
-    derived = *result;
-  }
+  auto derived = deriveIfAsked(func);
+  if (failed(derived))
+    return 1;
   interp::EvalOptions evalOptions;
   evalOptions.roundStorage = !exact;
   auto evaluation =
-      ::tile::run::evaluateCase(func, derived, *args, seed, evalOptions);
+      ::tile::run::evaluateCase(func, *derived, *args, seed, evalOptions);
   if (!evaluation) {
     reportError(evaluation.takeError());
     return 1;
@@ -382,14 +394,15 @@ int runEvaluator(const Run &run) {
     printBuffer(os, func.getResultTypes()[index], buffer);
   }
   for (auto [index, buffer] : llvm::enumerate(evaluation->gradients)) {
-    os << ::tile::run::gradientName(derived->backward, index, run.names)
-       << " (@" << derived->backward.getSymName() << " result #" << index
+    func::FuncOp backward = (*derived)->backward;
+    os << ::tile::run::gradientName(backward, index, run.names) << " (@"
+       << backward.getSymName() << " result #" << index
        << ", seeded cotangents)\n";
-    printBuffer(os, derived->backward.getResultTypes()[index], buffer);
+    printBuffer(os, backward.getResultTypes()[index], buffer);
   }
   if (!outputDir.empty())
-    if (llvm::Error e = ::tile::run::writeEvaluation(
-            outputDir, func, derived, *args, *evaluation, run.names)) {
+    if (llvm::Error e = ::tile::run::writeEvaluation(outputDir, *derived, *args,
+                                                     *evaluation, run.names)) {
       reportError(std::move(e));
       return 1;
     }

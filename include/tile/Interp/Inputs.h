@@ -45,6 +45,9 @@ makeInputs(mlir::func::FuncOp func, const std::vector<std::string> &specs,
 /// Parses "7x13" into {7, 13}.
 llvm::Expected<std::vector<int64_t>> parseShape(llvm::StringRef text);
 
+/// {7, 13} as "7x13": parseShape's inverse, for messages and specs.
+std::string shapeSpec(llvm::ArrayRef<int64_t> shape);
+
 /// Seeded random cotangents, one per result, shaped and rounded like it,
 /// uniform in [-1, 1): what tile-run feeds a derived backward.
 std::vector<Buffer> makeCotangents(const std::vector<Buffer> &results,

@@ -14,9 +14,6 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
-#include <cstdint>
-#include <optional>
-
 namespace llvm::cl {
 class OptionCategory;
 } // namespace llvm::cl

@@ -12,8 +12,8 @@
 
 namespace tile {
 
-/// The release, e.g. "0.1.0" (CMake's project() version: the one place it
-/// is written; pyproject.toml reads it from there).
+/// The release, e.g. "0.1.0": CMake's project() version (pyproject.toml
+/// and tile.__version__ repeat it; a Python test keeps them equal).
 const char *version();
 
 /// `git describe` of the sources built, e.g. "474f867e08c1-dirty", or
