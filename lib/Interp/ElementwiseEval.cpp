@@ -56,14 +56,6 @@ llvm::Error mapElements(Operation *op, Env &env, const Fn &fn) {
   return llvm::Error::success();
 }
 
-Fn unary(double (*fn)(double)) {
-  return [fn](llvm::ArrayRef<double> a) { return fn(a[0]); };
-}
-
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double rsqrt(double x) { return 1.0 / std::sqrt(x); }
-double exp2d(double x) { return std::exp2(x); }
-
 bool compare(arith::CmpFPredicate predicate, double a, double b) {
   bool unordered = std::isnan(a) || std::isnan(b);
   using P = arith::CmpFPredicate;
@@ -138,146 +130,116 @@ llvm::Error evalConstant(arith::ConstantOp op, Env &env) {
   env.values[op] = std::move(result);
   return llvm::Error::success();
 }
+
+using A = llvm::ArrayRef<double>;
+
+// One formula per op of KernelOps.def, in float64. evalElementwise
+// dispatches on that list, so an op added there without a formula here
+// does not compile.
+double apply(arith::AddFOp, A a) { return a[0] + a[1]; }
+double apply(arith::SubFOp, A a) { return a[0] - a[1]; }
+double apply(arith::MulFOp, A a) { return a[0] * a[1]; }
+double apply(arith::DivFOp, A a) { return a[0] / a[1]; }
+double apply(arith::RemFOp, A a) { return std::fmod(a[0], a[1]); }
+double apply(arith::NegFOp, A a) { return -a[0]; }
+double apply(arith::MaximumFOp, A a) {
+  return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::max(a[0], a[1]);
+}
+double apply(arith::MinimumFOp, A a) {
+  return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::min(a[0], a[1]);
+}
+double apply(arith::MaxNumFOp, A a) { return std::fmax(a[0], a[1]); }
+double apply(arith::MinNumFOp, A a) { return std::fmin(a[0], a[1]); }
+double apply(arith::CmpFOp cmp, A a) {
+  return compare(cmp.getPredicate(), a[0], a[1]) ? 1.0 : 0.0;
+}
+double apply(arith::SelectOp, A a) { return a[0] != 0.0 ? a[1] : a[2]; }
+
+// Integer and index arithmetic (sizes and offsets for tile.slice); the
+// divisions are checked first (checkDivision).
+double apply(arith::AddIOp, A a) { return a[0] + a[1]; }
+double apply(arith::SubIOp, A a) { return a[0] - a[1]; }
+double apply(arith::MulIOp, A a) { return a[0] * a[1]; }
+double apply(arith::DivSIOp, A a) {
+  return static_cast<double>(asInt(a[0]) / asInt(a[1]));
+}
+double apply(arith::RemSIOp, A a) {
+  return static_cast<double>(asInt(a[0]) % asInt(a[1]));
+}
+double apply(arith::DivUIOp, A a) {
+  return static_cast<double>(static_cast<uint64_t>(asInt(a[0])) /
+                             static_cast<uint64_t>(asInt(a[1])));
+}
+double apply(arith::RemUIOp, A a) {
+  return static_cast<double>(static_cast<uint64_t>(asInt(a[0])) %
+                             static_cast<uint64_t>(asInt(a[1])));
+}
+double apply(arith::MaxSIOp, A a) { return std::max(a[0], a[1]); }
+double apply(arith::MinSIOp, A a) { return std::min(a[0], a[1]); }
+double apply(arith::IndexCastOp, A a) { return a[0]; }
+double apply(arith::SIToFPOp, A a) { return a[0]; }
+
+double apply(math::ExpOp, A a) { return std::exp(a[0]); }
+double apply(math::Exp2Op, A a) { return std::exp2(a[0]); }
+double apply(math::ExpM1Op, A a) { return std::expm1(a[0]); }
+double apply(math::LogOp, A a) { return std::log(a[0]); }
+double apply(math::Log2Op, A a) { return std::log2(a[0]); }
+double apply(math::Log10Op, A a) { return std::log10(a[0]); }
+double apply(math::Log1pOp, A a) { return std::log1p(a[0]); }
+double apply(math::SqrtOp, A a) { return std::sqrt(a[0]); }
+double apply(math::RsqrtOp, A a) { return 1.0 / std::sqrt(a[0]); }
+double apply(math::TanhOp, A a) { return std::tanh(a[0]); }
+double apply(math::ErfOp, A a) { return std::erf(a[0]); }
+double apply(math::SinOp, A a) { return std::sin(a[0]); }
+double apply(math::CosOp, A a) { return std::cos(a[0]); }
+double apply(math::AbsFOp, A a) { return std::fabs(a[0]); }
+double apply(math::FloorOp, A a) { return std::floor(a[0]); }
+double apply(math::CeilOp, A a) { return std::ceil(a[0]); }
+double apply(math::PowFOp, A a) { return std::pow(a[0], a[1]); }
+double apply(math::FmaOp, A a) { return a[0] * a[1] + a[2]; }
+double apply(mlir::tile::SigmoidOp, A a) {
+  return 1.0 / (1.0 + std::exp(-a[0]));
+}
+
+/// A division by zero, or INT64_MIN / -1 (which overflows, and traps on
+/// x86: arith says the result is undefined, so a kernel that computes it is
+/// wrong), is an error rather than a value.
+llvm::Error checkDivision(Operation *op, Env &env) {
+  for (Value operand : op->getOperands().drop_front())
+    for (double v : env.get(operand).values)
+      if (asInt(v) == 0)
+        return opError(op, "integer division by zero");
+  if (isa<arith::DivSIOp, arith::RemSIOp>(op))
+    for (auto [v, w] : llvm::zip(env.get(op->getOperand(0)).values,
+                                 env.get(op->getOperand(1)).values))
+      if (asInt(v) == std::numeric_limits<int64_t>::min() && asInt(w) == -1)
+        return opError(op, "signed integer division overflows (the minimum "
+                           "value by -1)");
+  return llvm::Error::success();
+}
+
+template <typename OpTy> llvm::Error evalOp(OpTy op, Env &env) {
+  if constexpr (std::is_same_v<OpTy, arith::ConstantOp>) {
+    return evalConstant(op, env);
+  } else {
+    if constexpr (llvm::is_one_of<OpTy, arith::DivSIOp, arith::DivUIOp,
+                                  arith::RemSIOp, arith::RemUIOp>::value)
+      if (llvm::Error error = checkDivision(op, env))
+        return error;
+    return mapElements(op, env, [op](A a) { return apply(op, a); });
+  }
+}
 } // namespace
 
 std::optional<llvm::Error> detail::evalElementwise(Operation *op, Env &env) {
-  using A = llvm::ArrayRef<double>;
-  auto map = [&](const Fn &fn) -> std::optional<llvm::Error> {
-    return mapElements(op, env, fn);
-  };
-  return llvm::TypeSwitch<Operation *, std::optional<llvm::Error>>(op)
-      .Case([&](arith::ConstantOp constant) -> std::optional<llvm::Error> {
-        return evalConstant(constant, env);
-      })
-      // Float arithmetic.
-      .Case([&](arith::AddFOp) { return map([](A a) { return a[0] + a[1]; }); })
-      .Case([&](arith::SubFOp) { return map([](A a) { return a[0] - a[1]; }); })
-      .Case([&](arith::MulFOp) { return map([](A a) { return a[0] * a[1]; }); })
-      .Case([&](arith::DivFOp) { return map([](A a) { return a[0] / a[1]; }); })
-      .Case([&](arith::RemFOp) {
-        return map([](A a) { return std::fmod(a[0], a[1]); });
-      })
-      .Case([&](arith::NegFOp) { return map([](A a) { return -a[0]; }); })
-      .Case([&](arith::MaximumFOp) {
-        return map([](A a) {
-          return std::isnan(a[0]) || std::isnan(a[1]) ? NAN
-                                                      : std::max(a[0], a[1]);
-        });
-      })
-      .Case([&](arith::MinimumFOp) {
-        return map([](A a) {
-          return std::isnan(a[0]) || std::isnan(a[1]) ? NAN
-                                                      : std::min(a[0], a[1]);
-        });
-      })
-      .Case([&](arith::MaxNumFOp) {
-        return map([](A a) { return std::fmax(a[0], a[1]); });
-      })
-      .Case([&](arith::MinNumFOp) {
-        return map([](A a) { return std::fmin(a[0], a[1]); });
-      })
-      .Case([&](arith::CmpFOp cmp) {
-        arith::CmpFPredicate predicate = cmp.getPredicate();
-        return map([predicate](A a) {
-          return compare(predicate, a[0], a[1]) ? 1.0 : 0.0;
-        });
-      })
-      .Case([&](arith::SelectOp) {
-        return map([](A a) { return a[0] != 0.0 ? a[1] : a[2]; });
-      })
-      // Integer and index arithmetic (sizes and offsets for tile.slice).
-      .Case([&](arith::AddIOp) { return map([](A a) { return a[0] + a[1]; }); })
-      .Case([&](arith::SubIOp) { return map([](A a) { return a[0] - a[1]; }); })
-      .Case([&](arith::MulIOp) { return map([](A a) { return a[0] * a[1]; }); })
-      .Case<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp>(
-          [&](Operation *intOp) -> std::optional<llvm::Error> {
-            bool isDiv = isa<arith::DivSIOp, arith::DivUIOp>(intOp);
-            bool isUnsigned = isa<arith::DivUIOp, arith::RemUIOp>(intOp);
-            for (Value operand : intOp->getOperands().drop_front())
-              for (double v : env.get(operand).values)
-                if (asInt(v) == 0)
-                  return opError(intOp, "integer division by zero");
-            // INT64_MIN / -1 overflows (and traps on x86): arith says the
-            // result is undefined, so a kernel that computes it is wrong.
-            if (!isUnsigned)
-              for (auto [v, w] :
-                   llvm::zip(env.get(intOp->getOperand(0)).values,
-                             env.get(intOp->getOperand(1)).values))
-                if (asInt(v) == std::numeric_limits<int64_t>::min() &&
-                    asInt(w) == -1)
-                  return opError(intOp, "signed integer division overflows "
-                                        "(the minimum value by -1)");
-            return map([isDiv, isUnsigned](A a) {
-              int64_t x = asInt(a[0]), y = asInt(a[1]);
-              if (isUnsigned) {
-                uint64_t ux = static_cast<uint64_t>(x),
-                         uy = static_cast<uint64_t>(y);
-                return static_cast<double>(isDiv ? ux / uy : ux % uy);
-              }
-              return static_cast<double>(isDiv ? x / y : x % y);
-            });
-          })
-      .Case([&](arith::MaxSIOp) {
-        return map([](A a) { return std::max(a[0], a[1]); });
-      })
-      .Case([&](arith::MinSIOp) {
-        return map([](A a) { return std::min(a[0], a[1]); });
-      })
-      .Case<arith::IndexCastOp, arith::SIToFPOp>(
-          [&](Operation *) { return map([](A a) { return a[0]; }); })
-      // math.
-      .Case([&](math::ExpOp) {
-        return map(unary([](double x) { return std::exp(x); }));
-      })
-      .Case([&](math::Exp2Op) { return map(unary(exp2d)); })
-      .Case([&](math::ExpM1Op) {
-        return map(unary([](double x) { return std::expm1(x); }));
-      })
-      .Case([&](math::LogOp) {
-        return map(unary([](double x) { return std::log(x); }));
-      })
-      .Case([&](math::Log2Op) {
-        return map(unary([](double x) { return std::log2(x); }));
-      })
-      .Case([&](math::Log10Op) {
-        return map(unary([](double x) { return std::log10(x); }));
-      })
-      .Case([&](math::Log1pOp) {
-        return map(unary([](double x) { return std::log1p(x); }));
-      })
-      .Case([&](math::SqrtOp) {
-        return map(unary([](double x) { return std::sqrt(x); }));
-      })
-      .Case([&](math::RsqrtOp) { return map(unary(rsqrt)); })
-      .Case([&](math::TanhOp) {
-        return map(unary([](double x) { return std::tanh(x); }));
-      })
-      .Case([&](math::ErfOp) {
-        return map(unary([](double x) { return std::erf(x); }));
-      })
-      .Case([&](math::SinOp) {
-        return map(unary([](double x) { return std::sin(x); }));
-      })
-      .Case([&](math::CosOp) {
-        return map(unary([](double x) { return std::cos(x); }));
-      })
-      .Case([&](math::AbsFOp) {
-        return map(unary([](double x) { return std::fabs(x); }));
-      })
-      .Case([&](math::FloorOp) {
-        return map(unary([](double x) { return std::floor(x); }));
-      })
-      .Case([&](math::CeilOp) {
-        return map(unary([](double x) { return std::ceil(x); }));
-      })
-      .Case([&](math::PowFOp) {
-        return map([](A a) { return std::pow(a[0], a[1]); });
-      })
-      .Case([&](math::FmaOp) {
-        return map([](A a) { return a[0] * a[1] + a[2]; });
-      })
-      .Case([&](mlir::tile::SigmoidOp) { return map(unary(sigmoid)); })
-      .Default([](Operation *) { return std::nullopt; });
+  std::optional<llvm::Error> result;
+  auto evaluate = [&](auto typed) { result = evalOp(typed, env); };
+  llvm::TypeSwitch<Operation *>(op)
+#define TILE_KERNEL_OP(QualifiedName)                                          \
+  .Case([&](QualifiedName typed) { evaluate(typed); })
+#include "tile/Dialect/Tile/IR/KernelOps.def"
+      .Case([&](mlir::tile::SigmoidOp typed) { evaluate(typed); });
+  return result;
 }
 
 } // namespace tile::interp

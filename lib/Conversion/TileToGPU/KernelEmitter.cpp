@@ -12,6 +12,7 @@
 #include "Emitter.h"
 
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -218,6 +219,8 @@ LogicalResult Emitter::emitPrologue() {
       SmallVector<Value> operands;
       for (Value operand : op.getOperands())
         operands.push_back(uniformValue(operand));
+      assert(isKernelOp(&op) && "an op outside KernelOps.def reached the "
+                                "emitter");
       Operation *clone = b.clone(op);
       clone->setOperands(operands);
       uniform.map(op.getResults(), clone->getResults());
@@ -373,6 +376,9 @@ Value Emitter::emitScalarOp(Operation *op, ArrayRef<Value> operands) {
                                        dense.getSplatValue<TypedAttr>());
     return arith::ConstantOp::create(b, loc, constant.getValue());
   }
+  // The rest of KernelOps.def lowers as the same op on scalars; the kernel
+  // verifier has rejected anything else.
+  assert(isKernelOp(op) && "an op outside KernelOps.def reached the emitter");
   OperationState state(op->getLoc(), op->getName());
   state.addOperands(operands);
   for (Value result : op->getResults())

@@ -84,10 +84,11 @@ static void adjoint(AdjointBuilder &, arith::CmpFOp, Value, Cotangents &out) {
 
 void detail::registerArithDerivativeModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, arith::ArithDialect *) {
-    detail::attachRules<arith::AddFOp, arith::SubFOp, arith::MulFOp,
-                        arith::DivFOp, arith::NegFOp, arith::MaximumFOp,
-                        arith::MaxNumFOp, arith::MinimumFOp, arith::MinNumFOp,
-                        arith::SelectOp, arith::CmpFOp>(context);
+  // Every differentiable arith op of KernelOps.def; one without an
+  // adjoint() above does not compile.
+#define TILE_ARITH_DIFFERENTIABLE(Name)                                        \
+  detail::attachRule<arith::Name>(context);
+#include "tile/Dialect/Tile/IR/KernelOps.def"
   });
 }
 

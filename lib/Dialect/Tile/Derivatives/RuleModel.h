@@ -6,7 +6,7 @@
 //
 // that receives the result's cotangent `g` and appends one cotangent per
 // operand. RuleModel<OpTy> adapts it to DifferentiableOpInterface, so a rule
-// is a few lines of formula and attaching it is one name in a list.
+// is a few lines of formula and attaching it is one line of KernelOps.def.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,8 +30,8 @@ struct RuleModel final
   }
 };
 
-template <typename... OpTys> void attachRules(MLIRContext *context) {
-  (OpTys::template attachInterface<RuleModel<OpTys>>(*context), ...);
+template <typename OpTy> void attachRule(MLIRContext *context) {
+  OpTy::template attachInterface<RuleModel<OpTy>>(*context);
 }
 
 } // namespace mlir::tile::detail

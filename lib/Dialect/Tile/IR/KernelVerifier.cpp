@@ -12,6 +12,7 @@
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -31,27 +32,6 @@ bool isStorageTensor(Type type) {
 /// Ops that only move or convert data; they may carry storage types.
 bool isDataMovement(Operation *op) {
   return isa<CastOp, SplatOp, BroadcastOp, SliceOp, ConcatOp, PadOp>(op);
-}
-
-/// The one list of what a kernel may contain. Floating-point math is what
-/// has a derivative rule (the DifferentiableOpInterface, attached to
-/// upstream ops in Derivatives/): the evaluator, the differentiator and the
-/// GPU lowering all handle exactly those, so a kernel that verifies can be
-/// differentiated, evaluated and lowered (an op such as math.trunc, which
-/// has no rule and no NVVM lowering, is rejected here rather than failing
-/// deep inside the PTX pipeline). The rest is index arithmetic on sizes and
-/// offsets, constants, the dimension query, and arith.remf, which the
-/// evaluator and the lowering handle but no gradient flows through (the
-/// differentiator says so where one would).
-bool isSupportedOp(Operation *op) {
-  if (isa<DifferentiableOpInterface>(op))
-    return true;
-  if (op->getDialect() && op->getDialect()->getNamespace() == "tile")
-    return true;
-  return isa<tensor::DimOp, func::ReturnOp, arith::ConstantOp, arith::AddIOp,
-             arith::SubIOp, arith::MulIOp, arith::DivSIOp, arith::DivUIOp,
-             arith::RemSIOp, arith::RemUIOp, arith::MaxSIOp, arith::MinSIOp,
-             arith::IndexCastOp, arith::SIToFPOp, arith::RemFOp>(op);
 }
 
 /// Element (or scalar) types an arithmetic op may produce inside a kernel.
@@ -115,11 +95,10 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
       return failure();
 
   for (Operation &op : func.getBody().front()) {
-    if (!isSupportedOp(&op))
-      return op.emitOpError("is not supported in a tile kernel (allowed: "
-                            "tile ops, arith/math ops with a derivative "
-                            "rule, index arithmetic, tensor.dim; see "
-                            "docs/Dialect.md)");
+    if (!isKernelOp(&op))
+      return op.emitOpError("is not supported in a tile kernel; a kernel "
+                            "holds tile ops, tensor.dim and these: ")
+             << supportedKernelOps() << " (docs/Dialect.md)";
     for (Type resultType : op.getResultTypes())
       if (failed(checkRank(resultType, op.getLoc(),
                            "'" + op.getName().getStringRef() + "' result")))
@@ -134,6 +113,30 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
     }
   }
   return success();
+}
+
+// KernelOps.def is the list: an op the evaluator or the GPU lowering cannot
+// handle is rejected here rather than failing deep inside the PTX pipeline
+// (math.trunc, math.atan).
+bool mlir::tile::isKernelOp(Operation *op) {
+  if (op->getDialect() && op->getDialect()->getNamespace() == "tile")
+    return true;
+  if (isa<tensor::DimOp, func::ReturnOp>(op))
+    return true;
+#define TILE_KERNEL_OP(QualifiedName)                                          \
+  if (isa<QualifiedName>(op))                                                  \
+    return true;
+#include "tile/Dialect/Tile/IR/KernelOps.def"
+  return false;
+}
+
+std::string mlir::tile::supportedKernelOps() {
+  std::string names;
+#define TILE_KERNEL_OP(QualifiedName)                                          \
+  names +=                                                                     \
+      (names.empty() ? "" : ", ") + QualifiedName::getOperationName().str();
+#include "tile/Dialect/Tile/IR/KernelOps.def"
+  return names;
 }
 
 bool mlir::tile::isDifferentiableArgument(func::FuncOp func, unsigned index) {

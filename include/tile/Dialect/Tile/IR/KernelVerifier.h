@@ -18,6 +18,15 @@ LogicalResult verifyKernel(func::FuncOp func);
 /// for the kernel signature and the differentiator alike.
 bool isDifferentiableArgument(func::FuncOp func, unsigned index);
 
+/// Whether a kernel may contain `op`: a tile op, tensor.dim, the return, or
+/// an upstream op of KernelOps.def (the one list the verifier, evaluator,
+/// derivative rules and GPU lowering share).
+bool isKernelOp(Operation *op);
+
+/// The upstream ops of KernelOps.def by name ("arith.addf, ..."), for
+/// messages and documentation.
+std::string supportedKernelOps();
+
 /// Warns, at the module's first op, that `pass` found no function with the
 /// `tile.kernel` attribute to work on when that is so: a file without the
 /// attribute would otherwise pass through unchanged and silently.
