@@ -83,6 +83,19 @@ TILE_C_EXPORT tile_status tile_device_count(int *count);
 TILE_C_EXPORT tile_status tile_device_chip(int ordinal, char *buffer,
                                            size_t size);
 
+/* The figures persistent grids are sized by. All zero in
+   tile_compile_options: an H100 SXM's or H200's (132 SMs). */
+typedef struct {
+  int64_t multiprocessors;
+  int64_t threads_per_sm;
+  int64_t registers_per_sm;
+  int64_t shared_bytes_per_sm;
+} tile_device_description;
+
+/* Device `ordinal`'s description, as the driver reports it. */
+TILE_C_EXPORT tile_status
+tile_device_describe(int ordinal, tile_device_description *description);
+
 /*===-- Compiling ---------------------------------------------------------===*/
 
 typedef struct {
@@ -107,6 +120,9 @@ typedef struct {
   const char *source_name;
   /* The disk cache: NULL for the default, "none" for no disk cache. */
   const char *cache_dir;
+  /* The GPU the kernels will run on (tile_device_describe); all zero: an
+     H100 SXM or H200. Only the size of persistent grids depends on it. */
+  tile_device_description device;
 } tile_compile_options;
 
 TILE_C_EXPORT void tile_compile_options_init(tile_compile_options *options);

@@ -183,6 +183,18 @@ tile_status tile_module_compile(const char *source, size_t length,
   jit.policy = str(options->policy, "recompute");
   jit.mainGrad = options->main_grad != 0;
   jit.sourceName = str(options->source_name, "kernel");
+  const tile_device_description &device = options->device;
+  bool anyFact = device.multiprocessors || device.threads_per_sm ||
+                 device.registers_per_sm || device.shared_bytes_per_sm;
+  if (anyFact) {
+    if (device.multiprocessors <= 0 || device.threads_per_sm <= 0 ||
+        device.registers_per_sm <= 0 || device.shared_bytes_per_sm <= 0)
+      return tile::capi::error(
+          "tile_module_compile: the device description needs every figure "
+          "positive (or all zero for the default)");
+    jit.device = {device.multiprocessors, device.threads_per_sm,
+                  device.registers_per_sm, device.shared_bytes_per_sm};
+  }
   if (options->num_widths > 0 && !options->widths)
     return tile::capi::error("tile_module_compile: widths is a null pointer");
   for (size_t i = 0; i < options->num_widths; ++i)

@@ -158,4 +158,18 @@ tile_status tile_device_chip(int ordinal, char *buffer, size_t size) {
   return nullptr;
 }
 
+tile_status tile_device_describe(int ordinal,
+                                 tile_device_description *description) {
+  if (!description)
+    return tile::capi::error(
+        "tile_device_describe: the description is a null pointer");
+  auto opened = tile::capi::device(ordinal);
+  if (!opened)
+    return tile::capi::toC(opened.takeStatus());
+  tile::DeviceDescription facts = (*opened)->description();
+  *description = {facts.sms, facts.threadsPerSm, facts.registersPerSm,
+                  facts.sharedBytesPerSm};
+  return nullptr;
+}
+
 } // extern "C"

@@ -69,7 +69,8 @@ std::string keyOf(const std::string &source, const CompileOptions &options) {
       << options.differentiate << '\0' << options.policy << '\0'
       << options.mainGrad << '\0' << options.returnPrimal << '\0'
       << options.threads << '\0' << options.rowsPerCta << '\0'
-      << options.persistentCtas << '\0' << options.rowGrid << '\0';
+      << options.persistentCtas << '\0' << options.rowGrid << '\0'
+      << options.device.str() << '\0';
   for (auto [index, width] : options.widths)
     all << 'w' << index << '=' << width << ',';
   all << '\0' << source;
@@ -239,6 +240,7 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
     ptxOptions.persistentCtas = options.persistentCtas;
     ptxOptions.rowsPerCta = options.rowsPerCta;
     ptxOptions.rowGrid = options.rowGrid;
+    ptxOptions.device = options.device;
     auto ptx = mlir::tile::compileToPtx(*module, ptxOptions);
     if (failed(ptx))
       return fail("lowering to PTX");

@@ -48,8 +48,7 @@ rt::StatusOr<Launcher *>
 Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
                     const std::map<unsigned, int64_t> &widths,
                     bool returnPrimal) {
-  jit::CompileOptions options;
-  options.chip = dev.chip();
+  jit::CompileOptions options = jit::CompileOptions::forDevice(dev);
   options.dtype = rt::name(dtype);
   options.differentiate = true; // forward and backward in one module
   options.mainGrad = mainGrad;

@@ -128,9 +128,9 @@ struct CheckTargetPass final
       : chip(std::move(chip)), libdevice(std::move(libdevice)) {}
   StringRef getArgument() const override { return "tile-check-target"; }
   void runOnOperation() override {
-    if (!tile::isKnownChip(chip)) {
+    if (!mlir::tile::isKnownChip(chip)) {
       getOperation().emitError("unknown chip '")
-          << chip << "': Tile compiles for " << tile::knownChips()
+          << chip << "': Tile compiles for " << mlir::tile::knownChips()
           << " (an A100 is sm_80, an H100 or H200 sm_90a; tile-rt-info "
              "prints the chip of this machine's GPU)";
       return signalPassFailure();
@@ -209,6 +209,10 @@ void mlir::tile::buildTileToPtxPipeline(OpPassManager &pm,
   schedule.ctas = options.persistentCtas;
   schedule.rowsPerCta = options.rowsPerCta;
   schedule.rowGrid = options.rowGrid;
+  schedule.sms = options.device.sms;
+  schedule.threadsPerSm = options.device.threadsPerSm;
+  schedule.registersPerSm = options.device.registersPerSm;
+  schedule.sharedBytesPerSm = options.device.sharedBytesPerSm;
   pm.addPass(createTileSchedulePass(schedule));
   pm.addPass(createConvertTileToGPUPass());
   buildGpuToPtxPipeline(pm, options);
@@ -226,12 +230,30 @@ struct PtxPipelineOptions final : PassPipelineOptions<PtxPipelineOptions> {
       *this, "libdevice",
       llvm::cl::desc("path of libdevice.10.bc (default: from CUDA_HOME)"),
       llvm::cl::init("")};
+  // The device tile-schedule sizes grids for (DeviceDescription's
+  // defaults: an H100 SXM or H200).
+  Option<int64_t> sms{*this, "sms", llvm::cl::desc("the device's SMs"),
+                      llvm::cl::init(::tile::DeviceDescription().sms)};
+  Option<int64_t> threadsPerSm{
+      *this, "threads-per-sm", llvm::cl::desc("threads one SM holds"),
+      llvm::cl::init(::tile::DeviceDescription().threadsPerSm)};
+  Option<int64_t> registersPerSm{
+      *this, "registers-per-sm", llvm::cl::desc("registers per SM"),
+      llvm::cl::init(::tile::DeviceDescription().registersPerSm)};
+  Option<int64_t> sharedBytesPerSm{
+      *this, "shared-bytes-per-sm",
+      llvm::cl::desc("shared memory per SM, in bytes"),
+      llvm::cl::init(::tile::DeviceDescription().sharedBytesPerSm)};
 
-  tile::PtxOptions toPtxOptions() const {
-    tile::PtxOptions options;
+  mlir::tile::PtxOptions toPtxOptions() const {
+    mlir::tile::PtxOptions options;
     options.chip = chip;
     options.features = features;
     options.libdevice = libdevice;
+    options.device.sms = sms;
+    options.device.threadsPerSm = threadsPerSm;
+    options.device.registersPerSm = registersPerSm;
+    options.device.sharedBytesPerSm = sharedBytesPerSm;
     return options;
   }
 };

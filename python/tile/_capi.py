@@ -56,6 +56,15 @@ class Value(ctypes.Structure):
     ]
 
 
+class DeviceDescription(ctypes.Structure):
+    _fields_ = [
+        ("multiprocessors", ctypes.c_int64),
+        ("threads_per_sm", ctypes.c_int64),
+        ("registers_per_sm", ctypes.c_int64),
+        ("shared_bytes_per_sm", ctypes.c_int64),
+    ]
+
+
 class CompileOptions(ctypes.Structure):
     _fields_ = [
         ("chip", ctypes.c_char_p),
@@ -67,6 +76,7 @@ class CompileOptions(ctypes.Structure):
         ("num_widths", ctypes.c_size_t),
         ("source_name", ctypes.c_char_p),
         ("cache_dir", ctypes.c_char_p),
+        ("device", DeviceDescription),
     ]
 
 
@@ -128,6 +138,8 @@ _signatures = {
     "tile_device_count": ([ctypes.POINTER(ctypes.c_int)], _status),
     "tile_device_chip": ([ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t],
                          _status),
+    "tile_device_describe": ([ctypes.c_int, ctypes.POINTER(DeviceDescription)],
+                             _status),
     "tile_module_compile": ([ctypes.c_char_p, ctypes.c_size_t,
                              ctypes.POINTER(CompileOptions),
                              ctypes.POINTER(ctypes.c_void_p)], _status),
@@ -215,6 +227,15 @@ def device_chip(ordinal):
     return buffer.value.decode()
 
 
+def device_description(ordinal):
+    """(multiprocessors, threads, registers, shared bytes per SM) of GPU
+    `ordinal`, as the driver reports them."""
+    description = DeviceDescription()
+    check(lib.tile_device_describe(ordinal, ctypes.byref(description)))
+    return (description.multiprocessors, description.threads_per_sm,
+            description.registers_per_sm, description.shared_bytes_per_sm)
+
+
 def operator_source(name):
     source = lib.tile_operator_source(name.encode())
     if source is None:
@@ -261,9 +282,12 @@ class Module:
 
     def __init__(self, source, *, chip=None, dtype=None, policy="recompute",
                  main_grad=False, widths=(), source_name="kernel",
-                 cache_dir=None):
+                 cache_dir=None, device=None):
         options = CompileOptions()
         options.chip = chip.encode() if chip else None
+        # device_description()'s figures; None: an H100 SXM or H200.
+        if device is not None:
+            options.device = DeviceDescription(*device)
         options.dtype = dtype.encode() if dtype else None
         options.differentiate = 1
         options.policy = policy.encode()
@@ -296,3 +320,8 @@ class Module:
     @property
     def ir(self):
         return lib.tile_module_ir(self.handle).decode()
+
+    @property
+    def manifest(self):
+        """The launch manifest (JSON): kernels, grids, parameters."""
+        return lib.tile_module_manifest(self.handle).decode()

@@ -33,13 +33,15 @@ _DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16",
 # Kernels by key, so that the custom op (which takes strings and tensors)
 # finds the kernel a traced call belongs to.
 _REGISTRY = {}
-_chips = {}
+_targets = {}
 
 
-def _chip(device):
-    if device.index not in _chips:
-        _chips[device.index] = _capi.device_chip(device.index)
-    return _chips[device.index]
+def _target(device):
+    """(chip, description) of a CUDA device: what its kernels compile for."""
+    if device.index not in _targets:
+        _targets[device.index] = (_capi.device_chip(device.index),
+                                  _capi.device_description(device.index))
+    return _targets[device.index]
 
 
 def _argument_names(source, function):
@@ -218,12 +220,12 @@ class Kernel:
         kernels specialized for widths that do not fit together would
         otherwise fail to compile instead of naming the rule."""
         if device.type == "cuda":
-            chip = _chip(device)
+            chip, description = _target(device)
         else:  # the host: no PTX, nothing specialized but the dtype
-            chip, widths = None, ()
+            chip, description, widths = None, None, ()
         # float64 (the CPU's exact mode) keeps the source's types.
         name = _DTYPE_NAMES.get(dtype)
-        key = (chip, name, widths)
+        key = (chip, description, name, widths)
         if chip and args is not None and key not in self._modules:
             host = self.call_for(function, torch.device("cpu"), dtype, ())
             infer(host, args, [_flat(a, i.rank) if isinstance(
@@ -236,7 +238,8 @@ class Kernel:
                     self.source, chip=chip, dtype=name, policy=self.policy,
                     main_grad=self.main_grad,
                     widths=widths if chip else (),
-                    source_name=self.source_name, cache_dir=self.cache_dir)
+                    source_name=self.source_name, cache_dir=self.cache_dir,
+                    device=description)
                 module.calls = {}
                 self._modules[key] = module
             call = module.calls.get(function)

@@ -240,8 +240,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<ops::Launcher> launcher;
   Bench aheadBuffers(ops, 1);
   {
-    jit::CompileOptions options;
-    options.chip = ops.device().chip();
+    jit::CompileOptions options = jit::CompileOptions::forDevice(ops.device());
     auto compiled = ops.compiler().compile(ops::kStreamKernelSource, options);
     if (!compiled)
       return fail(compiled.message());

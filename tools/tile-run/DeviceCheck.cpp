@@ -351,8 +351,7 @@ int tile::run::runDeviceCheck(
 
   // Compiled once (the kernels take any shape their manifest allows), or
   // per case for --specialize-widths (the widths become constants).
-  jit::CompileOptions compile;
-  compile.chip = device->chip();
+  jit::CompileOptions compile = jit::CompileOptions::forDevice(*device);
   // The JIT derives the GPU's backward from the same source with the
   // same options as the evaluator's.
   compile.differentiate = derived.has_value();
@@ -379,8 +378,7 @@ int tile::run::runDeviceCheck(
   }
   Session session{*device, generic.get(), options, os, nullptr, {}};
   if (options.benchIterations > 0) {
-    jit::CompileOptions streamOptions;
-    streamOptions.chip = device->chip();
+    jit::CompileOptions streamOptions = jit::CompileOptions::forDevice(*device);
     auto stream = jit.compile(ops::kStreamKernelSource, streamOptions);
     if (!stream)
       return fail(os, "--bench: " + stream.message());

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/Conversion/TileToGPU/Manifest.h"
+#include "tile/Dialect/Tile/Transforms/Passes.h"
 #include "tile/InitTile.h"
 #include "tile/Pipelines/Pipelines.h"
 #include "tile/Target/KernelSignature.h"
@@ -22,6 +23,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -67,14 +69,32 @@ cl::opt<std::string>
                        "CUDA_HOME, else /usr/local/cuda)"),
               cl::init(""), cl::cat(category));
 
+cl::opt<int64_t>
+    sms("tile-sms",
+        cl::desc("the SMs of the GPU persistent grids are sized for, for "
+                 "--tile-to-ptx and --tile-manifest alike (default: 132, an "
+                 "H100 SXM or H200)"),
+        cl::init(tile::DeviceDescription().sms), cl::cat(category));
+
 mlir::LogicalResult translate(mlir::ModuleOp module, llvm::raw_ostream &os) {
+  tile::DeviceDescription device;
+  device.sms = sms;
   switch (translation) {
   case Translation::Signature:
     return mlir::tile::writeKernelSignatures(module, os);
-  case Translation::Manifest:
+  case Translation::Manifest: {
+    // The schedule the PTX would be lowered with, so that the two agree.
+    mlir::PassManager pm(module.getContext());
+    mlir::tile::TileSchedulePassOptions schedule;
+    schedule.sms = device.sms;
+    pm.addPass(mlir::tile::createTileSchedulePass(schedule));
+    if (mlir::failed(pm.run(module)))
+      return mlir::failure();
     return mlir::tile::writeKernelManifest(module, os);
+  }
   case Translation::Ptx: {
     mlir::tile::PtxOptions options;
+    options.device = device;
     options.chip = chip;
     options.features = features;
     options.libdevice = libdevice;

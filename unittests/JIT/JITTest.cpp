@@ -120,7 +120,24 @@ TEST_F(JITTest, EveryOptionIsPartOfTheKey) {
   auto changedSource = jit.compile(source + "\n// a comment\n", base);
   ASSERT_TRUE(changedSource);
   EXPECT_NE(plain->key, changedSource->key);
-  EXPECT_EQ(jit.stats().compiles, 7u);
+  // The device sizes persistent grids: an H100 PCIe's 114 SMs give 228
+  // CTAs of 256 threads where the default (132 SMs) gives 264.
+  CompileOptions rmsBase = derived;
+  auto rms132 = jit.compile(readExample("rms_norm"), rmsBase);
+  ASSERT_TRUE(rms132) << rms132.message();
+  EXPECT_TRUE(contains(rms132->manifest, "\"min(rows, 264)\""));
+  CompileOptions pcie = rmsBase;
+  pcie.device.sms = 114;
+  auto rms114 = jit.compile(readExample("rms_norm"), pcie);
+  ASSERT_TRUE(rms114) << rms114.message();
+  EXPECT_NE(rms132->key, rms114->key);
+  EXPECT_TRUE(contains(rms114->manifest, "\"min(rows, 228)\""));
+  CompileOptions fewRegisters = pcie;
+  fewRegisters.device.registersPerSm = 16384;
+  auto rmsRegs = jit.compile(readExample("rms_norm"), fewRegisters);
+  ASSERT_TRUE(rmsRegs) << rmsRegs.message();
+  EXPECT_TRUE(contains(rmsRegs->manifest, "\"min(rows, 114)\""));
+  EXPECT_EQ(jit.stats().compiles, 10u);
 }
 
 TEST_F(JITTest, CorruptOrTruncatedEntriesAreRebuilt) {

@@ -13,7 +13,9 @@
 #ifndef TILE_JIT_JIT_H
 #define TILE_JIT_JIT_H
 
+#include "tile/Runtime/Runtime.h"
 #include "tile/Runtime/Status.h"
+#include "tile/Target/DeviceDescription.h"
 
 #include <cstdint>
 #include <map>
@@ -59,6 +61,17 @@ struct CompileOptions {
   /// (forward and derived backward share their leading arguments): the
   /// GPU kernels use them as constants, and calls must match them.
   std::map<unsigned, int64_t> widths;
+  /// The GPU persistent grids are sized for (rt::Device::description();
+  /// the defaults are an H100 SXM's or H200's).
+  DeviceDescription device;
+
+  /// Options that compile for `device`: its chip and description.
+  static CompileOptions forDevice(const rt::Device &device) {
+    CompileOptions options;
+    options.chip = device.chip();
+    options.device = device.description();
+    return options;
+  }
 };
 
 struct CompiledKernels {

@@ -9,6 +9,8 @@
 #ifndef TILE_PIPELINES_PIPELINES_H
 #define TILE_PIPELINES_PIPELINES_H
 
+#include "tile/Target/DeviceDescription.h"
+
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -41,6 +43,8 @@ struct PtxOptions {
   /// for purely elementwise kernels too.
   int64_t threads = 0, persistentCtas = 0, rowsPerCta = 0;
   bool rowGrid = false;
+  /// The GPU tile-schedule sizes persistent grids for.
+  ::tile::DeviceDescription device;
 };
 
 /// $CUDA_HOME (then $CUDA_PATH, then /usr/local/cuda) +

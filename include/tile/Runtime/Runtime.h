@@ -13,6 +13,7 @@
 
 #include "tile/Runtime/Driver.h"
 #include "tile/Runtime/Occupancy.h"
+#include "tile/Target/DeviceDescription.h"
 
 #include <cstdint>
 #include <functional>
@@ -51,6 +52,10 @@ public:
   std::string chip() const;
   /// What one SM holds (threads, registers, CTAs, shared memory).
   const SmLimits &smLimits() const { return limits; }
+  /// The figures the compiler schedules for (jit::CompileOptions::device).
+  DeviceDescription description() const {
+    return {smCount, limits.threads, limits.registers, limits.sharedBytes};
+  }
   int ordinal() const { return index; }
   /// Makes the device's primary context current on the calling thread
   /// (where another device's is): a framework may have switched it.

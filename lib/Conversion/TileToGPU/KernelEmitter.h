@@ -28,16 +28,10 @@ namespace mlir::tile::gpu_lowering {
 /// The lowering follows the kernel's tile.schedule as it is.
 using Schedule = KernelSchedule;
 
-/// Row reductions whose inputs are ready together share one exchange
-/// through shared memory (one barrier for all of them), up to this many.
-constexpr int64_t kMaxFusedReductions = 4;
-
-/// The row kernel's shared memory, in floats: a slot per warp per fused
-/// reduction, twice, so that consecutive exchanges alternate between the
-/// two sets and each needs one barrier instead of two.
-inline int64_t rowSharedFloats(int64_t threads) {
-  return 2 * kMaxFusedReductions * (threads / 32);
-}
+/// The row kernel's exchange slots (KernelSchedule.h, where tile-schedule
+/// counts them against the device's shared memory).
+using ::mlir::tile::kMaxFusedReductions;
+using ::mlir::tile::rowSharedFloats;
 
 /// At most this many partial rows a finalize thread loads before it adds
 /// them (in order): the loads of a warp's rows are in flight together

@@ -21,7 +21,7 @@ using namespace mlir::tile;
 
 namespace {
 struct ConvertTileToGPUPass final
-    : tile::impl::ConvertTileToGPUPassBase<ConvertTileToGPUPass> {
+    : mlir::tile::impl::ConvertTileToGPUPassBase<ConvertTileToGPUPass> {
   using ConvertTileToGPUPassBase::ConvertTileToGPUPassBase;
 
   void runOnOperation() override {

@@ -82,7 +82,7 @@ func.func @elementwise(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
 // A kernel that reduces across rows gets them too: its groups' partials
 // are added within the CTA, one partial row per CTA reaches the finalize.
 // CHECK-LABEL: func.func @across
-// CHECK-SAME: ctas = 264 : i64, grid = "persistent", rows_per_cta = 4 : i64, threads = 256 : i64
+// CHECK-SAME: ctas = 264 : i64, ctas_per_sm = 2 : i64, grid = "persistent", rows_per_cta = 4 : i64, threads = 256 : i64
 // CHECK: return
 func.func @across(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>, tensor<?xf32>)
     attributes {tile.kernel, tile.specialize = {w0 = 1024 : i64}} {
@@ -102,9 +102,9 @@ func.func @across(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>, tensor<?xf32>)
 // element grid of 128-thread CTAs. A row reduction alone: 256 in bf16; in
 // f32, the fewest threads that keep the row within four chunks a thread.
 // CHECK-LABEL: func.func @wider
-// CHECK-SAME: ctas = 132 : i64, grid = "persistent", threads = 512 : i64
+// CHECK-SAME: ctas = 132 : i64, ctas_per_sm = 1 : i64, grid = "persistent", threads = 512 : i64
 // T128-LABEL: func.func @wider
-// T128-SAME: ctas = 528 : i64, grid = "persistent", threads = 128 : i64
+// T128-SAME: ctas = 528 : i64, ctas_per_sm = 4 : i64, grid = "persistent", threads = 128 : i64
 func.func @wider(%x: tensor<?x?xbf16>) -> tensor<?xf32>
     attributes {tile.kernel, tile.specialize = {w0 = 8192 : i64}} {
   %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>

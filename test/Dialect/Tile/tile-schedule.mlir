@@ -11,13 +11,13 @@
 // CHECK-LABEL: func.func @rowwise
 // CHECK-SAME: tile.schedule = {grid = "elements", threads = 128 : i64, vector_width = 4 : i64}
 // CHECK-LABEL: func.func @colsum
-// CHECK-SAME: tile.schedule = {ctas = 264 : i64, grid = "persistent", threads = 256 : i64, vector_width = 4 : i64}
+// CHECK-SAME: tile.schedule = {ctas = 264 : i64, ctas_per_sm = 2 : i64, grid = "persistent", threads = 256 : i64, vector_width = 4 : i64}
 // CHECK-LABEL: func.func @chosen
 // CHECK-SAME: tile.schedule = {grid = "rows", threads = 64 : i64, vector_width = 4 : i64}
 // OVERRIDE-LABEL: func.func @rowwise
 // OVERRIDE-SAME: tile.schedule = {grid = "elements", threads = 512 : i64, vector_width = 4 : i64}
 // OVERRIDE-LABEL: func.func @colsum
-// OVERRIDE-SAME: tile.schedule = {ctas = 132 : i64, grid = "persistent", threads = 512 : i64, vector_width = 4 : i64}
+// OVERRIDE-SAME: tile.schedule = {ctas = 132 : i64, ctas_per_sm = 1 : i64, grid = "persistent", threads = 512 : i64, vector_width = 4 : i64}
 // OVERRIDE-LABEL: func.func @chosen
 // OVERRIDE-SAME: threads = 512 : i64
 // rows-per-cta applies to the kernels with rows: not to an element grid.

@@ -152,7 +152,8 @@ int64_t mlir::tile::chooseRowsPerCta(func::FuncOp func, int64_t threads,
   return threads / group;
 }
 
-KernelSchedule mlir::tile::defaultSchedule(func::FuncOp func) {
+KernelSchedule mlir::tile::defaultSchedule(func::FuncOp func,
+                                           const DeviceDescription &device) {
   KernelSchedule schedule;
   schedule.elementGrid = isPurelyElementwise(func);
   // 16 bytes of the narrowest storage type the kernel moves.
@@ -165,8 +166,10 @@ KernelSchedule mlir::tile::defaultSchedule(func::FuncOp func) {
   schedule.vectorWidth = 16 / std::max(narrowest, 1u);
   schedule.threads =
       chooseThreads(func, schedule.vectorWidth, schedule.elementGrid);
-  if (reducesAcrossRows(func))
-    schedule.ctas = KernelSchedule::persistentCtas(schedule.threads);
+  if (reducesAcrossRows(func)) {
+    schedule.ctas = KernelSchedule::persistentCtas(schedule.threads, device);
+    schedule.ctasPerSm = schedule.gridCtasPerSm(device);
+  }
   schedule.rowsPerCta =
       chooseRowsPerCta(func, schedule.threads, schedule.vectorWidth);
   return schedule;
@@ -179,6 +182,7 @@ KernelSchedule mlir::tile::getSchedule(func::FuncOp func) {
   // Entries a hand-written schedule leaves out keep their defaults.
   KernelSchedule schedule = defaultSchedule(func);
   schedule.ctas = 0;
+  schedule.ctasPerSm = 0;
   schedule.rowsPerCta = 1; // setSchedule leaves out a 1
   auto gridKind = dyn_cast_or_null<StringAttr>(dict.get("grid"));
   schedule.elementGrid = gridKind && gridKind.getValue() == "elements";
@@ -186,6 +190,8 @@ KernelSchedule mlir::tile::getSchedule(func::FuncOp func) {
     schedule.threads = threads.getInt();
   if (auto ctas = dyn_cast_or_null<IntegerAttr>(dict.get("ctas")))
     schedule.ctas = ctas.getInt();
+  if (auto perSm = dyn_cast_or_null<IntegerAttr>(dict.get("ctas_per_sm")))
+    schedule.ctasPerSm = perSm.getInt();
   if (auto width = dyn_cast_or_null<IntegerAttr>(dict.get("vector_width")))
     schedule.vectorWidth = width.getInt();
   if (auto rows = dyn_cast_or_null<IntegerAttr>(dict.get("rows_per_cta")))
@@ -206,6 +212,9 @@ void mlir::tile::setSchedule(func::FuncOp func,
   if (schedule.ctas)
     entries.push_back(
         b.getNamedAttr("ctas", b.getI64IntegerAttr(schedule.ctas)));
+  if (schedule.ctas && schedule.ctasPerSm)
+    entries.push_back(
+        b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(schedule.ctasPerSm)));
   entries.push_back(b.getNamedAttr("vector_width",
                                    b.getI64IntegerAttr(schedule.vectorWidth)));
   if (schedule.rowsPerCta != 1)
@@ -223,9 +232,9 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
   auto threads = dyn_cast_or_null<IntegerAttr>(dict.get("threads"));
   auto ctas = dyn_cast_or_null<IntegerAttr>(dict.get("ctas"));
   for (NamedAttribute entry : dict)
-    if (!llvm::is_contained(
-            {"grid", "threads", "ctas", "vector_width", "rows_per_cta"},
-            entry.getName().getValue()))
+    if (!llvm::is_contained({"grid", "threads", "ctas", "ctas_per_sm",
+                             "vector_width", "rows_per_cta"},
+                            entry.getName().getValue()))
       return op->emitError("'tile.schedule' has an unknown entry '")
              << entry.getName().getValue() << "'";
   if (!grid ||
@@ -262,6 +271,12 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
   if (persistent != static_cast<bool>(ctas) || (ctas && ctas.getInt() <= 0))
     return op->emitError("'tile.schedule' needs a positive ctas exactly "
                          "when the grid is persistent");
+  if (auto perSm = dyn_cast_or_null<IntegerAttr>(dict.get("ctas_per_sm")))
+    if (!persistent || perSm.getInt() < 1 ||
+        perSm.getInt() > 2048 / threads.getInt())
+      return op->emitError("'tile.schedule' ctas_per_sm belongs to a "
+                           "persistent grid and must be from 1 to 2048 "
+                           "threads' worth of CTAs");
   if (!persistent && reducesAcrossRows(cast<func::FuncOp>(op)))
     return op->emitError("'tile.schedule' must be persistent for a kernel "
                          "that reduces across rows");

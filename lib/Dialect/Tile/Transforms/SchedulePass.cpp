@@ -26,11 +26,25 @@ using namespace mlir::tile;
 
 namespace {
 struct TileSchedulePass final
-    : tile::impl::TileSchedulePassBase<TileSchedulePass> {
+    : mlir::tile::impl::TileSchedulePassBase<TileSchedulePass> {
   using TileSchedulePassBase::TileSchedulePassBase;
 
   void runOnOperation() override {
     warnNoKernels(getOperation(), getArgument());
+    DeviceDescription device;
+    device.sms = sms;
+    device.threadsPerSm = threadsPerSm;
+    device.registersPerSm = registersPerSm;
+    device.sharedBytesPerSm = sharedBytesPerSm;
+    if (device.sms < 1 || device.threadsPerSm < 32 ||
+        device.registersPerSm < 32 * 16 || device.sharedBytesPerSm < 0) {
+      Block *body = getOperation().getBody();
+      emitError(body->empty() ? getOperation().getLoc()
+                              : body->front().getLoc(),
+                "tile-schedule: the device description (")
+          << device.str() << ") is not a GPU's";
+      return signalPassFailure();
+    }
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(TileDialect::getKernelAttrName()))
         continue;
@@ -52,10 +66,18 @@ struct TileSchedulePass final
             chooseThreads(func, schedule.vectorWidth, schedule.elementGrid);
       // Any kernel with a reduction may take a persistent grid (a CTA walks
       // many rows, and a resident body loads one row ahead).
-      if (ctas && reducesAnything(func))
+      if (ctas && reducesAnything(func)) {
         schedule.ctas = ctas;
-      else if (chosen && reducesAcrossRows(func))
-        schedule.ctas = KernelSchedule::persistentCtas(schedule.threads);
+        schedule.ctasPerSm = 0;
+      } else if (chosen && reducesAcrossRows(func)) {
+        schedule.ctas =
+            KernelSchedule::persistentCtas(schedule.threads, device);
+        schedule.ctasPerSm = 0;
+      }
+      // The CTAs per SM the grid needs on this device, unless the schedule
+      // was written with them.
+      if (schedule.ctas && !schedule.ctasPerSm)
+        schedule.ctasPerSm = schedule.gridCtasPerSm(device);
       // An element grid has no rows to group.
       if (schedule.elementGrid)
         schedule.rowsPerCta = 1;

@@ -5,20 +5,25 @@
 //
 //   tile.schedule = {grid = "elements", threads = 128 : i64}
 //   tile.schedule = {grid = "rows", threads = 256 : i64}
-//   tile.schedule = {ctas = 264 : i64, grid = "persistent", threads = 256 :
-//   i64}
+//   tile.schedule = {ctas = 264 : i64, ctas_per_sm = 2 : i64,
+//                    grid = "persistent", threads = 256 : i64}
 //
 // `grid = "elements"` (purely elementwise kernels) launches a CTA per
 // threads × vector_width elements of the flattened [rows, width] tensors,
 // so that no thread idles at the end of a row; `"rows"` launches one CTA
 // per row; `"persistent"` (kernels with a cross-row reduction) launches
 // min(rows, ctas) CTAs that walk the rows, so that the workspace of
-// partials has `ctas` rows, not one per row.
+// partials has `ctas` rows, not one per row. tile-schedule sizes that grid
+// for a DeviceDescription (its options; an H100/H200 by default) and
+// records the CTAs per SM it assumed (`ctas_per_sm`), which the lowering
+// passes to ptxas so that the whole grid is resident at once.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TILE_DIALECT_TILE_IR_KERNELSCHEDULE_H
 #define TILE_DIALECT_TILE_IR_KERNELSCHEDULE_H
+
+#include "tile/Target/DeviceDescription.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -26,6 +31,19 @@
 #include <cstdint>
 
 namespace mlir::tile {
+
+using ::tile::DeviceDescription;
+
+/// Row reductions whose inputs are ready together share one exchange
+/// through shared memory (one barrier for all of them), up to this many.
+constexpr int64_t kMaxFusedReductions = 4;
+
+/// The row kernel's shared memory, in floats: a slot per warp per fused
+/// reduction, twice, so that consecutive exchanges alternate between the
+/// two sets and each needs one barrier instead of two.
+inline int64_t rowSharedFloats(int64_t threads) {
+  return 2 * kMaxFusedReductions * (threads / 32);
+}
 
 struct KernelSchedule {
   /// grid = "elements": the kernel treats its tensors as flat arrays of
@@ -41,12 +59,19 @@ struct KernelSchedule {
   /// (whole warps): narrow rows leave fewer threads idle.
   int64_t rowsPerCta = 1;
 
-  /// A persistent grid fills each SM of a 132-SM H100 or H200 with 512
-  /// threads (two CTAs of 256): enough to hide latency, few enough that
-  /// the partials stay small. The row kernel tells ptxas so (at most 128
-  /// registers a thread), so that the whole grid is resident at once.
-  static constexpr int64_t kSms = 132;
+  /// The CTAs per SM a persistent grid was sized for (0: not recorded, as
+  /// in a hand-written schedule; gridCtasPerSm then assumes the default
+  /// device).
+  int64_t ctasPerSm = 0;
+
+  /// A persistent grid fills each SM with 512 threads (two CTAs of 256):
+  /// enough to hide latency, few enough that the partials stay small. The
+  /// row kernel tells ptxas so (at most 128 registers a thread with 65536
+  /// per SM), so that the whole grid is resident at once.
   static constexpr int64_t kPersistentThreadsPerSm = 512;
+  /// The fewest registers a thread of a persistent row kernel is left
+  /// (below this the exchange and the resident chunks spill).
+  static constexpr int64_t kMinPersistentRegisters = 64;
   static constexpr int64_t kDefaultThreads = 256;
   /// An element grid's CTAs: 128 threads measured 0–4 % faster than 256 on
   /// SwiGLU (docs/Performance.md); smaller CTAs end the grid more evenly.
@@ -60,20 +85,36 @@ struct KernelSchedule {
   /// 512-thread CTA can keep in its 128 registers per thread.
   static constexpr int64_t kMaxResidentChunks = 4;
 
-  /// CTAs per SM a persistent grid of `threads`-thread CTAs aims for.
-  static int64_t persistentCtasPerSm(int64_t threads) {
-    return threads >= kPersistentThreadsPerSm
-               ? 1
-               : kPersistentThreadsPerSm / threads;
+  /// Shared memory the driver reserves per CTA (1 KiB since sm_80).
+  static constexpr int64_t kReservedSharedBytes = 1024;
+
+  /// CTAs per SM a persistent grid of `threads`-thread CTAs aims for on
+  /// `device`: kPersistentThreadsPerSm, within what its threads, registers
+  /// (kMinPersistentRegisters a thread) and shared memory allow; at least
+  /// one.
+  static int64_t persistentCtasPerSm(int64_t threads,
+                                     const DeviceDescription &device) {
+    int64_t byThreads = device.threadsPerSm / threads;
+    int64_t byRegisters =
+        device.registersPerSm / (threads * kMinPersistentRegisters);
+    int64_t byShared = device.sharedBytesPerSm /
+                       (4 * rowSharedFloats(threads) + kReservedSharedBytes);
+    return std::max<int64_t>(1, std::min({kPersistentThreadsPerSm / threads,
+                                          byThreads, byRegisters, byShared}));
   }
   /// The default size of a persistent grid of `threads`-thread CTAs.
-  static int64_t persistentCtas(int64_t threads) {
-    return kSms * persistentCtasPerSm(threads);
+  static int64_t persistentCtas(int64_t threads,
+                                const DeviceDescription &device) {
+    return device.sms * persistentCtasPerSm(threads, device);
   }
-  /// The CTAs per SM this persistent grid assumes (.minnctapersm), at most
-  /// what 2048 threads per SM allow.
-  int64_t gridCtasPerSm() const {
-    return std::clamp<int64_t>((ctas + kSms - 1) / kSms, 1, 2048 / threads);
+  /// The CTAs per SM this persistent grid assumes (.minnctapersm): the
+  /// recorded figure, or what `ctas` needs on `device`, at most what its
+  /// threads per SM allow.
+  int64_t gridCtasPerSm(const DeviceDescription &device = {}) const {
+    if (ctasPerSm)
+      return ctasPerSm;
+    return std::clamp<int64_t>((ctas + device.sms - 1) / device.sms, 1,
+                               device.threadsPerSm / threads);
   }
 };
 
@@ -106,8 +147,9 @@ int64_t chooseThreads(func::FuncOp func, int64_t vectorWidth, bool elementGrid);
 int64_t chooseRowsPerCta(func::FuncOp func, int64_t threads,
                          int64_t vectorWidth);
 
-/// The default schedule of `func`.
-KernelSchedule defaultSchedule(func::FuncOp func);
+/// The default schedule of `func` on `device`.
+KernelSchedule defaultSchedule(func::FuncOp func,
+                               const DeviceDescription &device = {});
 
 /// The schedule `func` carries, or its default.
 KernelSchedule getSchedule(func::FuncOp func);

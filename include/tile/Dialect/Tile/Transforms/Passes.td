@@ -99,16 +99,21 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
 
     ```mlir
     func.func @rms_norm_bwd(...) attributes {tile.kernel,
-        tile.schedule = {ctas = 264 : i64, grid = "persistent",
-                         threads = 256 : i64}}
+        tile.schedule = {ctas = 264 : i64, ctas_per_sm = 2 : i64,
+                         grid = "persistent", threads = 256 : i64}}
     ```
+
+    Persistent grids are sized for the device the options describe (an
+    H100 SXM or H200 by default): `sms` times the CTAs per SM that 512
+    threads make, within its threads and registers per SM. The JIT passes
+    the real device's figures.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "0",
            "threads per CTA (0: keep, or the default 256)">,
     Option<"ctas", "ctas", "int64_t", "0",
            "CTAs of a persistent grid, for every kernel with a reduction "
-           "(0: keep, or the default 264)">,
+           "(0: keep, or sms x the CTAs per SM of 512 threads)">,
     Option<"rowGrid", "row-grid", "bool", "false",
            "one CTA per row for purely elementwise kernels too (for "
            "comparison with the element grid)">,
@@ -117,7 +122,15 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
            "specialized width)">,
     Option<"vectorWidth", "vector-width", "int64_t", "0",
            "columns per thread and access (0: keep, or 16 bytes of the "
-           "narrowest storage type; 1: scalar)">
+           "narrowest storage type; 1: scalar)">,
+    Option<"sms", "sms", "int64_t", "132",
+           "the device's SMs (132: an H100 SXM or H200; 114: an H100 PCIe)">,
+    Option<"threadsPerSm", "threads-per-sm", "int64_t", "2048",
+           "the most threads one SM holds">,
+    Option<"registersPerSm", "registers-per-sm", "int64_t", "65536",
+           "32-bit registers per SM">,
+    Option<"sharedBytesPerSm", "shared-bytes-per-sm", "int64_t", "233472",
+           "shared memory per SM, in bytes">
   ];
 }
 
