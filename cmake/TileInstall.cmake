@@ -14,14 +14,14 @@ include(CMakePackageConfigHelpers)
 set(TILE_INSTALLED_LIBRARIES
   TileVersion TileRuntime TileToolSupport TileDialect TileDerivatives
   TileTransforms TileInterp TileConversion TilePipelines TileTarget
-  TileRegistration TileJIT TileOps)
+  TileRegistration TileJIT TileLauncher TileOps)
 # The ones whose headers include MLIR's: TileConfig.cmake gives them
 # MLIR's include directories and flags.
 set(TILE_MLIR_EXPORTS "")
 foreach(library ${TILE_INSTALLED_LIBRARIES})
   string(REGEX REPLACE "^Tile" "" exported ${library})
   set_target_properties(${library} PROPERTIES EXPORT_NAME ${exported})
-  if(NOT library MATCHES "^Tile(Version|Runtime)$")
+  if(NOT library MATCHES "^Tile(Version|Runtime|Launcher)$")
     list(APPEND TILE_MLIR_EXPORTS ${exported})
   endif()
 endforeach()

@@ -13,6 +13,7 @@
 #ifndef TILE_JIT_JIT_H
 #define TILE_JIT_JIT_H
 
+#include "tile/JIT/CompiledKernels.h"
 #include "tile/Runtime/Runtime.h"
 #include "tile/Runtime/Status.h"
 #include "tile/Target/DeviceDescription.h"
@@ -72,20 +73,6 @@ struct CompileOptions {
     options.device = device.description();
     return options;
   }
-};
-
-struct CompiledKernels {
-  /// Empty when compiled without a chip.
-  std::string ptx;
-  /// tile-translate --tile-manifest's JSON for the compiled kernels.
-  std::string manifest;
-  /// tile-translate --tile-kernel-signature's JSON for the same kernels.
-  std::string signature;
-  /// The tile IR the kernels were lowered from: derived, specialized to the
-  /// dtype (what the reference evaluator runs).
-  std::string ir;
-  /// The cache key (hex), for logs and tests.
-  std::string key;
 };
 
 struct CacheStats {

@@ -6,12 +6,15 @@
 // evaluates the launch rules, provides the workspace, and launches the row
 // kernel and, after it, the finalize kernel.
 //
+// Tile::Launcher: no MLIR, no LLVM — a program that loads prebuilt PTX and
+// its manifest links only it and Tile::Runtime (unittests/Launcher).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TILE_OPS_LAUNCHER_H
 #define TILE_OPS_LAUNCHER_H
 
-#include "tile/JIT/JIT.h"
+#include "tile/JIT/CompiledKernels.h"
 #include "tile/Runtime/Runtime.h"
 
 #include <map>

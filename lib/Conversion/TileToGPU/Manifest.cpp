@@ -10,6 +10,7 @@
 #include "KernelEmitter.h"
 #include "KernelModel.h"
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
+#include "tile/Target/ManifestFormat.h"
 
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseSet.h"
@@ -379,6 +380,7 @@ LogicalResult mlir::tile::writeKernelManifest(ModuleOp module,
     return module.emitError("no function carries 'tile.kernel'");
   os << llvm::formatv(
       "{0:2}\n", llvm::json::Value(llvm::json::Object{
+                     {"format_version", ::tile::kManifestFormatVersion},
                      {"calling_convention",
                       "one 64-bit device pointer per buffer, 64-bit index "
                       "parameters, f32/i32/i64 scalars by value; buffers are "

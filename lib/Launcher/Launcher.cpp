@@ -1,8 +1,7 @@
 //===- Launcher.cpp - launch compiled kernels by their manifest ----------===//
 
 #include "tile/Ops/Launcher.h"
-
-#include "llvm/Support/JSON.h"
+#include "Manifest.h"
 
 #include <cctype>
 #include <limits>
@@ -162,41 +161,9 @@ StatusOr<int64_t> evaluate(const std::string &expression,
 // Launcher
 //===----------------------------------------------------------------------===//
 
-namespace {
-struct Param {
-  enum class Kind { Argument, Result, Rows, Width, Ctas, Workspace } kind;
-  int64_t index = 0;
-  std::string dtype;
-  bool buffer = false;
-  std::vector<std::string> shape;
-};
-
-struct Kernel {
-  std::string name;
-  std::string grid;
-  int64_t block = 256;
-  /// The kernel waits for the one before it in the stream itself
-  /// (griddepcontrol.wait), so it may launch while that one finishes.
-  bool overlapsPrevious = false;
-};
-
-struct Function {
-  std::vector<Kernel> kernels;
-  std::vector<Param> params;
-  std::string ctas;
-  std::vector<std::string> constraints;
-  std::string workspace;
-};
-
-std::string str(const llvm::json::Object *object, llvm::StringRef key) {
-  if (!object)
-    return "";
-  if (auto value = object->getString(key))
-    return value->str();
-  return "";
-}
-
-} // namespace
+using manifest::Function;
+using manifest::Kernel;
+using manifest::Param;
 
 struct LaunchPlan::Impl {
   std::map<std::string, Function> functions;
@@ -235,66 +202,12 @@ std::map<std::string, int64_t> LaunchPlan::kernelBlocks() const {
   return blocks;
 }
 
-StatusOr<LaunchPlan> LaunchPlan::parse(const std::string &manifest) {
+StatusOr<LaunchPlan> LaunchPlan::parse(const std::string &text) {
+  StatusOr<std::map<std::string, Function>> functions = manifest::read(text);
+  if (!functions)
+    return functions.takeStatus();
   LaunchPlan plan;
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(manifest);
-  if (!parsed)
-    return Status::error("malformed kernel manifest: " +
-                         llvm::toString(parsed.takeError()));
-  const llvm::json::Object *root = parsed->getAsObject();
-  const llvm::json::Array *list = root ? root->getArray("functions") : nullptr;
-  if (!list)
-    return Status::error("malformed kernel manifest: no functions");
-  for (const llvm::json::Value &entry : *list) {
-    const llvm::json::Object *object = entry.getAsObject();
-    if (!object)
-      return Status::error("malformed kernel manifest: a function is not an "
-                           "object");
-    Function function;
-    function.ctas = str(object, "ctas");
-    function.workspace = str(object, "workspace_f32_elements");
-    if (const llvm::json::Array *constraints =
-            object->getArray("shape_constraints"))
-      for (const llvm::json::Value &c : *constraints)
-        if (auto text = c.getAsString())
-          function.constraints.push_back(text->str());
-    if (const llvm::json::Array *ks = object->getArray("kernels"))
-      for (const llvm::json::Value &k : *ks) {
-        const llvm::json::Object *ko = k.getAsObject();
-        if (!ko)
-          continue;
-        Kernel kernel;
-        kernel.name = str(ko, "name");
-        kernel.grid = str(ko, "grid");
-        kernel.block = ko->getInteger("block").value_or(256);
-        kernel.overlapsPrevious =
-            ko->getBoolean("overlaps_previous").value_or(false);
-        function.kernels.push_back(kernel);
-      }
-    if (const llvm::json::Array *ps = object->getArray("params"))
-      for (const llvm::json::Value &p : *ps) {
-        const llvm::json::Object *po = p.getAsObject();
-        if (!po)
-          continue;
-        Param param{Param::Kind::Rows};
-        std::string of = str(po, "of");
-        param.kind = of == "argument" ? Param::Kind::Argument
-                     : of == "result" ? Param::Kind::Result
-                     : of == "rows"   ? Param::Kind::Rows
-                     : of == "width"  ? Param::Kind::Width
-                     : of == "ctas"   ? Param::Kind::Ctas
-                                      : Param::Kind::Workspace;
-        param.index = po->getInteger("index").value_or(0);
-        param.dtype = str(po, "dtype");
-        param.buffer = str(po, "kind") == "buffer";
-        if (const llvm::json::Array *shape = po->getArray("shape"))
-          for (const llvm::json::Value &dim : *shape)
-            param.shape.push_back(dim.getAsString() ? dim.getAsString()->str()
-                                                    : "");
-        function.params.push_back(param);
-      }
-    plan.impl->functions[str(object, "function")] = std::move(function);
-  }
+  plan.impl->functions = std::move(*functions);
   return plan;
 }
 

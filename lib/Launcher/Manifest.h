@@ -1,0 +1,54 @@
+//===- Manifest.h - the launcher's view of a kernel manifest ----*- C++ -*-===//
+//
+// What ManifestReader.cpp reads out of the manifest's JSON, strictly: every
+// field named, of its type, nothing unknown, the format version the
+// compiler writes (tile/Target/ManifestFormat.h). Launcher.cpp binds calls
+// against these.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_LIB_OPS_MANIFEST_H
+#define TILE_LIB_OPS_MANIFEST_H
+
+#include "tile/Runtime/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tile::ops::manifest {
+
+struct Param {
+  enum class Kind { Argument, Result, Rows, Width, Ctas, Workspace } kind;
+  int64_t index = 0;
+  std::string dtype;
+  bool buffer = false;
+  /// Expressions over rows, w<i> and arg<i>; [rows, width] or [width].
+  std::vector<std::string> shape;
+};
+
+struct Kernel {
+  std::string name;
+  std::string grid;
+  int64_t block = 0;
+  /// The kernel waits for the one before it in the stream itself
+  /// (griddepcontrol.wait), so it may launch while that one finishes.
+  bool overlapsPrevious = false;
+};
+
+struct Function {
+  std::vector<Kernel> kernels;
+  std::vector<Param> params;
+  std::string ctas;
+  std::vector<std::string> constraints;
+  std::string workspace;
+};
+
+/// The functions of `text` by name; an error names what is wrong and where
+/// ("functions[1].params[3]: unknown kind 'tensor'").
+rt::StatusOr<std::map<std::string, Function>> read(const std::string &text);
+
+} // namespace tile::ops::manifest
+
+#endif // TILE_LIB_OPS_MANIFEST_H
