@@ -20,7 +20,8 @@
 namespace tile::ops::manifest {
 
 struct Param {
-  enum class Kind { Argument, Result, Rows, Width, Ctas, Workspace } kind;
+  enum class Kind { Argument, Result, Rows, Width, Ctas, Workspace };
+  Kind kind = Kind::Rows;
   int64_t index = 0;
   std::string dtype;
   bool buffer = false;

@@ -123,7 +123,7 @@ StatusOr<Param> readParam(const Reader &entry) {
   if (!of)
     return of.takeStatus();
   using Kind = Param::Kind;
-  Param param{Kind::Rows};
+  Param param;
   // Which fields each kind has: exactly what Manifest.cpp writes.
   if (*of == "argument" || *of == "result") {
     param.kind = *of == "argument" ? Kind::Argument : Kind::Result;
