@@ -216,10 +216,6 @@ Status LaunchPlan::Impl::bindTensor(const rt::TensorView &view,
                                     std::map<std::string, int64_t> &symbols,
                                     bool checkPointers) const {
 
-  std::optional<rt::DType> dtype = rt::dtypeNamed(param.dtype);
-  if (!dtype)
-    return Status::error("the manifest gives " + what + " the unknown dtype " +
-                         param.dtype);
   // Leading dimensions flatten into rows.
   std::vector<int64_t> flat;
   if (param.shape.size() == 2) {
@@ -244,8 +240,8 @@ Status LaunchPlan::Impl::bindTensor(const rt::TensorView &view,
   // Inferring shapes, the tensors may have no storage yet (torch's fake
   // tensors): the pointer rules are checked when it launches.
   if (!checkPointers)
-    flatView.data = rt::byteSize(*dtype);
-  if (Status status = rt::checkTensor(flatView, what, *dtype,
+    flatView.data = rt::byteSize(param.dtype);
+  if (Status status = rt::checkTensor(flatView, what, param.dtype,
                                       std::vector<int64_t>(flat.size(), -1));
       !status)
     return status;
@@ -361,11 +357,6 @@ LaunchPlan::infer(const std::string &name,
   for (const Param &param : (*function)->params) {
     if (param.kind != Param::Kind::Result)
       continue;
-    std::optional<rt::DType> dtype = rt::dtypeNamed(param.dtype);
-    if (!dtype)
-      return Status::error("the manifest gives " + name + " result #" +
-                           std::to_string(param.index) + " the unknown dtype " +
-                           param.dtype);
     std::vector<int64_t> shape;
     for (const std::string &size : param.shape) {
       StatusOr<int64_t> value = evaluate(size, symbols);
@@ -375,7 +366,7 @@ LaunchPlan::infer(const std::string &name,
     }
     if (inferred.results.size() <= static_cast<size_t>(param.index))
       inferred.results.resize(param.index + 1);
-    inferred.results[param.index] = {std::move(shape), *dtype};
+    inferred.results[param.index] = {std::move(shape), param.dtype};
   }
   StatusOr<size_t> workspace = impl->workspaceBytes(**function, symbols);
   if (!workspace)

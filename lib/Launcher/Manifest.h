@@ -10,6 +10,7 @@
 #ifndef TILE_LIB_OPS_MANIFEST_H
 #define TILE_LIB_OPS_MANIFEST_H
 
+#include "tile/Runtime/Runtime.h"
 #include "tile/Runtime/Status.h"
 
 #include <cstdint>
@@ -23,7 +24,8 @@ struct Param {
   enum class Kind { Argument, Result, Rows, Width, Ctas, Workspace };
   Kind kind = Kind::Rows;
   int64_t index = 0;
-  std::string dtype;
+  /// Of a tensor argument, a result or the workspace.
+  rt::DType dtype = rt::DType::F32;
   bool buffer = false;
   /// Expressions over rows, w<i> and arg<i>; [rows, width] or [width].
   std::vector<std::string> shape;

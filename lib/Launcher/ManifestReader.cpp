@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <initializer_list>
+#include <optional>
 #include <set>
 
 namespace tile::ops::manifest {
@@ -49,6 +50,14 @@ struct SyntaxError : nlohmann::json_sax<Json> {
   }
 };
 
+/// The first failure of `statuses` (all evaluated, in order), or ok.
+Status firstError(std::initializer_list<Status> statuses) {
+  for (const Status &status : statuses)
+    if (!status)
+      return status;
+  return Status::ok();
+}
+
 /// One JSON object being read: typed getters that say which field of
 /// which entry is wrong, and a check that nothing else is there.
 class Reader {
@@ -65,44 +74,70 @@ public:
   }
   bool has(const char *key) const { return object.contains(key); }
 
-  StatusOr<std::string> string(const char *key) const {
+  Status get(const char *key, std::string &out) const {
     const Json *value = field(key);
     if (!value || !value->is_string())
       return error(expected(key, "a string"));
-    return value->get<std::string>();
+    out = value->get<std::string>();
+    return Status::ok();
   }
-  StatusOr<int64_t> integer(const char *key) const {
+  Status get(const char *key, int64_t &out) const {
     const Json *value = field(key);
     if (!value || !value->is_number_integer())
       return error(expected(key, "an integer"));
-    return value->get<int64_t>();
+    out = value->get<int64_t>();
+    return Status::ok();
   }
-  StatusOr<bool> boolean(const char *key) const {
+  Status get(const char *key, bool &out) const {
     const Json *value = field(key);
     if (!value || !value->is_boolean())
       return error(expected(key, "true or false"));
-    return value->get<bool>();
+    out = value->get<bool>();
+    return Status::ok();
   }
-  StatusOr<const Json *> array(const char *key) const {
+  Status get(const char *key, std::vector<std::string> &out) const {
+    const Json *value = field(key);
+    if (!value || !value->is_array())
+      return error(expected(key, "an array of strings"));
+    out.clear();
+    for (const Json &entry : *value) {
+      if (!entry.is_string())
+        return error(expected(key, "an array of strings"));
+      out.push_back(entry.get<std::string>());
+    }
+    return Status::ok();
+  }
+  /// A storage dtype, looked up once here rather than at every call.
+  Status get(const char *key, rt::DType &out) const {
+    std::string name;
+    if (Status s = get(key, name); !s)
+      return s;
+    std::optional<rt::DType> dtype = rt::dtypeNamed(name);
+    if (!dtype)
+      return error("unknown dtype '" + name + "'");
+    out = *dtype;
+    return Status::ok();
+  }
+  /// Each object of the array `key`, read by `read(entry)`.
+  template <typename ReadFn>
+  Status forEach(const char *key, ReadFn read) const {
     const Json *value = field(key);
     if (!value || !value->is_array())
       return error(expected(key, "an array"));
-    return value;
-  }
-  StatusOr<std::vector<std::string>> strings(const char *key) const {
-    StatusOr<const Json *> list = array(key);
-    if (!list)
-      return list.takeStatus();
-    std::vector<std::string> values;
-    for (const Json &entry : **list) {
-      if (!entry.is_string())
-        return error(expected(key, "an array of strings"));
-      values.push_back(entry.get<std::string>());
+    for (size_t i = 0; i < value->size(); ++i) {
+      Reader entry((*value)[i], (where.empty() ? "" : where + ".") + key + "[" +
+                                    std::to_string(i) + "]");
+      if (!(*value)[i].is_object())
+        return entry.error("not an object");
+      if (Status s = read(entry); !s)
+        return s;
     }
-    return values;
+    return Status::ok();
   }
   Status error(const std::string &what) const {
-    return Status::error("kernel manifest: " + where + ": " + what);
+    return Status::error(
+        "kernel manifest: " + (where.empty() ? "the manifest" : where) + ": " +
+        what);
   }
 
 private:
@@ -115,172 +150,111 @@ private:
   }
 
   const Json &object;
+  /// "functions[0].params[3]"; empty for the manifest itself.
   std::string where;
 };
 
-StatusOr<Param> readParam(const Reader &entry) {
-  StatusOr<std::string> of = entry.string("of");
-  if (!of)
-    return of.takeStatus();
+Status readParam(const Reader &entry, Param &param) {
+  std::string of;
+  if (Status s = entry.get("of", of); !s)
+    return s;
   using Kind = Param::Kind;
-  Param param;
   // Which fields each kind has: exactly what Manifest.cpp writes.
-  if (*of == "argument" || *of == "result") {
-    param.kind = *of == "argument" ? Kind::Argument : Kind::Result;
-    if (Status s = entry.only({"of", "index", "kind", "dtype", "shape"}); !s)
+  if (of == "argument" || of == "result") {
+    param.kind = of == "argument" ? Kind::Argument : Kind::Result;
+    std::string kind;
+    if (Status s = firstError(
+            {entry.only({"of", "index", "kind", "dtype", "shape"}),
+             entry.get("index", param.index), entry.get("kind", kind),
+             entry.get("dtype", param.dtype)});
+        !s)
       return s;
-    StatusOr<int64_t> index = entry.integer("index");
-    StatusOr<std::string> kind = entry.string("kind");
-    StatusOr<std::string> dtype = entry.string("dtype");
-    if (!index || !kind || !dtype)
-      return !index ? index.takeStatus()
-                    : (!kind ? kind.takeStatus() : dtype.takeStatus());
-    if (*index < 0)
+    if (param.index < 0)
       return entry.error("a negative index");
-    if (*kind != "buffer" &&
-        !(*kind == "scalar" && param.kind == Kind::Argument))
-      return entry.error("unknown kind '" + *kind + "' for an " + *of);
-    param.index = *index;
-    param.dtype = *dtype;
-    param.buffer = *kind == "buffer";
-    if (param.buffer) {
-      StatusOr<std::vector<std::string>> shape = entry.strings("shape");
-      if (!shape)
-        return shape.takeStatus();
-      if (shape->empty() || shape->size() > 2)
-        return entry.error("a buffer's shape has one or two sizes");
-      param.shape = std::move(*shape);
-    } else if (entry.has("shape")) {
-      return entry.error("a scalar has no shape");
-    }
-    return param;
+    if (kind != "buffer" && !(kind == "scalar" && param.kind == Kind::Argument))
+      return entry.error("unknown kind '" + kind + "' for an " + of);
+    param.buffer = kind == "buffer";
+    if (!param.buffer)
+      return entry.has("shape") ? entry.error("a scalar has no shape")
+                                : Status::ok();
+    if (Status s = entry.get("shape", param.shape); !s)
+      return s;
+    if (param.shape.empty() || param.shape.size() > 2)
+      return entry.error("a buffer's shape has one or two sizes");
+    return Status::ok();
   }
-  if (*of == "rows" || *of == "ctas") {
-    if (Status s = entry.only({"of", "kind"}); !s)
-      return s;
-    param.kind = *of == "rows" ? Kind::Rows : Kind::Ctas;
-  } else if (*of == "width") {
-    if (Status s = entry.only({"of", "kind", "index", "name"}); !s)
-      return s;
-    StatusOr<int64_t> index = entry.integer("index");
-    if (!index)
-      return index.takeStatus();
+  Status fields = Status::ok();
+  if (of == "rows" || of == "ctas") {
+    param.kind = of == "rows" ? Kind::Rows : Kind::Ctas;
+    fields = entry.only({"of", "kind"});
+  } else if (of == "width") {
     param.kind = Kind::Width;
-    param.index = *index;
-  } else if (*of == "workspace") {
-    if (Status s = entry.only({"of", "kind", "dtype"}); !s)
-      return s;
-    StatusOr<std::string> dtype = entry.string("dtype");
-    if (!dtype)
-      return dtype.takeStatus();
-    if (*dtype != "f32")
-      return entry.error("the workspace is f32, not " + *dtype);
+    fields = firstError({entry.only({"of", "kind", "index", "name"}),
+                         entry.get("index", param.index)});
+  } else if (of == "workspace") {
     param.kind = Kind::Workspace;
     param.buffer = true;
-    param.dtype = *dtype;
+    fields = firstError(
+        {entry.only({"of", "kind", "dtype"}), entry.get("dtype", param.dtype)});
+    if (fields && param.dtype != rt::DType::F32)
+      return entry.error("the workspace is f32");
   } else {
-    return entry.error("unknown parameter '" + *of + "'");
+    return entry.error("unknown parameter '" + of + "'");
   }
-  StatusOr<std::string> kind = entry.string("kind");
-  if (!kind)
-    return kind.takeStatus();
+  std::string kind;
+  if (Status s = firstError({fields, entry.get("kind", kind)}); !s)
+    return s;
   std::string expected = param.kind == Kind::Workspace ? "buffer" : "index";
-  if (*kind != expected)
-    return entry.error("'" + *of + "' has kind '" + *kind + "', not '" +
+  if (kind != expected)
+    return entry.error("'" + of + "' has kind '" + kind + "', not '" +
                        expected + "'");
-  return param;
+  return Status::ok();
 }
 
-StatusOr<Kernel> readKernel(const Reader &entry) {
-  if (Status s = entry.only({"name", "grid", "block", "static_shared_bytes",
-                             "after", "overlaps_previous"});
+Status readKernel(const Reader &entry, Kernel &kernel) {
+  int64_t shared = 0;
+  std::string after;
+  if (Status s = firstError(
+          {entry.only({"name", "grid", "block", "static_shared_bytes", "after",
+                       "overlaps_previous"}),
+           entry.get("name", kernel.name), entry.get("grid", kernel.grid),
+           entry.get("block", kernel.block),
+           entry.get("static_shared_bytes", shared),
+           entry.has("after") ? entry.get("after", after) : Status::ok(),
+           entry.has("overlaps_previous")
+               ? entry.get("overlaps_previous", kernel.overlapsPrevious)
+               : Status::ok()});
       !s)
     return s;
-  Kernel kernel;
-  StatusOr<std::string> name = entry.string("name");
-  StatusOr<std::string> grid = entry.string("grid");
-  StatusOr<int64_t> block = entry.integer("block");
-  StatusOr<int64_t> shared = entry.integer("static_shared_bytes");
-  if (!name)
-    return name.takeStatus();
-  if (!grid)
-    return grid.takeStatus();
-  if (!block)
-    return block.takeStatus();
-  if (!shared)
-    return shared.takeStatus();
-  if (*block < 32 || *block > 1024 || *block % 32)
-    return entry.error("block " + std::to_string(*block) +
+  if (kernel.block < 32 || kernel.block > 1024 || kernel.block % 32)
+    return entry.error("block " + std::to_string(kernel.block) +
                        " is not a multiple of 32 from 32 to 1024");
-  kernel.name = *name;
-  kernel.grid = *grid;
-  kernel.block = *block;
-  if (entry.has("after")) {
-    StatusOr<std::string> after = entry.string("after");
-    if (!after)
-      return after.takeStatus();
-  }
-  if (entry.has("overlaps_previous")) {
-    StatusOr<bool> overlaps = entry.boolean("overlaps_previous");
-    if (!overlaps)
-      return overlaps.takeStatus();
-    kernel.overlapsPrevious = *overlaps;
-  }
-  return kernel;
+  return Status::ok();
 }
 
-StatusOr<std::pair<std::string, Function>> readFunction(const Reader &entry,
-                                                        const std::string &at) {
-  if (Status s = entry.only({"function", "kernels", "params", "ctas",
-                             "shape_constraints", "workspace_f32_elements"});
+Status readFunction(const Reader &entry, std::string &name,
+                    Function &function) {
+  if (Status s = firstError(
+          {entry.only({"function", "kernels", "params", "ctas",
+                       "shape_constraints", "workspace_f32_elements"}),
+           entry.get("function", name), entry.get("ctas", function.ctas),
+           entry.get("workspace_f32_elements", function.workspace),
+           entry.get("shape_constraints", function.constraints),
+           entry.forEach("kernels",
+                         [&](const Reader &kernel) {
+                           return readKernel(kernel,
+                                             function.kernels.emplace_back());
+                         }),
+           entry.forEach("params",
+                         [&](const Reader &param) {
+                           return readParam(param,
+                                            function.params.emplace_back());
+                         })});
       !s)
     return s;
-  Function function;
-  StatusOr<std::string> name = entry.string("function");
-  StatusOr<std::string> ctas = entry.string("ctas");
-  StatusOr<std::string> workspace = entry.string("workspace_f32_elements");
-  StatusOr<std::vector<std::string>> constraints =
-      entry.strings("shape_constraints");
-  if (!name)
-    return name.takeStatus();
-  if (!ctas)
-    return ctas.takeStatus();
-  if (!workspace)
-    return workspace.takeStatus();
-  if (!constraints)
-    return constraints.takeStatus();
-  function.ctas = *ctas;
-  function.workspace = *workspace;
-  function.constraints = std::move(*constraints);
-  StatusOr<const Json *> kernels = entry.array("kernels");
-  if (!kernels)
-    return kernels.takeStatus();
-  if ((*kernels)->empty())
+  if (function.kernels.empty())
     return entry.error("no kernels");
-  for (size_t i = 0; i < (*kernels)->size(); ++i) {
-    const Json &object = (**kernels)[i];
-    std::string where = at + ".kernels[" + std::to_string(i) + "]";
-    if (!object.is_object())
-      return Reader(object, where).error("not an object");
-    StatusOr<Kernel> kernel = readKernel(Reader(object, where));
-    if (!kernel)
-      return kernel.takeStatus();
-    function.kernels.push_back(std::move(*kernel));
-  }
-  StatusOr<const Json *> params = entry.array("params");
-  if (!params)
-    return params.takeStatus();
-  for (size_t i = 0; i < (*params)->size(); ++i) {
-    const Json &object = (**params)[i];
-    std::string where = at + ".params[" + std::to_string(i) + "]";
-    if (!object.is_object())
-      return Reader(object, where).error("not an object");
-    StatusOr<Param> param = readParam(Reader(object, where));
-    if (!param)
-      return param.takeStatus();
-    function.params.push_back(std::move(*param));
-  }
-  return std::make_pair(*name, std::move(function));
+  return Status::ok();
 }
 } // namespace
 
@@ -293,7 +267,7 @@ StatusOr<std::map<std::string, Function>> read(const std::string &text) {
   }
   if (!root.is_object())
     return Status::error("kernel manifest: not a JSON object");
-  Reader top(root, "the manifest");
+  Reader top(root, "");
   if (Status s =
           top.only({"format_version", "calling_convention", "functions"});
       !s)
@@ -302,34 +276,32 @@ StatusOr<std::map<std::string, Function>> read(const std::string &text) {
     return top.error("no format_version: it was written by an older "
                      "compiler (this launcher reads version " +
                      std::to_string(kManifestFormatVersion) + ")");
-  StatusOr<int64_t> version = top.integer("format_version");
-  if (!version)
-    return version.takeStatus();
-  if (*version != kManifestFormatVersion)
-    return top.error("format_version " + std::to_string(*version) +
+  int64_t version = 0;
+  std::string convention;
+  if (Status s = firstError({top.get("format_version", version),
+                             top.get("calling_convention", convention)});
+      !s)
+    return s;
+  if (version != kManifestFormatVersion)
+    return top.error("format_version " + std::to_string(version) +
                      ", but this launcher reads version " +
                      std::to_string(kManifestFormatVersion) +
                      ": compile the kernels with the same Tile");
-  StatusOr<std::string> convention = top.string("calling_convention");
-  if (!convention)
-    return convention.takeStatus();
-  StatusOr<const Json *> functions = top.array("functions");
-  if (!functions)
-    return functions.takeStatus();
-  std::map<std::string, Function> result;
-  for (size_t i = 0; i < (*functions)->size(); ++i) {
-    const Json &object = (**functions)[i];
-    std::string where = "functions[" + std::to_string(i) + "]";
-    if (!object.is_object())
-      return Reader(object, where).error("not an object");
-    auto entry = readFunction(Reader(object, where), where);
-    if (!entry)
-      return entry.takeStatus();
-    if (!result.emplace(std::move(entry->first), std::move(entry->second))
-             .second)
-      return Reader(object, where).error("a second function of that name");
-  }
-  return result;
+  std::map<std::string, Function> functions;
+  if (Status s = top.forEach(
+          "functions",
+          [&](const Reader &entry) {
+            std::string name;
+            Function function;
+            if (Status s = readFunction(entry, name, function); !s)
+              return s;
+            if (!functions.emplace(name, std::move(function)).second)
+              return entry.error("a second function of that name");
+            return Status::ok();
+          });
+      !s)
+    return s;
+  return functions;
 }
 
 } // namespace tile::ops::manifest

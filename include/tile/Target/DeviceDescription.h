@@ -2,9 +2,10 @@
 //
 // The facts of one GPU that tile-schedule sizes grids by. Plain C++ (no MLIR,
 // no driver): the compiler reads it as tile-schedule's options (tile-opt
-// --tile-schedule="sms=114"), the JIT as CompileOptions::device, filled by
-// the runtime from the device it compiles for (ops::describeDevice), and
-// the C API as tile_compile_options.device.
+// --tile-schedule="sms=114", whose defaults are these), the JIT as
+// CompileOptions::device, filled from the device it compiles for
+// (CompileOptions::forDevice, rt::Device::description()), and the C API as
+// tile_compile_options.device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,11 +26,6 @@ struct DeviceDescription {
   /// Shared memory one SM holds, in bytes (228 KiB on sm_90).
   int64_t sharedBytesPerSm = 233472;
 
-  bool operator==(const DeviceDescription &other) const {
-    return sms == other.sms && threadsPerSm == other.threadsPerSm &&
-           registersPerSm == other.registersPerSm &&
-           sharedBytesPerSm == other.sharedBytesPerSm;
-  }
   /// "132 SMs, 2048 threads, 65536 registers, 233472 shared bytes per SM",
   /// for cache keys and messages.
   std::string str() const {

@@ -20,7 +20,7 @@ using namespace mlir::tile;
 
 namespace {
 struct TileDifferentiatePass final
-    : tile::impl::TileDifferentiatePassBase<TileDifferentiatePass> {
+    : mlir::tile::impl::TileDifferentiatePassBase<TileDifferentiatePass> {
   using TileDifferentiatePassBase::TileDifferentiatePassBase;
 
   void runOnOperation() override {

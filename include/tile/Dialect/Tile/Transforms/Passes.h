@@ -5,6 +5,7 @@
 
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
+#include "tile/Target/DeviceDescription.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

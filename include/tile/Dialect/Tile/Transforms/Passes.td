@@ -105,8 +105,9 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
 
     Persistent grids are sized for the device the options describe (an
     H100 SXM or H200 by default): `sms` times the CTAs per SM that 512
-    threads make, within its threads and registers per SM. The JIT passes
-    the real device's figures.
+    threads make, within its threads, registers and shared memory per SM
+    (the defaults are DeviceDescription's). The JIT passes the real
+    device's figures.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "0",
@@ -123,13 +124,13 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
     Option<"vectorWidth", "vector-width", "int64_t", "0",
            "columns per thread and access (0: keep, or 16 bytes of the "
            "narrowest storage type; 1: scalar)">,
-    Option<"sms", "sms", "int64_t", "132",
+    Option<"sms", "sms", "int64_t", "::tile::DeviceDescription().sms",
            "the device's SMs (132: an H100 SXM or H200; 114: an H100 PCIe)">,
-    Option<"threadsPerSm", "threads-per-sm", "int64_t", "2048",
+    Option<"threadsPerSm", "threads-per-sm", "int64_t", "::tile::DeviceDescription().threadsPerSm",
            "the most threads one SM holds">,
-    Option<"registersPerSm", "registers-per-sm", "int64_t", "65536",
+    Option<"registersPerSm", "registers-per-sm", "int64_t", "::tile::DeviceDescription().registersPerSm",
            "32-bit registers per SM">,
-    Option<"sharedBytesPerSm", "shared-bytes-per-sm", "int64_t", "233472",
+    Option<"sharedBytesPerSm", "shared-bytes-per-sm", "int64_t", "::tile::DeviceDescription().sharedBytesPerSm",
            "shared memory per SM, in bytes">
   ];
 }
