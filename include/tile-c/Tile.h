@@ -29,8 +29,9 @@
 extern "C" {
 #endif
 
-/* Bumped when a struct or a signature below changes. */
-#define TILE_C_API_VERSION 2
+/* Bumped when a struct or a signature below changes or a function is
+   added. */
+#define TILE_C_API_VERSION 3
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -339,6 +340,34 @@ TILE_C_EXPORT tile_status tile_mlp_backward(
     const tile_tensor *dy, const tile_tensor *dx,
     const tile_tensor *main_grad_gate, const tile_tensor *main_grad_up,
     const tile_tensor *main_grad_down, int overwrite);
+
+/*===-- The grouped (mixture-of-experts) SwiGLU MLP -----------------------===*/
+
+/* E experts of the MLP above (tile::ops::GroupedSwiGLUMLP): x [T, H] holds
+   the tokens grouped by expert, splits[e] rows for expert e (E host
+   integers, each ≥ 0, summing to T: TransformerEngine's m_splits; splits
+   on the device must be copied to the host first, which waits for the
+   stream). Weights are stacked: gate and up [E, I, H], down [E, H, I]; or,
+   with up NULL, gate is Hugging Face's fused gate_up [E, 2I, H] (each
+   expert's gate rows first). main_grad_* are fp32 and stacked the same way
+   (main_grad_up NULL with a fused main_grad_gate). An expert with no tokens
+   gets zero gradients. Shards, workspace (tile_mlp_plan with rows = T),
+   stream and threads as for tile_mlp. */
+typedef struct tile_grouped_mlp_t *tile_grouped_mlp;
+TILE_C_EXPORT tile_status tile_grouped_mlp_create(
+    tile_operators ops, const tile_mlp_options *options, tile_grouped_mlp *mlp);
+TILE_C_EXPORT void tile_grouped_mlp_destroy(tile_grouped_mlp mlp);
+TILE_C_EXPORT tile_status tile_grouped_mlp_forward(
+    tile_grouped_mlp mlp, const tile_run *run, const tile_tensor *gate,
+    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+    const int64_t *splits, int64_t experts, const tile_tensor *y);
+TILE_C_EXPORT tile_status tile_grouped_mlp_backward(
+    tile_grouped_mlp mlp, const tile_run *run, const tile_tensor *gate,
+    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+    const int64_t *splits, int64_t experts, const tile_tensor *dy,
+    const tile_tensor *dx, const tile_tensor *main_grad_gate,
+    const tile_tensor *main_grad_up, const tile_tensor *main_grad_down,
+    int overwrite);
 
 #ifdef __cplusplus
 }

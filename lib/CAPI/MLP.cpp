@@ -1,8 +1,8 @@
-//===- MLP.cpp - the sequence-tiled SwiGLU MLP through the C API ----------===//
+//===- MLP.cpp - the tiled and the grouped SwiGLU MLP through the C API ---===//
 
 #include "Support.h"
 
-#include "tile/Ops/TiledMLP.h"
+#include "tile/Ops/GroupedMLP.h"
 
 #include <mutex>
 
@@ -13,6 +13,11 @@ using tile::rt::TensorView;
 struct tile_mlp_t {
   std::unique_ptr<tile::ops::TiledSwiGLUMLP> mlp;
   // TiledSwiGLUMLP keeps the plan of the step under way: one call at a time.
+  std::mutex mutex;
+};
+
+struct tile_grouped_mlp_t {
+  std::unique_ptr<tile::ops::GroupedSwiGLUMLP> mlp;
   std::mutex mutex;
 };
 
@@ -28,6 +33,38 @@ tile::ops::MLPOptions toOptions(const tile_mlp_options *options) {
     chosen.recompute = options->recompute != 0;
   }
   return chosen;
+}
+
+/// The experts' weights (or main_grad) from stacked tensors: gate and up
+/// [E, I, H], or a fused gate [E, 2I, H] with `up` null.
+template <typename Grouped>
+StatusOr<Grouped> stackedTriple(const char *what, const tile_tensor *gate,
+                                const tile_tensor *up,
+                                const tile_tensor *down) {
+  std::string prefix(what);
+  if (up) {
+    auto v = tile::capi::toViews({{(prefix + "gate").c_str(), gate},
+                                  {(prefix + "up").c_str(), up},
+                                  {(prefix + "down").c_str(), down}});
+    if (!v)
+      return v.takeStatus();
+    return Grouped::stacked((*v)[0], (*v)[1], (*v)[2]);
+  }
+  auto v = tile::capi::toViews({{(prefix + "gate_up").c_str(), gate},
+                                {(prefix + "down").c_str(), down}});
+  if (!v)
+    return v.takeStatus();
+  return Grouped::fusedStacked((*v)[0], (*v)[1]);
+}
+
+StatusOr<std::vector<int64_t>> hostSplits(const int64_t *splits,
+                                          int64_t experts) {
+  if (experts <= 0)
+    return Status::error("the grouped MLP needs experts > 0, got " +
+                         std::to_string(experts));
+  if (!splits)
+    return Status::error("splits is null (E host integers expected)");
+  return std::vector<int64_t>(splits, splits + experts);
 }
 
 } // namespace
@@ -113,6 +150,76 @@ tile_status tile_mlp_backward(tile_mlp mlp, const tile_run *run,
   return tile::capi::toC(mlp->mlp->backward(
       {t[0], t[1], t[2]}, t[3], t[4], t[5], {t[6], t[7], t[8]}, overwrite != 0,
       tile::capi::toRun(run)));
+}
+
+tile_status tile_grouped_mlp_create(tile_operators ops,
+                                    const tile_mlp_options *options,
+                                    tile_grouped_mlp *mlp) {
+  if (!mlp)
+    return tile::capi::error("tile_grouped_mlp_create: a null result pointer");
+  *mlp = nullptr;
+  if (!ops)
+    return tile::capi::error("tile_grouped_mlp_create: a null tile_operators");
+  auto created =
+      tile::ops::GroupedSwiGLUMLP::create(*ops->operators, toOptions(options));
+  if (!created)
+    return tile::capi::toC(created.takeStatus());
+  *mlp = new tile_grouped_mlp_t{std::move(*created), {}};
+  return nullptr;
+}
+
+void tile_grouped_mlp_destroy(tile_grouped_mlp mlp) { delete mlp; }
+
+tile_status tile_grouped_mlp_forward(
+    tile_grouped_mlp mlp, const tile_run *run, const tile_tensor *gate,
+    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+    const int64_t *splits, int64_t experts, const tile_tensor *y) {
+  if (!mlp)
+    return tile::capi::error("tile_grouped_mlp_forward: a null "
+                             "tile_grouped_mlp");
+  auto weights =
+      stackedTriple<tile::ops::GroupedMLPWeights>("", gate, up, down);
+  if (!weights)
+    return tile::capi::toC(weights.takeStatus());
+  auto v = tile::capi::toViews({{"x", x}, {"y", y}});
+  if (!v)
+    return tile::capi::toC(v.takeStatus());
+  auto counts = hostSplits(splits, experts);
+  if (!counts)
+    return tile::capi::toC(counts.takeStatus());
+  std::lock_guard<std::mutex> lock(mlp->mutex);
+  return tile::capi::toC(mlp->mlp->forward(*weights, (*v)[0], *counts, (*v)[1],
+                                           tile::capi::toRun(run)));
+}
+
+tile_status tile_grouped_mlp_backward(
+    tile_grouped_mlp mlp, const tile_run *run, const tile_tensor *gate,
+    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+    const int64_t *splits, int64_t experts, const tile_tensor *dy,
+    const tile_tensor *dx, const tile_tensor *main_grad_gate,
+    const tile_tensor *main_grad_up, const tile_tensor *main_grad_down,
+    int overwrite) {
+  if (!mlp)
+    return tile::capi::error("tile_grouped_mlp_backward: a null "
+                             "tile_grouped_mlp");
+  auto weights =
+      stackedTriple<tile::ops::GroupedMLPWeights>("", gate, up, down);
+  if (!weights)
+    return tile::capi::toC(weights.takeStatus());
+  auto grads = stackedTriple<tile::ops::GroupedMLPGradients>(
+      "main_grad_", main_grad_gate, main_grad_up, main_grad_down);
+  if (!grads)
+    return tile::capi::toC(grads.takeStatus());
+  auto v = tile::capi::toViews({{"x", x}, {"dy", dy}, {"dx", dx}});
+  if (!v)
+    return tile::capi::toC(v.takeStatus());
+  auto counts = hostSplits(splits, experts);
+  if (!counts)
+    return tile::capi::toC(counts.takeStatus());
+  std::lock_guard<std::mutex> lock(mlp->mutex);
+  return tile::capi::toC(mlp->mlp->backward(*weights, (*v)[0], *counts, (*v)[1],
+                                            (*v)[2], *grads, overwrite != 0,
+                                            tile::capi::toRun(run)));
 }
 
 } // extern "C"

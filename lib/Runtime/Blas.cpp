@@ -171,9 +171,12 @@ StatusOr<Blas::Plan *> Blas::plan(const Operand &a, const Operand &b,
   key += a.transposed ? "/T" : "/N";
   key += b.transposed ? "T" : "N";
   key += workspace ? "/workspace" : "";
-  std::lock_guard<std::mutex> lock(mutex);
   if (auto it = plans.find(key); it != plans.end())
     return it->second.get();
+  // A mixture of experts meets new row counts every step: the plans are a
+  // cache, not a record, and start over rather than grow without bound.
+  if (plans.size() >= kMaxPlans)
+    plans.clear();
 
   auto fail = [&](const char *what, int status) {
     return Status::error(std::string("matmul: ") + what +
@@ -259,6 +262,8 @@ Status Blas::matmul(const Operand &a, const Operand &b, const MatrixView &d,
     return Status::error("matmul: the workspace at " +
                          std::to_string(workspace) +
                          " is not 256-byte aligned, as cuBLASLt requires");
+  // Held until the GEMM is queued: no other call can drop the plan in use.
+  std::lock_guard<std::mutex> lock(mutex);
   StatusOr<Plan *> chosen = plan(a, b, d, workspace);
   if (!chosen)
     return chosen.takeStatus();

@@ -150,3 +150,15 @@ def gated_mlp(x, gate, up, down, act=silu):
 
 def swiglu_mlp(x, gate, up, down):
     return gated_mlp(x, gate, up, down)
+
+
+def grouped_swiglu_mlp(x, gate_up, down, splits):
+    """The grouped MLP in float64, expert by expert: x [T, H] grouped by
+    `splits`, gate_up [E, 2I, H] (gate rows first), down [E, H, I]."""
+    inter = gate_up.shape[1] // 2
+    parts, first = [], 0
+    for e, rows in enumerate(splits):
+        parts.append(swiglu_mlp(x[first:first + rows], gate_up[e, :inter],
+                                gate_up[e, inter:], down[e]))
+        first += rows
+    return torch.cat(parts) if parts else x.double()[:0]

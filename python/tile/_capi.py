@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-API_VERSION = 2
+API_VERSION = 3
 
 # tile_dtype
 BF16, F16, F32, F64, I64 = range(5)
@@ -195,16 +195,27 @@ _signatures = {
     "tile_mlp_backward": ([ctypes.c_void_p, ctypes.POINTER(Run)] +
                           [ctypes.POINTER(Tensor)] * 9 + [ctypes.c_int],
                           _status),
+    "tile_grouped_mlp_create": ([ctypes.c_void_p, ctypes.POINTER(MLPOptions),
+                                 ctypes.POINTER(ctypes.c_void_p)], _status),
+    "tile_grouped_mlp_forward": (
+        [ctypes.c_void_p, ctypes.POINTER(Run)] + [ctypes.POINTER(Tensor)] * 4
+        + [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64,
+           ctypes.POINTER(Tensor)], _status),
+    "tile_grouped_mlp_backward": (
+        [ctypes.c_void_p, ctypes.POINTER(Run)] + [ctypes.POINTER(Tensor)] * 4
+        + [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
+        + [ctypes.POINTER(Tensor)] * 5 + [ctypes.c_int], _status),
 }
-for _name, (_args, _result) in _signatures.items():
-    _function = getattr(lib, _name)
-    _function.argtypes = _args
-    _function.restype = _result
-
+# The version first: a library of another version may lack a symbol.
+lib.tile_api_version.argtypes, lib.tile_api_version.restype = [], ctypes.c_int
 if lib.tile_api_version() != API_VERSION:
     raise ImportError(
         f"libtile.so speaks C API version {lib.tile_api_version()}, this "
         f"package version {API_VERSION}: rebuild one of them")
+for _name, (_args, _result) in _signatures.items():
+    _function = getattr(lib, _name)
+    _function.argtypes = _args
+    _function.restype = _result
 
 
 def check(status):

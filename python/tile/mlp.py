@@ -283,14 +283,15 @@ class _MLPFunction(torch.autograd.Function):
                 None, None, None)
 
 
-def check(x, gate, up, down):
-    """Raises naming the tensor and the rule; nothing runs after a failed
-    check."""
-    named = (("x", x), ("gate", gate), ("up", up), ("down", down))
+def check_operands(named):
+    """The rules every MLP operand follows: a tensor of the GPU's dtypes
+    (float64 too on the CPU), x's dtype and device, contiguous. `named` is
+    ((name, tensor), ...) with x first."""
     for name, t in named:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a tensor, got "
                             f"{type(t).__name__}")
+    x = named[0][1]
     allowed = set(_kernel._DTYPE_NAMES)  # the GPU's dtypes
     if x.device.type == "cpu":
         allowed.add(torch.float64)
@@ -310,6 +311,12 @@ def check(x, gate, up, down):
         if not t.is_contiguous():
             raise ValueError(f"{name} is not contiguous (strides "
                              f"{tuple(t.stride())}); call .contiguous()")
+
+
+def check(x, gate, up, down):
+    """Raises naming the tensor and the rule; nothing runs after a failed
+    check."""
+    check_operands((("x", x), ("gate", gate), ("up", up), ("down", down)))
     if x.dim() == 0:
         raise ValueError("x must be [..., H], not a 0-d tensor")
     hidden = x.shape[-1]

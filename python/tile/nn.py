@@ -23,7 +23,7 @@ from . import ops
 from .mlp import matmul_into
 
 __all__ = ["RMSNorm", "SwiGLU", "SiluAndMul", "GatedMLP", "SwiGLUMLP",
-           "TiledSwiGLUMLP"]
+           "TiledSwiGLUMLP", "GroupedSwiGLUMLP"]
 
 
 def _ensure_main_grad(param):
@@ -35,6 +35,13 @@ def _ensure_main_grad(param):
         param.main_grad = torch.zeros(param.shape, dtype=dtype,
                                       device=param.device)
     return param.main_grad
+
+
+def _check_shards(shards):
+    if shards != "auto" and (isinstance(shards, bool) or
+                             not isinstance(shards, int) or shards < 1):
+        raise ValueError(f"shards must be 'auto' or an int ≥ 1, got "
+                         f"{shards!r}")
 
 
 class RMSNorm(nn.Module):
@@ -207,10 +214,7 @@ class TiledSwiGLUMLP(nn.Module):
                  memory_budget=None, accumulate_into_main_grad=False,
                  device=None, dtype=None):
         super().__init__()
-        if shards != "auto" and (isinstance(shards, bool) or
-                                 not isinstance(shards, int) or shards < 1):
-            raise ValueError(f"shards must be 'auto' or an int ≥ 1, got "
-                             f"{shards!r}")
+        _check_shards(shards)
         self.hidden_size = hidden_size
         self.intermediate_size = intermediate_size
         self.shards = shards
@@ -233,3 +237,61 @@ class TiledSwiGLUMLP(nn.Module):
     def extra_repr(self):
         return (f"{self.hidden_size}, {self.intermediate_size}, "
                 f"shards={self.shards!r}")
+
+
+class GroupedSwiGLUMLP(nn.Module):
+    """The experts of a mixture-of-experts layer as one grouped SwiGLU MLP
+    (tile::ops::GroupedSwiGLUMLP): forward(x, m_splits) takes the tokens
+    x [T, H] already grouped by expert, m_splits[e] rows for expert e
+    (TransformerEngine's GroupedLinear convention; splits may be 0; a list
+    or a CPU tensor costs nothing, a CUDA tensor one wait for the GPU).
+
+    The parameters are Hugging Face's MoE experts' (Qwen3-MoE and others):
+    ``gate_up_proj`` [E, 2I, H] (each expert's gate rows, then its up rows)
+    and ``down_proj`` [E, H, I], so their state dicts load unchanged. With
+    accumulate_into_main_grad each carries one fp32 ``main_grad`` [E, …]
+    that the backward adds to (an expert without tokens adds nothing).
+    `shards` and `memory_budget` sequence-tile the tokens as in
+    TiledSwiGLUMLP."""
+
+    def __init__(self, num_experts, hidden_size, intermediate_size, *,
+                 shards="auto", memory_budget=None,
+                 accumulate_into_main_grad=False, device=None, dtype=None):
+        super().__init__()
+        _check_shards(shards)
+        if num_experts < 1:
+            raise ValueError(f"num_experts must be ≥ 1, got {num_experts}")
+        self.num_experts = num_experts
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.shards = shards
+        self.memory_budget = memory_budget
+        self.accumulate_into_main_grad = accumulate_into_main_grad
+        factory = {"device": device, "dtype": dtype}
+        self.gate_up_proj = nn.Parameter(torch.empty(
+            num_experts, 2 * intermediate_size, hidden_size, **factory))
+        self.down_proj = nn.Parameter(torch.empty(
+            num_experts, hidden_size, intermediate_size, **factory))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # nn.Linear's default, per expert: U(±1/sqrt(fan_in)).
+        with torch.no_grad():
+            bound = self.hidden_size ** -0.5
+            self.gate_up_proj.uniform_(-bound, bound)
+            bound = self.intermediate_size ** -0.5
+            self.down_proj.uniform_(-bound, bound)
+
+    def forward(self, x, m_splits):
+        if self.accumulate_into_main_grad:
+            for w in (self.gate_up_proj, self.down_proj):
+                _ensure_main_grad(w)
+        return ops.grouped_swiglu_mlp(
+            x.contiguous(), self.gate_up_proj, self.down_proj, m_splits,
+            shards=0 if self.shards == "auto" else self.shards,
+            memory_budget=self.memory_budget,
+            main_grad=self.accumulate_into_main_grad)
+
+    def extra_repr(self):
+        return (f"{self.num_experts}, {self.hidden_size}, "
+                f"{self.intermediate_size}, shards={self.shards!r}")

@@ -4,13 +4,14 @@ Each elementwise or row operator is the kernel in examples/ (embedded in
 libtile.so) as a tile.Kernel: the forward a user wrote, the backward
 tile-differentiate derived, compiled for the call's device, dtype and widths
 on first use. swiglu_mlp is the sequence-tiled MLP around the SwiGLU kernels
-(mlp.py).
+(mlp.py), grouped_swiglu_mlp its mixture-of-experts form (grouped_mlp.py).
 """
 
 import torch
 
 from . import _capi
 from .kernel import Kernel
+from .grouped_mlp import grouped_swiglu_mlp  # noqa: F401
 from .mlp import swiglu_mlp  # noqa: F401  (tile.ops.swiglu_mlp)
 
 

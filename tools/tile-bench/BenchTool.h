@@ -1,7 +1,7 @@
 //===- BenchTool.h - what tile-bench's two halves share ---------*- C++ -*-===//
 //
 // tile-bench.cpp runs the operator benchmarks and dispatches `tile-bench mlp`
-// to MLPBench.cpp.
+// to MLPBench.cpp and `tile-bench grouped-mlp` to GroupedMLPBench.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,5 +27,15 @@ struct MLPBenchOptions {
 
 /// `tile-bench mlp`: the tiled MLP next to the untiled one.
 int runMLPBench(tile::ops::Operators &ops, const MLPBenchOptions &options);
+
+/// `tile-bench grouped-mlp`: the grouped MLP's step (GroupedMLPBench.cpp).
+int runGroupedMLPBench(tile::ops::Operators &ops, int iterations,
+                       const std::string &jsonPath);
+
+/// Fills `buffer` with bf16 values uniform in [-scale, scale] (a random
+/// 16 MiB block, repeated): realistic bit patterns, as GEMM clocks depend
+/// on them.
+tile::rt::Status fillRandom(tile::rt::DeviceBuffer &buffer, float scale,
+                            unsigned seed);
 
 #endif // TILE_TOOLS_TILE_BENCH_BENCHTOOL_H

@@ -34,13 +34,6 @@
 using namespace tile;
 using rt::DType;
 
-namespace {
-constexpr int64_t kHidden = 4096, kIntermediate = 12288;
-constexpr double kMiB = 1024.0 * 1024.0;
-
-/// Fills `buffer` with bf16 values uniform in [-scale, scale] (a random
-/// 16 MiB block, repeated): realistic bit patterns, as GEMM clocks depend
-/// on them.
 rt::Status fillRandom(rt::DeviceBuffer &buffer, float scale, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(-scale, scale);
@@ -55,6 +48,10 @@ rt::Status fillRandom(rt::DeviceBuffer &buffer, float scale, unsigned seed) {
       return s;
   return rt::Status::ok();
 }
+
+namespace {
+constexpr int64_t kHidden = 4096, kIntermediate = 12288;
+constexpr double kMiB = 1024.0 * 1024.0;
 
 struct Step {
   bool ran = false;

@@ -27,6 +27,7 @@
 //              [--host-inclusive]   (time from an idle GPU; see above)
 //              [--no-register-caps] (load kernels as the JIT made them)
 //   tile-bench mlp ...              (the tiled MLP: see MLPBench.cpp)
+//   tile-bench grouped-mlp ...      (the MoE MLP: see GroupedMLPBench.cpp)
 //
 //===----------------------------------------------------------------------===//
 
@@ -172,6 +173,16 @@ cl::opt<int64_t> shards("shards",
 cl::opt<uint64_t> budgetMib(
     "budget-mib", cl::desc("the automatic shards' memory budget, in MiB"),
     cl::init(ops::MLPOptions().memoryBudgetBytes >> 20), cl::sub(mlpCommand));
+
+cl::SubCommand groupedCommand("grouped-mlp",
+                              "the grouped (MoE) SwiGLU MLP's step "
+                              "(GroupedMLPBench.cpp)");
+cl::opt<std::string> groupedJson("json",
+                                 cl::desc("also write the table as JSON"),
+                                 cl::value_desc("file"),
+                                 cl::sub(groupedCommand));
+cl::opt<int> groupedIterations("iterations", cl::desc("timed steps per row"),
+                               cl::init(5), cl::sub(groupedCommand));
 } // namespace
 
 int main(int argc, char **argv) {
@@ -180,8 +191,14 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "Tile's operators in GB/s, next to the "
                               "streaming ceiling measured in the same run\n");
-  if (iterations < 1 || mlpIterations < 1)
+  if (iterations < 1 || mlpIterations < 1 || groupedIterations < 1)
     return fail("--iterations must be at least 1");
+  if (groupedCommand) {
+    auto created = ops::Operators::create(0, "");
+    if (!created)
+      return fail(created.message());
+    return runGroupedMLPBench(**created, groupedIterations, groupedJson);
+  }
   if (mlpCommand) {
     auto created = ops::Operators::create(0, "");
     if (!created)

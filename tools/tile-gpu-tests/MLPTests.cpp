@@ -22,18 +22,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Suite.h"
+#include "MLPReference.h"
 
 #include "tile/Ops/TiledMLP.h"
 
 namespace tile::gputests {
 
-namespace {
-struct Gradients {
-  std::vector<double> dx, gate, up, down;
-};
-
-/// a + b, element by element.
 Gradients plus(Gradients a, const Gradients &b) {
   for (auto [into, from] : {std::pair{&a.dx, &b.dx},
                             {&a.gate, &b.gate},
@@ -44,14 +38,6 @@ Gradients plus(Gradients a, const Gradients &b) {
   return a;
 }
 
-/// The float64 values and, for each, the sum of the magnitudes of the
-/// terms it sums (the scale of its rounding error).
-struct Reference {
-  std::vector<double> y, yTerms;
-  Gradients grads, terms;
-};
-
-/// The MLP in float64 from the stored (rounded) inputs.
 Reference reference(const std::vector<double> &x, const std::vector<double> &wg,
                     const std::vector<double> &wu,
                     const std::vector<double> &wd,
@@ -133,6 +119,7 @@ void expectClose(Suite &suite, const std::string &name,
                    std::to_string(worst) + " of the allowed error)");
 }
 
+namespace {
 struct Outputs {
   std::vector<double> y;
   Gradients grads;

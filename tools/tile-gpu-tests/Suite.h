@@ -158,6 +158,8 @@ struct Suite {
 void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N);
 /// The tiled SwiGLU MLP; `quick` runs fewer shapes, `small` one.
 void testTiledMLP(Suite &suite, bool quick, bool small);
+/// The grouped (mixture-of-experts) SwiGLU MLP, likewise.
+void testGroupedMLP(Suite &suite, bool quick, bool small);
 
 } // namespace tile::gputests
 

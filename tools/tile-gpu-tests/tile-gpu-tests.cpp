@@ -8,7 +8,7 @@
 // dW bitwise identical across runs; main_grad accumulation gives g1 + g2;
 // SwiGLU in place gives the bits it gives out of place; the same with every
 // buffer one element past 16-byte alignment (scalar paths). Then the tiled
-// SwiGLU MLP (MLPTests.cpp).
+// SwiGLU MLP (MLPTests.cpp) and the grouped one (GroupedMLPTests.cpp).
 // Ends with "N passed, N failed"; exit status 1 if anything failed.
 //
 //   tile-gpu-tests [--quick | --small] [--rows-per-cta=N] [--ctas=N]
@@ -296,6 +296,7 @@ int main(int argc, char **argv) {
                  "the capped variant gains nothing");
   }
   testTiledMLP(suite, quick.getValue(), small.getValue());
+  testGroupedMLP(suite, quick.getValue(), small.getValue());
   std::printf("%d passed, %d failed\n", suite.passed, suite.failed);
   return suite.failed ? 1 : 0;
 }

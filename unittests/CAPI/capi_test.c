@@ -231,6 +231,18 @@ static void test_mlp_plan(void) {
   CHECK(mlp == NULL);
   fails_with(tile_mlp_forward(NULL, NULL, NULL, NULL, NULL, NULL, NULL),
              "null tile_mlp", "a forward without an MLP");
+  tile_grouped_mlp grouped = NULL;
+  fails_with(tile_grouped_mlp_create(NULL, NULL, &grouped),
+             "null tile_operators", "a grouped MLP without operators");
+  CHECK(grouped == NULL);
+  int64_t splits[2] = {3, 4};
+  fails_with(tile_grouped_mlp_forward(NULL, NULL, NULL, NULL, NULL, NULL,
+                                      splits, 2, NULL),
+             "null tile_grouped_mlp", "a grouped forward without an MLP");
+  fails_with(tile_grouped_mlp_backward(NULL, NULL, NULL, NULL, NULL, NULL,
+                                       splits, 2, NULL, NULL, NULL, NULL, NULL,
+                                       1),
+             "null tile_grouped_mlp", "a grouped backward without an MLP");
   fails_with(tile_matmul(NULL, NULL, NULL, 0, NULL, 0, NULL, 1.0f),
              "null tile_operators", "a GEMM without operators");
 }

@@ -1,6 +1,7 @@
 //===- TiledMLPTest.cpp - the tiled MLP's plans and checks, without a GPU -===//
 
 #include "tile/Ops/TiledMLP.h"
+#include "tile/Ops/GroupedMLP.h"
 
 #include "gtest/gtest.h"
 
@@ -158,5 +159,46 @@ TEST(MLPCheckTest, AFusedWeightIsSplitInHalves) {
   ASSERT_FALSE(grads);
   EXPECT_EQ(grads.message(),
             "a fused gate/up main_grad must be [2I, H], got [600]");
+}
+
+TEST(GroupedMLPViewTest, StackedWeightsGiveOneViewPerExpert) {
+  auto weights = GroupedMLPWeights::fusedStacked(
+      tensor({3, 600, 100}, DType::BF16), tensor({3, 100, 300}, DType::BF16));
+  ASSERT_TRUE(weights) << weights.message();
+  ASSERT_EQ(weights->experts.size(), 3u);
+  const MLPWeights &last = weights->experts[2];
+  EXPECT_EQ(last.gate.shape, (std::vector<int64_t>{300, 100}));
+  EXPECT_EQ(last.gate.data - 0x10000, 2u * 600 * 100 * 2);
+  EXPECT_EQ(last.up.data - last.gate.data, 300u * 100 * 2);
+  EXPECT_EQ(last.down.data - 0x10000, 2u * 100 * 300 * 2);
+  auto grads = GroupedMLPGradients::stacked(tensor({2, 300, 100}, DType::F32),
+                                            tensor({2, 300, 100}, DType::F32),
+                                            tensor({2, 100, 300}, DType::F32));
+  ASSERT_TRUE(grads) << grads.message();
+  EXPECT_EQ(grads->experts[1].up.data - 0x10000, 300u * 100 * 4);
+}
+
+TEST(GroupedMLPViewTest, MismatchedStacksAreRefused) {
+  auto experts = GroupedMLPWeights::stacked(tensor({3, 300, 100}, DType::BF16),
+                                            tensor({3, 300, 100}, DType::BF16),
+                                            tensor({4, 100, 300}, DType::BF16));
+  ASSERT_FALSE(experts);
+  EXPECT_EQ(experts.message(),
+            "the stacked down weight has 4 experts, not 3 as the others");
+  auto flat = GroupedMLPWeights::fusedStacked(tensor({600, 100}, DType::BF16),
+                                              tensor({100, 300}, DType::BF16));
+  ASSERT_FALSE(flat);
+  EXPECT_EQ(flat.message(),
+            "the stacked gate/up weight must be [E, rows, cols], got "
+            "[600, 100]");
+  auto none = GroupedMLPWeights::fusedStacked(
+      tensor({0, 600, 100}, DType::BF16), tensor({0, 100, 300}, DType::BF16));
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.message(), "a grouped MLP needs at least one expert");
+  auto odd = GroupedMLPGradients::fusedStacked(
+      tensor({2, 601, 100}, DType::F32), tensor({2, 100, 300}, DType::F32));
+  ASSERT_FALSE(odd);
+  EXPECT_EQ(odd.message(),
+            "a fused gate/up main_grad must be [2I, H], got [601, 100]");
 }
 } // namespace

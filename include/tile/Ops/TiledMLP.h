@@ -31,6 +31,8 @@
 // allocated: planShards says how many bytes it needs. Every GEMM and kernel
 // of a step runs in order on RunOptions' stream.
 //
+// The step itself is GroupedSwiGLUMLP's (GroupedMLP.h) with one expert.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TILE_OPS_TILEDMLP_H
@@ -96,10 +98,22 @@ rt::StatusOr<MLPShape> checkMLPOperands(const MLPWeights &weights,
 /// Checks fp32 main_grad buffers shaped like the weights.
 Status checkMLPGradients(const MLPGradients &grads, const MLPShape &shape);
 
+/// Checks the options alone (no GPU).
+Status checkMLPOptions(const MLPOptions &options);
+
+/// The bytes of one of a shard's g, u and h buffers ([rows, I] in `dtype`),
+/// rounded up to 256: cuBLASLt refuses a workspace that is not 256-byte
+/// aligned (CUBLAS_STATUS_INVALID_VALUE) and its fast kernels want aligned
+/// operands.
+size_t shardBufferBytes(int64_t rows, int64_t intermediate, rt::DType dtype);
+
+class GroupedSwiGLUMLP; // GroupedMLP.h: this MLP is its one-expert case
+
 class TiledSwiGLUMLP {
 public:
   static rt::StatusOr<std::unique_ptr<TiledSwiGLUMLP>>
   create(Operators &ops, MLPOptions options = {});
+  ~TiledSwiGLUMLP();
 
   /// y [..., H] from x [..., H].
   Status forward(const MLPWeights &weights, const TensorView &x,
@@ -114,36 +128,14 @@ public:
                   const RunOptions &run = {});
 
   /// The plan of the last step.
-  const ShardPlan &lastPlan() const { return plan; }
+  const ShardPlan &lastPlan() const;
   /// Bytes of the workspace held now (none where callers give theirs).
-  size_t workspaceBytes() const { return workspace.size(); }
+  size_t workspaceBytes() const;
   void releaseWorkspace();
 
 private:
-  TiledSwiGLUMLP(Operators &ops, std::unique_ptr<rt::Blas> blas,
-                 MLPOptions options)
-      : ops(ops), blas(std::move(blas)), options(options) {}
-  /// Plans the step and makes sure a workspace holds it: the caller's
-  /// (checked) or the one this object keeps. Sets `base`.
-  Status prepare(const MLPShape &shape, rt::DType dtype, const RunOptions &run);
-  struct Shard; // views of one shard's rows and of the workspace
-  Shard shard(const MLPShape &shape, rt::DType dtype, int64_t index) const;
-  /// h = swiglu(g, u) of one shard, into h or (`separate` false) over g.
-  Status product(const Shard &s, bool separate, const RunOptions &run);
-  Status gemm(const rt::Operand &a, const rt::Operand &b,
-              const rt::MatrixView &d, float beta, const RunOptions &run);
-
-  Operators &ops;
-  std::unique_ptr<rt::Blas> blas;
-  MLPOptions options;
-  ShardPlan plan;
-  rt::DeviceBuffer workspace;
-  /// The workspace of the step under way: cuBLASLt's, then g, u and h.
-  rt::cu::DevicePtr base = 0;
-  // The untiled step: the forward whose g, u, h the workspace at keptBase
-  // holds.
-  rt::cu::DevicePtr keptInput = 0, keptBase = 0;
-  int64_t keptRows = 0;
+  explicit TiledSwiGLUMLP(std::unique_ptr<GroupedSwiGLUMLP> grouped);
+  std::unique_ptr<GroupedSwiGLUMLP> grouped;
 };
 
 } // namespace tile::ops

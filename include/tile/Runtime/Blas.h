@@ -100,7 +100,11 @@ public:
 
 private:
   struct Plan; // descriptors and the algorithm for one problem
+  /// The most plans kept (a plan is a few descriptors and one heuristic
+  /// query, made again when needed).
+  static constexpr size_t kMaxPlans = 4096;
   Blas() = default;
+  /// The plan for one problem, made on first use; the caller holds `mutex`.
   StatusOr<Plan *> plan(const Operand &a, const Operand &b, const MatrixView &d,
                         cu::DevicePtr workspace);
 

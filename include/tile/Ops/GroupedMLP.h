@@ -1,0 +1,127 @@
+//===- GroupedMLP.h - a grouped (mixture-of-experts) SwiGLU MLP -*- C++ -*-===//
+//
+// E experts, each a SwiGLU MLP (TiledMLP.h) with its own gate and up [I, H]
+// and down [H, I]. The tokens x [T, H] arrive grouped by expert: the first
+// splits[0] rows go to expert 0, the next splits[1] to expert 1, … (the
+// `m_splits` of TransformerEngine's GroupedLinear; a split may be 0).
+//
+//   y[rows of e] = (silu(x_e·gate_eᵀ) ⊙ (x_e·up_eᵀ)) · down_eᵀ
+//
+// One step runs over shards of the token rows, as the dense tiled MLP does:
+// each shard's rows meet one or more experts, and per (shard, expert)
+// segment the GEMMs run through cuBLASLt one after another on the step's
+// stream, with no host synchronization. CUDA 13.1's cublasLt.h has no
+// grouped GEMM; cuBLAS's cublasGemmGroupedBatchedEx would add libcublas to
+// what Tile loads, for a speed-up only where the experts' GEMMs are too
+// small to fill the GPU (docs/Performance.md measures where that is). SwiGLU
+// and its derived backward run once per shard over all of the shard's rows,
+// whatever their experts: they are elementwise. Nothing of size [T, I] is kept
+// between the forward and the backward unless MLPOptions::recompute is false.
+//
+// The weight gradients go in fp32 straight into per-expert main_grad
+// buffers (one [E, …] allocation or one per expert) by GEMMs with beta = 1,
+// or beta = 0 on an expert's first segment of an `overwrite` call; an
+// expert without tokens has zero gradient: nothing is added to its
+// main_grad, or it is zeroed by an `overwrite` call.
+//
+// The splits are host integers: the step queues its GEMMs without waiting
+// for the GPU. Splits that live on the device must be copied to the host
+// first, which waits for the stream (the one synchronization of a step).
+//
+// The dense TiledSwiGLUMLP is this operator with one expert.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_OPS_GROUPEDMLP_H
+#define TILE_OPS_GROUPEDMLP_H
+
+#include "tile/Ops/TiledMLP.h"
+
+#include <vector>
+
+namespace tile::ops {
+
+/// Each expert's weights, all of one shape and dtype.
+struct GroupedMLPWeights {
+  std::vector<MLPWeights> experts;
+  /// Views of stacked weights: gate and up [E, I, H], down [E, H, I].
+  static rt::StatusOr<GroupedMLPWeights>
+  stacked(const TensorView &gate, const TensorView &up, const TensorView &down);
+  /// Views of fused stacked weights (Hugging Face's MoE experts):
+  /// gate_up [E, 2I, H] (gate the first I rows of each expert), down
+  /// [E, H, I].
+  static rt::StatusOr<GroupedMLPWeights> fusedStacked(const TensorView &gateUp,
+                                                      const TensorView &down);
+};
+
+/// Each expert's fp32 main_grad buffers, shaped like its weights.
+struct GroupedMLPGradients {
+  std::vector<MLPGradients> experts;
+  static rt::StatusOr<GroupedMLPGradients>
+  stacked(const TensorView &gate, const TensorView &up, const TensorView &down);
+  static rt::StatusOr<GroupedMLPGradients>
+  fusedStacked(const TensorView &gateUp, const TensorView &down);
+};
+
+class GroupedSwiGLUMLP {
+public:
+  static rt::StatusOr<std::unique_ptr<GroupedSwiGLUMLP>>
+  create(Operators &ops, MLPOptions options = {});
+
+  /// y [T, H] (any leading shape flattened into T rows) from x grouped by
+  /// `splits` (one per expert, ≥ 0, summing to T).
+  Status forward(const GroupedMLPWeights &weights, const TensorView &x,
+                 const std::vector<int64_t> &splits, const TensorView &y,
+                 const RunOptions &run = {});
+  /// dx from dy, and every expert's main_grad (+)= its weight gradients
+  /// (`overwrite`: replaced; else added). The untiled step (recompute =
+  /// false) needs the forward of the same x, with the same workspace, first.
+  Status backward(const GroupedMLPWeights &weights, const TensorView &x,
+                  const std::vector<int64_t> &splits, const TensorView &dy,
+                  const TensorView &dx, const GroupedMLPGradients &mainGrad,
+                  bool overwrite, const RunOptions &run = {});
+
+  /// The plan of the last step.
+  const ShardPlan &lastPlan() const { return plan; }
+  /// Bytes of the workspace held now (none where callers give theirs).
+  size_t workspaceBytes() const { return workspace.size(); }
+  void releaseWorkspace();
+
+private:
+  GroupedSwiGLUMLP(Operators &ops, std::unique_ptr<rt::Blas> blas,
+                   MLPOptions options)
+      : ops(ops), blas(std::move(blas)), options(options) {}
+  /// Plans the step and makes sure a workspace holds it: the caller's
+  /// (checked) or the one this object keeps. Sets `base`.
+  Status prepare(const MLPShape &shape, rt::DType dtype, const RunOptions &run);
+  struct Shard; // one shard's rows, its experts' segments, its workspace
+  Shard shard(const MLPShape &shape, rt::DType dtype, int64_t index,
+              const std::vector<int64_t> &offsets) const;
+  /// h = swiglu(g, u) of one shard, into h or (`separate` false) over g.
+  Status product(const Shard &s, bool separate, const RunOptions &run);
+  Status gemm(const rt::Operand &a, const rt::Operand &b,
+              const rt::MatrixView &d, float beta, const RunOptions &run);
+  /// The backward's GEMMs and kernels for one shard; `written` says which
+  /// experts' main_grad already holds this call's gradients.
+  Status backwardShard(const GroupedMLPWeights &weights, const Shard &s,
+                       const TensorView &x, const TensorView &dy,
+                       const TensorView &dx, const GroupedMLPGradients &grads,
+                       bool overwrite, std::vector<bool> &written,
+                       const RunOptions &run);
+
+  Operators &ops;
+  std::unique_ptr<rt::Blas> blas;
+  MLPOptions options;
+  ShardPlan plan;
+  rt::DeviceBuffer workspace;
+  /// The workspace of the step under way: cuBLASLt's, then g, u and h.
+  rt::cu::DevicePtr base = 0;
+  // The untiled step: the forward whose g, u, h the workspace at keptBase
+  // holds.
+  rt::cu::DevicePtr keptInput = 0, keptBase = 0;
+  int64_t keptRows = 0;
+};
+
+} // namespace tile::ops
+
+#endif // TILE_OPS_GROUPEDMLP_H

@@ -1,0 +1,546 @@
+//===- GroupedMLP.cpp - a grouped (mixture-of-experts) SwiGLU MLP ---------===//
+//
+// The step of GroupedMLP.h: shards of token rows, each cut into per-expert
+// segments. The dense TiledSwiGLUMLP runs through here with one expert, so
+// every GEMM and kernel of its step is the one this file queues.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Ops/GroupedMLP.h"
+
+#include <algorithm>
+
+namespace tile::ops {
+
+using rt::DType;
+using rt::MatrixView;
+using rt::Operand;
+
+namespace {
+
+/// Expert `index` of a stacked [E, rows, cols] tensor, as a [rows, cols]
+/// view.
+TensorView expertOf(const TensorView &stacked, int64_t index) {
+  TensorView view = stacked;
+  view.shape = {stacked.shape[1], stacked.shape[2]};
+  view.strides = {};
+  view.data += static_cast<rt::cu::DevicePtr>(index * stacked.shape[1] *
+                                              stacked.shape[2]) *
+               rt::byteSize(stacked.dtype);
+  return view;
+}
+
+/// Checks that the stacked tensors are contiguous [E, rows, cols] with one
+/// E; returns E.
+rt::StatusOr<int64_t> stackedExperts(
+    const std::vector<std::pair<const char *, const TensorView *>> &named) {
+  int64_t experts = -1;
+  for (const auto &[name, view] : named) {
+    if (view->shape.size() != 3)
+      return Status::error(std::string("the stacked ") + name +
+                           " must be [E, rows, cols], got " +
+                           rt::formatShape(view->shape));
+    if (!view->isContiguous())
+      return Status::error(std::string("the stacked ") + name +
+                           " is not contiguous");
+    if (experts >= 0 && view->shape[0] != experts)
+      return Status::error(std::string("the stacked ") + name + " has " +
+                           std::to_string(view->shape[0]) + " experts, not " +
+                           std::to_string(experts) + " as the others");
+    experts = view->shape[0];
+  }
+  if (experts <= 0)
+    return Status::error("a grouped MLP needs at least one expert");
+  return experts;
+}
+
+/// The per-expert triples (gate, up, down) of stacked tensors, each built
+/// by `make` from the expert's views: the weights' and the gradients'.
+template <typename Grouped, typename Make>
+rt::StatusOr<Grouped>
+perExpert(const std::vector<std::pair<const char *, const TensorView *>> &named,
+          Make make) {
+  rt::StatusOr<int64_t> experts = stackedExperts(named);
+  if (!experts)
+    return experts.takeStatus();
+  Grouped grouped;
+  for (int64_t e = 0; e < *experts; ++e) {
+    std::vector<TensorView> views;
+    for (const auto &entry : named)
+      views.push_back(expertOf(*entry.second, e));
+    auto triple = make(views);
+    if (!triple)
+      return triple.takeStatus();
+    grouped.experts.push_back(*triple);
+  }
+  return grouped;
+}
+
+} // namespace
+
+rt::StatusOr<GroupedMLPWeights>
+GroupedMLPWeights::stacked(const TensorView &gate, const TensorView &up,
+                           const TensorView &down) {
+  return perExpert<GroupedMLPWeights>(
+      {{"gate weight", &gate}, {"up weight", &up}, {"down weight", &down}},
+      [](const std::vector<TensorView> &v) -> rt::StatusOr<MLPWeights> {
+        return MLPWeights{v[0], v[1], v[2]};
+      });
+}
+
+rt::StatusOr<GroupedMLPWeights>
+GroupedMLPWeights::fusedStacked(const TensorView &gateUp,
+                                const TensorView &down) {
+  return perExpert<GroupedMLPWeights>(
+      {{"gate/up weight", &gateUp}, {"down weight", &down}},
+      [](const std::vector<TensorView> &v) {
+        return MLPWeights::fused(v[0], v[1]);
+      });
+}
+
+rt::StatusOr<GroupedMLPGradients>
+GroupedMLPGradients::stacked(const TensorView &gate, const TensorView &up,
+                             const TensorView &down) {
+  return perExpert<GroupedMLPGradients>(
+      {{"main_grad of the gate weight", &gate},
+       {"main_grad of the up weight", &up},
+       {"main_grad of the down weight", &down}},
+      [](const std::vector<TensorView> &v) -> rt::StatusOr<MLPGradients> {
+        return MLPGradients{v[0], v[1], v[2]};
+      });
+}
+
+rt::StatusOr<GroupedMLPGradients>
+GroupedMLPGradients::fusedStacked(const TensorView &gateUp,
+                                  const TensorView &down) {
+  return perExpert<GroupedMLPGradients>(
+      {{"main_grad of the gate/up weight", &gateUp},
+       {"main_grad of the down weight", &down}},
+      [](const std::vector<TensorView> &v) {
+        return MLPGradients::fused(v[0], v[1]);
+      });
+}
+
+namespace {
+
+/// Rows [first, first + rows) of a contiguous [*, cols] tensor.
+MatrixView rowsOf(const TensorView &view, int64_t first, int64_t rows,
+                  int64_t cols) {
+  return {view.data + static_cast<rt::cu::DevicePtr>(first * cols) *
+                          rt::byteSize(view.dtype),
+          view.dtype, rows, cols, cols};
+}
+
+MatrixView matrix(const TensorView &view) {
+  return rowsOf(view, 0, view.shape[0], view.shape[1]);
+}
+
+/// Rows [first, first + rows) of a workspace matrix.
+MatrixView slice(const MatrixView &m, int64_t first, int64_t rows) {
+  MatrixView part = m;
+  part.data +=
+      static_cast<rt::cu::DevicePtr>(first * m.ld) * rt::byteSize(m.dtype);
+  part.rows = rows;
+  return part;
+}
+
+/// How the SwiGLU kernels of a step run: on its stream, with no workspace
+/// (elementwise kernels need none; the launcher allocates nothing for them).
+RunOptions kernelRun(const RunOptions &run) {
+  RunOptions kernels;
+  kernels.stream = run.stream;
+  kernels.callerWorkspace = true;
+  return kernels;
+}
+
+/// The operators' view of a workspace matrix.
+TensorView tensorOf(const MatrixView &m) {
+  TensorView view;
+  view.data = m.data;
+  view.shape = {m.rows, m.cols};
+  view.dtype = m.dtype;
+  return view;
+}
+
+Status inExpert(size_t expert, const Status &status) {
+  return Status::error("expert " + std::to_string(expert) + ": " +
+                       status.message());
+}
+
+/// Checks x, `out` and every expert's weights (one shape for all); returns
+/// the step's sizes.
+rt::StatusOr<MLPShape> checkGroupedOperands(const GroupedMLPWeights &weights,
+                                            const TensorView &x,
+                                            const TensorView &out,
+                                            const char *outName) {
+  if (weights.experts.empty())
+    return Status::error("a grouped MLP needs at least one expert");
+  MLPShape shape;
+  for (size_t e = 0; e < weights.experts.size(); ++e) {
+    rt::StatusOr<MLPShape> checked =
+        checkMLPOperands(weights.experts[e], x, out, outName);
+    if (!checked)
+      return weights.experts.size() == 1 ? checked.takeStatus()
+                                         : inExpert(e, checked.takeStatus());
+    if (e > 0 && checked->intermediate != shape.intermediate)
+      return Status::error(
+          "expert " + std::to_string(e) + " has intermediate size " +
+          std::to_string(checked->intermediate) + " but expert 0 has " +
+          std::to_string(shape.intermediate) + "; every expert has one shape");
+    shape = *checked;
+  }
+  return shape;
+}
+
+/// The first row of every expert, and T after the last: offsets[e] to
+/// offsets[e + 1] are expert e's rows.
+rt::StatusOr<std::vector<int64_t>>
+checkSplits(const std::vector<int64_t> &splits, size_t experts, int64_t rows) {
+  if (splits.size() != experts)
+    return Status::error("the grouped MLP has " + std::to_string(experts) +
+                         " experts but " + std::to_string(splits.size()) +
+                         " splits");
+  std::vector<int64_t> offsets{0};
+  for (size_t e = 0; e < experts; ++e) {
+    if (splits[e] < 0)
+      return Status::error("split " + std::to_string(e) + " is " +
+                           std::to_string(splits[e]) +
+                           "; a split counts tokens, ≥ 0");
+    if (splits[e] > rows - offsets.back())
+      return Status::error("the splits add up to more than the " +
+                           std::to_string(rows) + " rows of x (at split " +
+                           std::to_string(e) + ")");
+    offsets.push_back(offsets.back() + splits[e]);
+  }
+  if (offsets.back() != rows)
+    return Status::error("the splits add up to " +
+                         std::to_string(offsets.back()) + " but x has " +
+                         std::to_string(rows) + " rows");
+  return offsets;
+}
+
+Status checkGroupedGradients(const GroupedMLPGradients &grads, size_t experts,
+                             const MLPShape &shape) {
+  if (grads.experts.size() != experts)
+    return Status::error("main_grad has " +
+                         std::to_string(grads.experts.size()) +
+                         " experts, the weights " + std::to_string(experts));
+  for (size_t e = 0; e < experts; ++e)
+    if (Status s = checkMLPGradients(grads.experts[e], shape); !s)
+      return experts == 1 ? s : inExpert(e, s);
+  return Status::ok();
+}
+
+} // namespace
+
+rt::StatusOr<std::unique_ptr<GroupedSwiGLUMLP>>
+GroupedSwiGLUMLP::create(Operators &ops, MLPOptions options) {
+  if (Status s = checkMLPOptions(options); !s)
+    return s;
+  rt::StatusOr<std::unique_ptr<rt::Blas>> blas = rt::Blas::open(ops.device());
+  if (!blas)
+    return blas.takeStatus();
+  return std::unique_ptr<GroupedSwiGLUMLP>(
+      new GroupedSwiGLUMLP(ops, std::move(*blas), options));
+}
+
+void GroupedSwiGLUMLP::releaseWorkspace() {
+  workspace = rt::DeviceBuffer();
+  base = keptInput = keptBase = 0;
+  keptRows = 0;
+}
+
+Status GroupedSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
+                                 const RunOptions &run) {
+  rt::StatusOr<ShardPlan> planned =
+      planShards(shape.rows, shape.intermediate, dtype, options);
+  if (!planned)
+    return planned.takeStatus();
+  plan = *planned;
+  if (run.callerWorkspace) {
+    if (!run.workspace || run.workspaceBytes < plan.workspaceBytes)
+      return Status::error("the MLP needs a workspace of " +
+                           std::to_string(plan.workspaceBytes) + " bytes, " +
+                           std::to_string(run.workspaceBytes) + " given");
+    if (run.workspace % 256 != 0)
+      return Status::error("the MLP's workspace is misaligned: address " +
+                           std::to_string(run.workspace) +
+                           " is not a multiple of 256 bytes (cuBLASLt's "
+                           "requirement)");
+    base = run.workspace;
+    return Status::ok();
+  }
+  if (workspace.size() >= plan.workspaceBytes) {
+    base = workspace.data();
+    return Status::ok();
+  }
+  // Grown at most once per step, never per shard; the old one goes first
+  // so the two never coexist.
+  releaseWorkspace();
+  rt::StatusOr<rt::DeviceBuffer> buffer =
+      rt::DeviceBuffer::allocate(ops.device(), plan.workspaceBytes);
+  if (!buffer)
+    return Status::error("the MLP's workspace (" +
+                         std::to_string(plan.workspaceBytes) +
+                         " bytes): " + buffer.message());
+  workspace = std::move(*buffer);
+  base = workspace.data();
+  return Status::ok();
+}
+
+/// One shard: its rows of the caller's tensors, the experts among them and
+/// its part of the workspace: cuBLASLt's workspace first, then g, u and h,
+/// [rows, I] each, every one 256-byte aligned.
+struct GroupedSwiGLUMLP::Shard {
+  int64_t first = 0, rows = 0;
+  MatrixView g, u, h;
+  /// The rows of one expert in this shard: x's rows [first, first + rows),
+  /// the shard's workspace rows from `first - Shard::first`.
+  struct Segment {
+    size_t expert = 0;
+    int64_t first = 0, rows = 0;
+  };
+  std::vector<Segment> segments;
+  /// A workspace matrix's rows of a segment.
+  MatrixView of(const MatrixView &m, const Segment &segment) const {
+    return slice(m, segment.first - first, segment.rows);
+  }
+};
+
+GroupedSwiGLUMLP::Shard
+GroupedSwiGLUMLP::shard(const MLPShape &shape, DType dtype, int64_t index,
+                        const std::vector<int64_t> &offsets) const {
+  Shard s;
+  s.first = index * plan.rowsPerShard;
+  s.rows = std::min(plan.rowsPerShard, shape.rows - s.first);
+  int64_t I = shape.intermediate;
+  size_t block = shardBufferBytes(plan.rowsPerShard, I, dtype);
+  rt::cu::DevicePtr first = base + rt::Blas::kWorkspaceBytes;
+  s.g = {first, dtype, s.rows, I, I};
+  s.u = {first + block, dtype, s.rows, I, I};
+  s.h = {first + 2 * block, dtype, s.rows, I, I};
+  int64_t end = s.first + s.rows;
+  for (size_t e = 0; e + 1 < offsets.size(); ++e) {
+    int64_t from = std::max(offsets[e], s.first);
+    int64_t to = std::min(offsets[e + 1], end);
+    if (from < to)
+      s.segments.push_back({e, from, to - from});
+  }
+  return s;
+}
+
+Status GroupedSwiGLUMLP::gemm(const Operand &a, const Operand &b,
+                              const MatrixView &d, float beta,
+                              const RunOptions &run) {
+  // Every GEMM of a step shares one cuBLASLt workspace: they run in order
+  // on one stream.
+  return blas->matmul(a, b, d, beta, base, run.stream);
+}
+
+Status GroupedSwiGLUMLP::product(const Shard &s, bool separate,
+                                 const RunOptions &run) {
+  // h = swiglu(g, u): in its own buffer when the backward still needs g and
+  // u, in place over g otherwise (Operators' elementwise kernels may run in
+  // place).
+  return ops.swigluForward(tensorOf(s.g), tensorOf(s.u),
+                           tensorOf(separate ? s.h : s.g), kernelRun(run));
+}
+
+Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
+                                 const TensorView &x,
+                                 const std::vector<int64_t> &splits,
+                                 const TensorView &y, const RunOptions &run) {
+  rt::StatusOr<MLPShape> checked = checkGroupedOperands(weights, x, y, "y");
+  if (!checked)
+    return checked.takeStatus();
+  MLPShape shape = *checked;
+  rt::StatusOr<std::vector<int64_t>> offsets =
+      checkSplits(splits, weights.experts.size(), shape.rows);
+  if (!offsets)
+    return offsets.takeStatus();
+  if (shape.rows == 0)
+    return Status::ok();
+  if (Status s = prepare(shape, x.dtype, run); !s)
+    return s;
+  if (Status s = ops.device().makeCurrent(); !s)
+    return s;
+  int64_t H = shape.hidden;
+  // The untiled step keeps g and u for its backward.
+  bool keep = !options.recompute;
+  for (int64_t index = 0; index < plan.shards; ++index) {
+    Shard s = shard(shape, x.dtype, index, *offsets);
+    for (const Shard::Segment &seg : s.segments) {
+      const MLPWeights &w = weights.experts[seg.expert];
+      MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
+      if (Status st =
+              gemm({xs}, {matrix(w.gate), true}, s.of(s.g, seg), 0.0f, run);
+          !st)
+        return st;
+      if (Status st =
+              gemm({xs}, {matrix(w.up), true}, s.of(s.u, seg), 0.0f, run);
+          !st)
+        return st;
+    }
+    if (Status st = product(s, keep, run); !st)
+      return st;
+    for (const Shard::Segment &seg : s.segments) {
+      const MLPWeights &w = weights.experts[seg.expert];
+      if (Status st =
+              gemm({s.of(keep ? s.h : s.g, seg)}, {matrix(w.down), true},
+                   rowsOf(y, seg.first, seg.rows, H), 0.0f, run);
+          !st)
+        return st;
+    }
+  }
+  keptInput = keep ? x.data : 0;
+  keptBase = keep ? base : 0;
+  keptRows = keep ? shape.rows : 0;
+  return Status::ok();
+}
+
+Status GroupedSwiGLUMLP::backwardShard(
+    const GroupedMLPWeights &weights, const Shard &s, const TensorView &x,
+    const TensorView &dy, const TensorView &dx,
+    const GroupedMLPGradients &grads, bool overwrite,
+    std::vector<bool> &written, const RunOptions &run) {
+  int64_t H = x.shape.back();
+  // beta = 0 on an expert's first segment of an overwriting call: its
+  // main_grad is replaced, never read (a NaN in it is harmless). An expert
+  // has one segment per shard.
+  std::vector<float> betas;
+  for (const Shard::Segment &seg : s.segments) {
+    betas.push_back(overwrite && !written[seg.expert] ? 0.0f : 1.0f);
+    written[seg.expert] = true;
+  }
+  TensorView g = tensorOf(s.g), u = tensorOf(s.u), h = tensorOf(s.h);
+  for (size_t i = 0; i < s.segments.size(); ++i) {
+    const Shard::Segment &seg = s.segments[i];
+    const MLPWeights &w = weights.experts[seg.expert];
+    MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
+    MatrixView dys = rowsOf(dy, seg.first, seg.rows, H);
+    MatrixView hs = s.of(s.h, seg);
+    if (options.recompute) {
+      // The gate/up projections again (not the down projection, whose
+      // output the backward never needs), and dh = dy · down into h's
+      // buffer.
+      if (Status st =
+              gemm({xs}, {matrix(w.gate), true}, s.of(s.g, seg), 0.0f, run);
+          !st)
+        return st;
+      if (Status st =
+              gemm({xs}, {matrix(w.up), true}, s.of(s.u, seg), 0.0f, run);
+          !st)
+        return st;
+    } else {
+      // The untiled step kept h: main_grad(down) += dyᵀ · h before dh
+      // takes h's place.
+      if (Status st =
+              gemm({dys, true}, {hs}, matrix(grads.experts[seg.expert].down),
+                   betas[i], run);
+          !st)
+        return st;
+    }
+    if (Status st = gemm({dys}, {matrix(w.down)}, hs, 0.0f, run); !st)
+      return st;
+  }
+  if (options.recompute) {
+    // One pass over g, u and dh (the derived backward with return-primal)
+    // leaves dg over g, du over u and h = swiglu(g, u) over dh: h costs no
+    // pass of its own.
+    if (Status st =
+            ops.swigluBackwardWithForward(g, u, h, g, u, h, kernelRun(run));
+        !st)
+      return st;
+    for (size_t i = 0; i < s.segments.size(); ++i) {
+      const Shard::Segment &seg = s.segments[i];
+      // main_grad(down) [H, I] += dyᵀ · h.
+      if (Status st =
+              gemm({rowsOf(dy, seg.first, seg.rows, H), true}, {s.of(s.h, seg)},
+                   matrix(grads.experts[seg.expert].down), betas[i], run);
+          !st)
+        return st;
+    }
+  } else if (Status st = ops.swigluBackward(g, u, h, g, u, kernelRun(run));
+             !st) {
+    return st;
+  }
+  for (size_t i = 0; i < s.segments.size(); ++i) {
+    const Shard::Segment &seg = s.segments[i];
+    const MLPWeights &w = weights.experts[seg.expert];
+    const MLPGradients &mg = grads.experts[seg.expert];
+    MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
+    MatrixView dxs = rowsOf(dx, seg.first, seg.rows, H);
+    MatrixView dg = s.of(s.g, seg), du = s.of(s.u, seg);
+    // dx = dg · gate + du · up; main_grad(gate) [I, H] += dgᵀ · x,
+    // main_grad(up) += duᵀ · x.
+    if (Status st = gemm({dg}, {matrix(w.gate)}, dxs, 0.0f, run); !st)
+      return st;
+    if (Status st = gemm({du}, {matrix(w.up)}, dxs, 1.0f, run); !st)
+      return st;
+    if (Status st = gemm({dg, true}, {xs}, matrix(mg.gate), betas[i], run); !st)
+      return st;
+    if (Status st = gemm({du, true}, {xs}, matrix(mg.up), betas[i], run); !st)
+      return st;
+  }
+  return Status::ok();
+}
+
+Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
+                                  const TensorView &x,
+                                  const std::vector<int64_t> &splits,
+                                  const TensorView &dy, const TensorView &dx,
+                                  const GroupedMLPGradients &mainGrad,
+                                  bool overwrite, const RunOptions &run) {
+  rt::StatusOr<MLPShape> checked = checkGroupedOperands(weights, x, dy, "dy");
+  if (!checked)
+    return checked.takeStatus();
+  MLPShape shape = *checked;
+  if (Status s = rt::checkTensor(dx, "dx", x.dtype, x.shape); !s)
+    return s;
+  if (Status s = checkGroupedGradients(mainGrad, weights.experts.size(), shape);
+      !s)
+    return s;
+  rt::StatusOr<std::vector<int64_t>> offsets =
+      checkSplits(splits, weights.experts.size(), shape.rows);
+  if (!offsets)
+    return offsets.takeStatus();
+  if (shape.rows > 0) {
+    if (Status s = prepare(shape, x.dtype, run); !s)
+      return s;
+    if (!options.recompute &&
+        (keptInput != x.data || keptRows != shape.rows || keptBase != base))
+      return Status::error("the untiled backward (recompute = false) needs "
+                           "the forward of the same x, with the same "
+                           "workspace, first: it keeps g, u and h");
+  }
+  if (Status s = ops.device().makeCurrent(); !s)
+    return s;
+  std::vector<bool> written(weights.experts.size(), false);
+  for (int64_t index = 0; shape.rows > 0 && index < plan.shards; ++index)
+    if (Status s =
+            backwardShard(weights, shard(shape, x.dtype, index, *offsets), x,
+                          dy, dx, mainGrad, overwrite, written, run);
+        !s)
+      return s;
+  // The untiled step's g, u and h are spent (now dg, du and dh).
+  keptInput = keptBase = 0;
+  keptRows = 0;
+  if (!overwrite)
+    return Status::ok();
+  // An expert without tokens has zero gradients.
+  for (size_t e = 0; e < written.size(); ++e) {
+    if (written[e])
+      continue;
+    const MLPGradients &mg = mainGrad.experts[e];
+    for (const TensorView *g : {&mg.gate, &mg.up, &mg.down})
+      if (Status s =
+              rt::check(ops.device().driver().memsetD8Async(
+                            g->data, 0, g->numElements() * 4, run.stream),
+                        "cuMemsetD8Async (main_grad)");
+          !s)
+        return s;
+  }
+  return Status::ok();
+}
+
+} // namespace tile::ops
