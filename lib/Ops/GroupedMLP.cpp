@@ -168,26 +168,28 @@ Status inExpert(size_t expert, const Status &status) {
 }
 
 /// Checks x, `out` and every expert's weights (one shape for all); returns
-/// the step's sizes.
+/// the step's sizes. x and `out` are checked once, with expert 0.
 rt::StatusOr<MLPShape> checkGroupedOperands(const GroupedMLPWeights &weights,
                                             const TensorView &x,
                                             const TensorView &out,
                                             const char *outName) {
   if (weights.experts.empty())
     return Status::error("a grouped MLP needs at least one expert");
-  MLPShape shape;
-  for (size_t e = 0; e < weights.experts.size(); ++e) {
-    rt::StatusOr<MLPShape> checked =
-        checkMLPOperands(weights.experts[e], x, out, outName);
-    if (!checked)
-      return weights.experts.size() == 1 ? checked.takeStatus()
-                                         : inExpert(e, checked.takeStatus());
-    if (e > 0 && checked->intermediate != shape.intermediate)
+  rt::StatusOr<MLPShape> shape =
+      checkMLPOperands(weights.experts[0], x, out, outName);
+  if (!shape)
+    return weights.experts.size() == 1 ? shape.takeStatus()
+                                       : inExpert(0, shape.takeStatus());
+  for (size_t e = 1; e < weights.experts.size(); ++e) {
+    rt::StatusOr<int64_t> intermediate =
+        checkMLPWeights(weights.experts[e], shape->hidden, x.dtype);
+    if (!intermediate)
+      return inExpert(e, intermediate.takeStatus());
+    if (*intermediate != shape->intermediate)
       return Status::error(
           "expert " + std::to_string(e) + " has intermediate size " +
-          std::to_string(checked->intermediate) + " but expert 0 has " +
-          std::to_string(shape.intermediate) + "; every expert has one shape");
-    shape = *checked;
+          std::to_string(*intermediate) + " but expert 0 has " +
+          std::to_string(shape->intermediate) + "; every expert has one shape");
   }
   return shape;
 }

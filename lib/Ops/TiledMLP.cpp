@@ -113,23 +113,12 @@ int64_t leadingRows(const TensorView &view) {
 }
 } // namespace
 
-rt::StatusOr<MLPShape> checkMLPOperands(const MLPWeights &weights,
-                                        const TensorView &x,
-                                        const TensorView &out,
-                                        const char *outName) {
-  if (x.shape.empty())
-    return Status::error("the MLP's x must be [..., H], not a scalar");
-  DType dtype = x.dtype;
-  if (Status s = rt::checkTensor(x, "x", dtype, x.shape); !s)
-    return s;
-  MLPShape shape;
-  shape.rows = leadingRows(x);
-  shape.hidden = x.shape.back();
+rt::StatusOr<int64_t> checkMLPWeights(const MLPWeights &weights, int64_t hidden,
+                                      DType dtype) {
   if (weights.gate.shape.size() != 2)
     return Status::error("the gate weight must be [I, H], got " +
                          rt::formatShape(weights.gate.shape));
-  shape.intermediate = weights.gate.shape[0];
-  int64_t H = shape.hidden, I = shape.intermediate;
+  int64_t H = hidden, I = weights.gate.shape[0];
   if (H == 0 || I == 0)
     return Status::error("the MLP needs H > 0 and I > 0, got H = " +
                          std::to_string(H) + ", I = " + std::to_string(I));
@@ -144,6 +133,26 @@ rt::StatusOr<MLPShape> checkMLPOperands(const MLPWeights &weights,
           rt::checkTensor(weights.down, "the down weight", dtype, {H, I});
       !s)
     return s;
+  return I;
+}
+
+rt::StatusOr<MLPShape> checkMLPOperands(const MLPWeights &weights,
+                                        const TensorView &x,
+                                        const TensorView &out,
+                                        const char *outName) {
+  if (x.shape.empty())
+    return Status::error("the MLP's x must be [..., H], not a scalar");
+  DType dtype = x.dtype;
+  if (Status s = rt::checkTensor(x, "x", dtype, x.shape); !s)
+    return s;
+  MLPShape shape;
+  shape.rows = leadingRows(x);
+  shape.hidden = x.shape.back();
+  rt::StatusOr<int64_t> intermediate =
+      checkMLPWeights(weights, shape.hidden, dtype);
+  if (!intermediate)
+    return intermediate.takeStatus();
+  shape.intermediate = *intermediate;
   if (Status s = rt::checkTensor(out, outName, dtype, x.shape); !s)
     return s;
   return shape;

@@ -95,6 +95,10 @@ rt::StatusOr<MLPShape> checkMLPOperands(const MLPWeights &weights,
                                         const TensorView &x,
                                         const TensorView &out,
                                         const char *outName);
+/// Checks the weights alone against H and x's dtype; returns I (gate's
+/// rows). checkMLPOperands's weight half, for callers that checked x.
+rt::StatusOr<int64_t> checkMLPWeights(const MLPWeights &weights, int64_t hidden,
+                                      rt::DType dtype);
 /// Checks fp32 main_grad buffers shaped like the weights.
 Status checkMLPGradients(const MLPGradients &grads, const MLPShape &shape);
 
