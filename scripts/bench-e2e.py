@@ -36,14 +36,13 @@ run-to-run spread.
         [--layers 2] [--json out.json]
 """
 
-import argparse
 import json
-import statistics
 import time
 
 import torch
+from llama_bench import HIDDEN, llama_layers, parse_options, timed_steps
 
-HIDDEN, INTER, HEADS, KV_HEADS = 4096, 14336, 32, 8
+INTER = 14336
 COLUMNS = ["eager", "compile", "tile", "tile-tiled", "liger-norm-mlp", "liger",
            "liger-tiled"]
 
@@ -53,22 +52,6 @@ def run_order(column):
     function: a fresh model is Liger's too, so its columns run last, the
     one without RoPE first."""
     return (column.startswith("liger"), column != "liger-norm-mlp")
-
-
-def make_model(layers, max_sequence):
-    from transformers import LlamaConfig
-    from transformers.models.llama.modeling_llama import LlamaModel
-    config = LlamaConfig(
-        hidden_size=HIDDEN, intermediate_size=INTER,
-        num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
-        num_hidden_layers=layers, vocab_size=256,
-        max_position_embeddings=max_sequence, rope_theta=500000.0,
-        rms_norm_eps=1e-5, attn_implementation="sdpa")
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = LlamaModel(config).to(torch.bfloat16)
-    model.train()
-    return model
 
 
 def patch(model, column):
@@ -172,7 +155,7 @@ def measure(column, sequence, layers, steps):
     # What an earlier column left (the caching allocator's live blocks:
     # Triton's and dynamo's caches) is not this column's.
     before = torch.cuda.memory_allocated()
-    model = patch(make_model(layers, sequence), column)
+    model = patch(llama_layers(INTER, layers, sequence), column)
     gen = torch.Generator(device="cuda").manual_seed(1)
     x = (torch.randn(1, sequence, HIDDEN, device="cuda", generator=gen)
          ).to(torch.bfloat16)
@@ -181,15 +164,7 @@ def measure(column, sequence, layers, steps):
     for _ in range(3):  # compile, autotune, load
         step(model, x, dy)
     torch.cuda.synchronize()
-    times = []
-    for _ in range(steps):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        step(model, x, dy)
-        stop.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(stop))
+    ms, fastest, slowest = timed_steps(lambda: step(model, x, dy), steps)
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
     step(model, x, dy)
@@ -198,9 +173,8 @@ def measure(column, sequence, layers, steps):
     kinds, wall, idle, top = breakdown(model, x, dy)
     # A compiled model's MLP alone would run eagerly: not measured.
     mlp_peak = None if column == "compile" else mlp_memory(model, x, dy)
-    ms = statistics.median(times)
     result = {"column": column, "sequence": sequence, "ms": ms,
-              "spread_ms": [min(times), max(times)],
+              "spread_ms": [fastest, slowest],
               "tokens_per_s": sequence / ms * 1e3,
               "peak_gib": (peak - before) / 2**30,
               "peak_above_model_gib": (peak - base) / 2**30,
@@ -215,19 +189,9 @@ def measure(column, sequence, layers, steps):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sequences", default="4096,16384,65536")
-    parser.add_argument("--columns", default=",".join(COLUMNS))
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--json")
-    options = parser.parse_args()
-    columns = options.columns.split(",")
-    for column in columns:
-        if column not in COLUMNS:
-            parser.error(f"unknown column {column}: {', '.join(COLUMNS)}")
+    options, columns, sequences = parse_options(COLUMNS, "4096,16384,65536",
+                                                5)
     columns.sort(key=run_order)
-    sequences = [int(s) for s in options.sequences.split(",")]
     import transformers
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}"
           f", transformers {transformers.__version__}; {options.layers} "

@@ -171,8 +171,9 @@ tile_status tile_matmul(tile_operators ops, const tile_run *run,
           }
           workspace = ops->blasWorkspace.data();
         }
-        if (Status s = o.device().makeCurrent(); !s)
-          return s;
+        tile::rt::ContextScope scope(o.device());
+        if (!scope.status())
+          return scope.status();
         // Blas checks the shapes, dtypes and the workspace's alignment.
         return ops->blas->matmul({m[0], trans_a != 0}, {m[1], trans_b != 0},
                                  m[2], beta, workspace, options.stream);

@@ -581,8 +581,11 @@ Status Launcher::run(const std::string &function,
     }
     scratch = workspace.data();
   }
-  if (Status s = dev->makeCurrent(); !s)
-    return s;
+  // Launches enter the context themselves; the scope spares each of them
+  // the switch where the caller's current context is another device's.
+  rt::ContextScope scope(*dev);
+  if (!scope.status())
+    return scope.status();
   bound->args.setPointer(bound->workspaceParam, scratch);
   for (const LaunchPlan::Bound::Launch &launch : bound->launches) {
     rt::LaunchConfig config;

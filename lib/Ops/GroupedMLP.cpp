@@ -364,8 +364,9 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
     return Status::ok();
   if (Status s = prepare(shape, x.dtype, run); !s)
     return s;
-  if (Status s = ops.device().makeCurrent(); !s)
-    return s;
+  rt::ContextScope scope(ops.device());
+  if (!scope.status())
+    return scope.status();
   int64_t H = shape.hidden;
   // The untiled step keeps g and u for its backward.
   bool keep = !options.recompute;
@@ -515,8 +516,9 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
                            "the forward of the same x, with the same "
                            "workspace, first: it keeps g, u and h");
   }
-  if (Status s = ops.device().makeCurrent(); !s)
-    return s;
+  rt::ContextScope scope(ops.device());
+  if (!scope.status())
+    return scope.status();
   std::vector<bool> written(weights.experts.size(), false);
   for (int64_t index = 0; shape.rows > 0 && index < plan.shards; ++index)
     if (Status s =

@@ -127,7 +127,10 @@ struct Blas::Plan {
 };
 
 StatusOr<std::unique_ptr<Blas>> Blas::open(const Device &device) {
-  (void)device; // the primary context Device::open made current
+  // cublasLtCreate binds the handle to the current device.
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
   std::string path;
   StatusOr<BlasApi> api = Status::error("");
   if (const char *env = std::getenv("TILE_LIBCUBLASLT"); env && *env) {

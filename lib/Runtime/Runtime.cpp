@@ -117,19 +117,21 @@ StatusOr<Device> Device::open(int ordinal) {
       !s)
     return s;
   device.index = ordinal;
-  if (Status s = check(api.ctxSetCurrent(device.context), "cuCtxSetCurrent");
-      !s)
-    return s;
   return device;
 }
 
-Status Device::makeCurrent() const {
-  cu::Context current = nullptr;
-  if (Status s = check(api->ctxGetCurrent(&current), "cuCtxGetCurrent"); !s)
-    return s;
-  if (current == context)
-    return Status::ok();
-  return check(api->ctxSetCurrent(context), "cuCtxSetCurrent");
+ContextScope::ContextScope(const DriverApi &api, cu::Context context)
+    : api(api) {
+  entered = check(api.ctxGetCurrent(&previous), "cuCtxGetCurrent");
+  if (!entered || previous == context)
+    return;
+  entered = check(api.ctxSetCurrent(context), "cuCtxSetCurrent");
+  switched = static_cast<bool>(entered);
+}
+
+ContextScope::~ContextScope() {
+  if (switched)
+    (void)api.ctxSetCurrent(previous);
 }
 
 StatusOr<int> deviceCount() {
@@ -156,9 +158,13 @@ StatusOr<DeviceBuffer> DeviceBuffer::allocate(const Device &device,
                                               size_t bytes) {
   DeviceBuffer buffer;
   buffer.api = &device.driver();
+  buffer.context = device.primaryContext();
   buffer.bytes = bytes;
   if (bytes == 0)
     return buffer;
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
   cu::Result result = buffer.api->memAlloc(&buffer.ptr, bytes);
   if (result == 2)
     return Status::error("out of device memory allocating " +
@@ -169,16 +175,20 @@ StatusOr<DeviceBuffer> DeviceBuffer::allocate(const Device &device,
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer &&other) noexcept
-    : api(other.api), ptr(other.ptr), bytes(other.bytes) {
+    : api(other.api), context(other.context), ptr(other.ptr),
+      bytes(other.bytes) {
   other.ptr = 0;
   other.bytes = 0;
 }
 
 DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
   if (this != &other) {
-    if (ptr)
+    if (ptr) {
+      ContextScope scope(*api, context);
       api->memFree(ptr);
+    }
     api = other.api;
+    context = other.context;
     ptr = other.ptr;
     bytes = other.bytes;
     other.ptr = 0;
@@ -188,8 +198,10 @@ DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr)
+  if (ptr) {
+    ContextScope scope(*api, context);
     api->memFree(ptr);
+  }
 }
 
 Status DeviceBuffer::copyFromHost(const void *source, size_t count,
@@ -200,6 +212,9 @@ Status DeviceBuffer::copyFromHost(const void *source, size_t count,
                          " into a buffer of " + std::to_string(bytes));
   if (count == 0)
     return Status::ok();
+  ContextScope scope(*api, context);
+  if (!scope.status())
+    return scope.status();
   return check(api->memcpyHtoD(ptr + offset, source, count), "cuMemcpyHtoD");
 }
 
@@ -209,12 +224,18 @@ Status DeviceBuffer::copyToHost(void *destination, size_t count) const {
                          " bytes out of a buffer of " + std::to_string(bytes));
   if (count == 0)
     return Status::ok();
+  ContextScope scope(*api, context);
+  if (!scope.status())
+    return scope.status();
   return check(api->memcpyDtoH(destination, ptr, count), "cuMemcpyDtoH");
 }
 
 Status DeviceBuffer::fill(unsigned char byte) {
   if (bytes == 0)
     return Status::ok();
+  ContextScope scope(*api, context);
+  if (!scope.status())
+    return scope.status();
   return check(api->memsetD8(ptr, byte, bytes), "cuMemsetD8");
 }
 
@@ -226,6 +247,10 @@ StatusOr<Module> Module::load(const Device &device, const std::string &image,
                               int maxRegisters) {
   Module module;
   module.api = &device.driver();
+  module.context = device.primaryContext();
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
   // The JIT's error log says which PTX line it rejected.
   char log[8192] = {0};
   int options[] = {5 /*CU_JIT_ERROR_LOG_BUFFER*/,
@@ -244,15 +269,19 @@ StatusOr<Module> Module::load(const Device &device, const std::string &image,
   return module;
 }
 
-Module::Module(Module &&other) noexcept : api(other.api), handle(other.handle) {
+Module::Module(Module &&other) noexcept
+    : api(other.api), context(other.context), handle(other.handle) {
   other.handle = nullptr;
 }
 
 Module &Module::operator=(Module &&other) noexcept {
   if (this != &other) {
-    if (handle)
+    if (handle) {
+      ContextScope scope(*api, context);
       api->moduleUnload(handle);
+    }
     api = other.api;
+    context = other.context;
     handle = other.handle;
     other.handle = nullptr;
   }
@@ -260,8 +289,10 @@ Module &Module::operator=(Module &&other) noexcept {
 }
 
 Module::~Module() {
-  if (handle)
+  if (handle) {
+    ContextScope scope(*api, context);
     api->moduleUnload(handle);
+  }
 }
 
 StatusOr<cu::Function> Module::function(const std::string &name) const {
@@ -369,6 +400,9 @@ Status launch(const Device &device, cu::Function kernel,
               const LaunchConfig &config, KernelArgs &args) {
   if (config.grid == 0)
     return Status::ok();
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
   std::vector<void *> params = args.pointers();
   // Programmatic dependent launch exists from compute capability 9.0 on
   // (and cuLaunchKernelEx from CUDA 12.0's driver); otherwise the kernel
@@ -396,22 +430,49 @@ Status launch(const Device &device, cu::Function kernel,
 }
 
 Status synchronize(const Device &device) {
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
   return check(device.driver().ctxSynchronize(),
                "the kernel (cuCtxSynchronize)");
 }
 
-StatusOr<size_t> memoryInUse(const Device &device) {
+namespace {
+/// (free, total) bytes of the device's memory.
+StatusOr<std::pair<size_t, size_t>> memoryInfo(const Device &device) {
   size_t free = 0, total = 0;
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
   if (Status s =
           check(device.driver().memGetInfo(&free, &total), "cuMemGetInfo");
       !s)
     return s;
-  return total - free;
+  return std::make_pair(free, total);
+}
+} // namespace
+
+StatusOr<size_t> memoryInUse(const Device &device) {
+  auto info = memoryInfo(device);
+  if (!info)
+    return info.takeStatus();
+  return info->second - info->first;
+}
+
+StatusOr<size_t> memoryFree(const Device &device) {
+  auto info = memoryInfo(device);
+  if (!info)
+    return info.takeStatus();
+  return info->first;
 }
 
 StatusOr<EventTimer> EventTimer::create(const Device &device) {
   EventTimer timer;
   timer.api = &device.driver();
+  timer.context = device.primaryContext();
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
   if (Status s =
           check(timer.api->eventCreate(&timer.begin, 0), "cuEventCreate");
       !s)
@@ -423,11 +484,15 @@ StatusOr<EventTimer> EventTimer::create(const Device &device) {
 }
 
 EventTimer::EventTimer(EventTimer &&other) noexcept
-    : api(other.api), begin(other.begin), end(other.end) {
+    : api(other.api), context(other.context), begin(other.begin),
+      end(other.end) {
   other.begin = other.end = nullptr;
 }
 
 EventTimer::~EventTimer() {
+  if (!begin && !end)
+    return;
+  ContextScope scope(*api, context);
   if (begin)
     api->eventDestroy(begin);
   if (end)
@@ -435,10 +500,16 @@ EventTimer::~EventTimer() {
 }
 
 Status EventTimer::start() {
+  ContextScope scope(*api, context);
+  if (!scope.status())
+    return scope.status();
   return check(api->eventRecord(begin, nullptr), "cuEventRecord");
 }
 
 StatusOr<float> EventTimer::stop() {
+  ContextScope scope(*api, context);
+  if (!scope.status())
+    return scope.status();
   if (Status s = check(api->eventRecord(end, nullptr), "cuEventRecord"); !s)
     return s;
   if (Status s = check(api->eventSynchronize(end), "cuEventSynchronize"); !s)

@@ -81,11 +81,10 @@ rt::Status measure(ops::Operators &ops, int iterations, Result &result) {
   // Weights (gate/up and down: 3 per expert's I·H) in bf16, main_grad in
   // fp32, and x, dy, y, dx.
   size_t need = 3 * weightBytes + 6 * weightBytes + 4 * activationBytes;
-  size_t free = 0, total = 0;
-  if (rt::Status s = rt::check(ops.device().driver().memGetInfo(&free, &total),
-                               "cuMemGetInfo");
-      !s)
-    return s;
+  auto available = rt::memoryFree(ops.device());
+  if (!available)
+    return available.takeStatus();
+  size_t free = *available;
   if (need + (size_t(4) << 30) > free) {
     result.skipped = "needs " + std::to_string(int64_t(need / kMiB)) +
                      " MiB of weights, main_grad and activations, " +

@@ -189,11 +189,10 @@ private:
     auto plan = ops::planShards(S, kIntermediate, DType::BF16, options);
     if (!plan)
       return plan.takeStatus();
-    size_t free = 0, total = 0;
-    if (rt::Status s = rt::check(
-            ops.device().driver().memGetInfo(&free, &total), "cuMemGetInfo");
-        !s)
-      return s;
+    auto available = rt::memoryFree(ops.device());
+    if (!available)
+      return available.takeStatus();
+    size_t free = *available;
     // Leave room for cuBLASLt and the context's own growth.
     if (plan->workspaceBytes + (size_t(1) << 30) > free) {
       record.skipped =

@@ -208,6 +208,32 @@ void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
 
 namespace {
 namespace cl = llvm::cl;
+/// A caller with no current context (or another device's: a framework's
+/// current device) keeps it: the first call loads its module, allocates and
+/// launches in the device's own context and restores the caller's. Runs
+/// first, so that the module is loaded here.
+void testCallerContext(Suite &suite) {
+  const rt::DriverApi &driver = suite.ops.device().driver();
+  suite.check("no current context",
+              rt::check(driver.ctxSetCurrent(nullptr), "cuCtxSetCurrent"));
+  Tensor a = suite.make({5, 64}, DType::BF16, true),
+         b = suite.make({5, 64}, DType::BF16, true);
+  Tensor c = suite.make({5, 64}, DType::BF16, false);
+  suite.check("swiglu without a current context",
+              suite.ops.swigluForward(a.view, b.view, c.view));
+  suite.check("sync", rt::synchronize(suite.ops.device()));
+  rt::cu::Context current = reinterpret_cast<rt::cu::Context>(1);
+  suite.check("cuCtxGetCurrent",
+              rt::check(driver.ctxGetCurrent(&current), "cuCtxGetCurrent"));
+  suite.report("the caller's (empty) current context is kept",
+               current == nullptr, "a call left its device's context current");
+  std::vector<double> want(a.host.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    want[i] = a.host[i] / (1.0 + std::exp(-a.host[i])) * b.host[i];
+  suite.expect("swiglu without a current context", suite.read(c), want,
+               DType::BF16);
+}
+
 cl::OptionCategory category("tile-gpu-tests options");
 cl::opt<bool> quick("quick", cl::desc("fewer shapes: rows 1, 7, 13"),
                     cl::cat(category));
@@ -246,6 +272,7 @@ int main(int argc, char **argv) {
                (rowGrid ? ", one CTA per row" : ""))
                   .c_str());
   Suite suite{**ops};
+  testCallerContext(suite);
   // Argument errors reach the caller as messages, on the GPU path too.
   Tensor odd = suite.make({7, 13}, DType::BF16, true);
   Tensor half = suite.make({7, 6}, DType::BF16, false);

@@ -106,3 +106,75 @@ TEST(KernelArgsTest, EachArgumentHasItsOwnSlot) {
   EXPECT_EQ(*static_cast<int64_t *>(pointers[2]), -7);
 }
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// ContextScope, over a driver whose current context is a variable
+//===----------------------------------------------------------------------===//
+
+namespace {
+cu::Context fakeCurrent = nullptr;
+int fakeSwitches = 0;
+bool fakeSetFails = false;
+
+DriverApi fakeContextDriver() {
+  DriverApi api{};
+  api.ctxGetCurrent = [](cu::Context *context) -> cu::Result {
+    *context = fakeCurrent;
+    return 0;
+  };
+  api.ctxSetCurrent = [](cu::Context context) -> cu::Result {
+    if (fakeSetFails)
+      return 201; // CUDA_ERROR_INVALID_CONTEXT
+    fakeCurrent = context;
+    ++fakeSwitches;
+    return 0;
+  };
+  return api;
+}
+
+cu::Context fakeContext(uintptr_t value) {
+  return reinterpret_cast<cu::Context>(value);
+}
+} // namespace
+
+TEST(ContextScopeTest, RestoresTheCallersContext) {
+  DriverApi api = fakeContextDriver();
+  fakeCurrent = fakeContext(1); // the framework's device
+  fakeSwitches = 0;
+  fakeSetFails = false;
+  {
+    ContextScope scope(api, fakeContext(2));
+    EXPECT_TRUE(scope.status());
+    EXPECT_EQ(fakeCurrent, fakeContext(2));
+    {
+      ContextScope nested(api, fakeContext(2)); // already current
+      EXPECT_TRUE(nested.status());
+    }
+    EXPECT_EQ(fakeCurrent, fakeContext(2));
+  }
+  EXPECT_EQ(fakeCurrent, fakeContext(1));
+  EXPECT_EQ(fakeSwitches, 2); // in and back; none for the nested scope
+}
+
+TEST(ContextScopeTest, NoCurrentContextStaysNone) {
+  DriverApi api = fakeContextDriver();
+  fakeCurrent = nullptr;
+  fakeSetFails = false;
+  { ContextScope scope(api, fakeContext(3)); }
+  EXPECT_EQ(fakeCurrent, nullptr);
+}
+
+TEST(ContextScopeTest, AFailedSwitchIsReportedAndNothingRestored) {
+  DriverApi api = fakeContextDriver();
+  fakeCurrent = fakeContext(1);
+  fakeSwitches = 0;
+  fakeSetFails = true;
+  {
+    ContextScope scope(api, fakeContext(2));
+    EXPECT_FALSE(scope.status());
+    EXPECT_TRUE(contains(scope.status().message(), "cuCtxSetCurrent"));
+  }
+  EXPECT_EQ(fakeCurrent, fakeContext(1));
+  EXPECT_EQ(fakeSwitches, 0);
+  fakeSetFails = false;
+}

@@ -37,8 +37,9 @@ std::vector<unsigned char> encode(DType dtype,
 std::vector<double> decode(DType dtype, const unsigned char *bytes,
                            size_t count);
 
-/// The current device: its primary context, made current on the calling
-/// thread by `open`.
+/// A device and its primary context. Nothing here leaves that context
+/// current: every call that needs it (allocate, load, launch, copy, ...)
+/// enters it for its own duration through a ContextScope.
 class Device {
 public:
   static StatusOr<Device> open(int ordinal = 0);
@@ -57,9 +58,7 @@ public:
     return {smCount, limits.threads, limits.registers, limits.sharedBytes};
   }
   int ordinal() const { return index; }
-  /// Makes the device's primary context current on the calling thread
-  /// (where another device's is): a framework may have switched it.
-  Status makeCurrent() const;
+  cu::Context primaryContext() const { return context; }
 
 private:
   const DriverApi *api = nullptr;
@@ -69,6 +68,30 @@ private:
   int capability = 0, smCount = 0;
   SmLimits limits;
   std::string deviceName;
+};
+
+/// Makes a device's primary context current on the calling thread for one
+/// scope and restores the caller's at its end. A framework's current device
+/// (torch.cuda.current_device()) is the thread's current context: a call on
+/// another device must run in that device's context (modules, memory and
+/// launches belong to one) and must leave the caller's as it found it.
+class ContextScope {
+public:
+  ContextScope(const DriverApi &api, cu::Context context);
+  explicit ContextScope(const Device &device)
+      : ContextScope(device.driver(), device.primaryContext()) {}
+  ~ContextScope();
+  ContextScope(const ContextScope &) = delete;
+  ContextScope &operator=(const ContextScope &) = delete;
+
+  /// Whether the context is current (else the driver's reason).
+  const Status &status() const { return entered; }
+
+private:
+  const DriverApi &api;
+  cu::Context previous = nullptr;
+  bool switched = false;
+  Status entered = Status::ok();
 };
 
 /// How many devices the driver sees (an error where there is no driver).
@@ -95,6 +118,7 @@ public:
 
 private:
   const DriverApi *api = nullptr;
+  cu::Context context = nullptr;
   cu::DevicePtr ptr = 0;
   size_t bytes = 0;
 };
@@ -118,6 +142,7 @@ public:
 
 private:
   const DriverApi *api = nullptr;
+  cu::Context context = nullptr;
   cu::Module handle = nullptr;
 };
 
@@ -194,6 +219,9 @@ Status synchronize(const Device &device);
 /// Device memory in use now (total − free, from cuMemGetInfo), in bytes:
 /// what a benchmark subtracts to find an operator's extra memory.
 StatusOr<size_t> memoryInUse(const Device &device);
+/// Free device memory, in bytes: what a benchmark checks before it
+/// allocates.
+StatusOr<size_t> memoryFree(const Device &device);
 
 /// A pair of CUDA events on the default stream: GPU time between start()
 /// and stop(), in milliseconds.
@@ -211,6 +239,7 @@ public:
 
 private:
   const DriverApi *api = nullptr;
+  cu::Context context = nullptr;
   cu::Event begin = nullptr, end = nullptr;
 };
 

@@ -1,0 +1,300 @@
+"""One rank of the distributed tests (run by torchrun; test_distributed.py
+starts it): tile.nn modules in a tiny Llama (and a tiny mixture-of-experts
+stack) under FSDP2 and DDP, each case's loss and every gradient against the
+same model run in one process on every rank's micro-batches.
+
+    torchrun --nproc-per-node=2 distributed_worker.py --device cpu --out r.json
+
+--device cpu: gloo, float64 (the reference evaluator). --device cuda: NCCL,
+each rank on cuda:<local_rank>, float32 (bf16 under the mixed-precision
+policy). Each case writes {"ok": bool, "detail": str} under its name to
+--out (rank 0); a failing case does not stop the others.
+
+The reference: the data-parallel gradient of micro-batch m is the mean of
+the ranks' gradients (what DDP's and FSDP2's reductions compute), so the
+reference is the sum over micro-batches of the mean over ranks of each
+rank's loss, backpropagated in one process through an identical model.
+"""
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+# The package under python/, as the suite's PYTHONPATH gives it.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import tile  # noqa: E402
+import tile.distributed  # noqa: E402
+import tile.transformers  # noqa: E402
+import transformers  # noqa: E402
+from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
+from torch.distributed.fsdp import (MixedPrecisionPolicy,  # noqa: E402
+                                    fully_shard)
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+MICRO_BATCHES = 2
+# |got − ref| ≤ tolerance · max(1, max|ref|), per tensor.
+TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4,
+             torch.bfloat16: 6e-2}
+
+
+def llama(dtype, device, main_grad=False, tiled=2):
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=48,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).to(
+        device, dtype)
+    tile.transformers.apply_tile(model, tiled_mlp=tiled,
+                                 accumulate_into_main_grad=main_grad)
+    return model
+
+
+def llama_loss(model, rank, step, device):
+    generator = torch.Generator().manual_seed(1000 * step + rank)
+    ids = torch.randint(0, 64, (2, 9), generator=generator).to(device)
+    return model(ids, labels=ids).loss
+
+
+class MoEBlock(nn.Module):
+    """x + experts(norm(x)), the tokens already grouped by expert."""
+
+    SPLITS = [5, 0, 9, 4]  # an expert without tokens
+
+    def __init__(self, hidden, dtype, device):
+        super().__init__()
+        self.norm = tile.nn.RMSNorm(hidden, dtype=dtype, device=device)
+        self.experts = tile.nn.GroupedSwiGLUMLP(
+            len(self.SPLITS), hidden, 24, shards=2, dtype=dtype,
+            device=device)
+
+    def forward(self, x):
+        return x + self.experts(self.norm(x), self.SPLITS)
+
+
+def moe(dtype, device, main_grad=False):
+    torch.manual_seed(0)
+    return nn.Sequential(MoEBlock(16, dtype, device),
+                         MoEBlock(16, dtype, device))
+
+
+def moe_loss(model, rank, step, device):
+    generator = torch.Generator().manual_seed(1000 * step + rank)
+    x = torch.randn(sum(MoEBlock.SPLITS), 16, generator=generator,
+                    dtype=torch.float64).to(device, next(
+                        model.parameters()).dtype)
+    return model(x).float().square().mean()
+
+
+def reference(make, loss_of, dtype, device, world, steps):
+    """(sum over steps of the mean over ranks of the loss, {name: grad})
+    from one process."""
+    model = make(dtype, device)
+    total = 0.0
+    for step in range(steps):
+        loss = sum(loss_of(model, r, step, device) for r in range(world))
+        (loss / world).backward()
+        total += loss.item() / world
+    return total, {n: p.grad.double() for n, p in model.named_parameters()}
+
+
+def compare(what, got, ref, tolerance):
+    got, ref = got.double().cpu(), ref.double().cpu()
+    scale = max(1.0, ref.abs().max().item())
+    error = (got - ref).abs().max().item()
+    if not error <= tolerance * scale:
+        raise AssertionError(f"{what}: max error {error:.3g} > "
+                             f"{tolerance:g} × {scale:.3g}")
+
+
+def full(grad):
+    return grad.full_tensor() if hasattr(grad, "full_tensor") else grad
+
+
+def global_loss(local, device):
+    value = torch.tensor([local], dtype=torch.float64, device=device)
+    dist.all_reduce(value)
+    return value.item() / dist.get_world_size()
+
+
+def run_fsdp2(ctx, make, loss_of, *, mixed=None, checkpoint=False):
+    model = make(ctx.dtype, ctx.device)
+    if checkpoint:
+        model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": False})
+    policy = MixedPrecisionPolicy(param_dtype=mixed, reduce_dtype=ctx.dtype) \
+        if mixed else MixedPrecisionPolicy()
+    # The mesh names the device type: FSDP2's default would take CUDA's
+    # wherever a GPU is present, also for a CPU run.
+    mesh = init_device_mesh(ctx.device.type, (ctx.world,))
+    layers = model.model.layers if hasattr(model, "model") else model
+    for layer in layers:
+        fully_shard(layer, mesh=mesh, mp_policy=policy)
+    fully_shard(model, mesh=mesh, mp_policy=policy)
+    total = 0.0
+    for step in range(MICRO_BATCHES):
+        model.set_requires_gradient_sync(step == MICRO_BATCHES - 1)
+        loss = loss_of(model, ctx.rank, step, ctx.device)
+        loss.backward()
+        total += global_loss(loss.item(), ctx.device)
+    ref_loss, ref_grads = reference(make, loss_of, ctx.dtype, ctx.device,
+                                    ctx.world, MICRO_BATCHES)
+    tolerance = TOLERANCE[mixed or ctx.dtype]
+    compare("loss", torch.tensor(total), torch.tensor(ref_loss), tolerance)
+    for name, p in model.named_parameters():
+        if type(p).__name__ != "DTensor":
+            raise AssertionError(f"{name} is not sharded (a "
+                                 f"{type(p).__name__})")
+        compare(name, full(p.grad), ref_grads[name], tolerance)
+
+
+def run_ddp(ctx, main_grad):
+    model = llama(ctx.dtype, ctx.device, main_grad=main_grad)
+    ddp = DistributedDataParallel(model, gradient_as_bucket_view=True)
+    if main_grad:
+        ddp.register_comm_hook(None, tile.distributed.main_grad_comm_hook)
+    for step in range(MICRO_BATCHES):
+        sync = step == MICRO_BATCHES - 1
+        with contextlib.nullcontext() if sync else ddp.no_sync():
+            llama_loss(ddp, ctx.rank, step, ctx.device).backward()
+    _, ref_grads = reference(llama, llama_loss, ctx.dtype, ctx.device,
+                             ctx.world, MICRO_BATCHES)
+    tolerance = TOLERANCE[ctx.dtype]
+    tile_params = 0
+    for name, p in model.named_parameters():
+        if main_grad and getattr(p, "grad_added_to_main_grad", False):
+            tile_params += 1
+            compare(name + ".main_grad", p.main_grad, ref_grads[name],
+                    tolerance)
+            if p.grad is not None and p.grad.abs().max().item() != 0:
+                raise AssertionError(f"{name}: DDP added a gradient")
+        else:
+            compare(name, p.grad, ref_grads[name], tolerance)
+    if main_grad and tile_params == 0:
+        raise AssertionError("no parameter took the main_grad path")
+
+
+def run_megatron(ctx):
+    """Megatron-LM's DDP in miniature: every parameter's main_grad is a
+    view of one fp32 buffer; a hook on each gradient accumulator adds .grad
+    to main_grad unless grad_added_to_main_grad, and marks the parameter
+    ready; once all are ready on the last micro-batch, the buffer is
+    averaged over the ranks (overlap_grad_reduce's bucket, here one)."""
+    model = llama(ctx.dtype, ctx.device, main_grad=True)
+    params = list(model.parameters())
+    master = torch.float64 if ctx.dtype == torch.float64 else torch.float32
+    buffer = torch.zeros(sum(p.numel() for p in params), dtype=master,
+                         device=ctx.device)
+    offset = 0
+    for p in params:
+        p.main_grad = buffer[offset:offset + p.numel()].view(p.shape)
+        offset += p.numel()
+    ready, fired, added = set(), [], []
+    state = {"last": False, "reduced": 0}
+
+    def hook(param):
+        fired.append(id(param))
+        if param.grad is not None and \
+                not getattr(param, "grad_added_to_main_grad", False):
+            param.main_grad.add_(param.grad)
+            added.append(id(param))
+        param.grad = None
+        ready.add(id(param))
+        if state["last"] and len(ready) == len(params):
+            buffer.div_(ctx.world)
+            dist.all_reduce(buffer)
+            state["reduced"] += 1
+
+    for p in params:
+        p.register_post_accumulate_grad_hook(hook)
+    for step in range(MICRO_BATCHES):
+        ready.clear()
+        state["last"] = step == MICRO_BATCHES - 1
+        llama_loss(model, ctx.rank, step, ctx.device).backward()
+    if len(fired) != MICRO_BATCHES * len(params):
+        raise AssertionError(f"{len(fired)} hook calls for "
+                             f"{len(params)} parameters × {MICRO_BATCHES} "
+                             "micro-batches")
+    if state["reduced"] != 1:
+        raise AssertionError(f"the buffer was reduced {state['reduced']} "
+                             "times")
+    tile_ids = {id(p) for p in params
+                if getattr(p, "grad_added_to_main_grad", False)}
+    if not tile_ids or tile_ids & set(added):
+        raise AssertionError("a Tile gradient was added to main_grad by the "
+                             "hook (counted twice)")
+    _, ref_grads = reference(llama, llama_loss, ctx.dtype, ctx.device,
+                             ctx.world, MICRO_BATCHES)
+    for name, p in model.named_parameters():
+        compare(name + ".main_grad", p.main_grad, ref_grads[name],
+                TOLERANCE[ctx.dtype])
+
+
+def cases(ctx):
+    low = torch.float32 if ctx.device.type == "cpu" else torch.bfloat16
+    return {
+        "fsdp2": lambda: run_fsdp2(ctx, llama, llama_loss),
+        "fsdp2_untiled": lambda: run_fsdp2(
+            ctx, lambda d, dev: llama(d, dev, tiled=False), llama_loss),
+        "fsdp2_mixed_precision": lambda: run_fsdp2(ctx, llama, llama_loss,
+                                                   mixed=low),
+        "fsdp2_activation_checkpointing": lambda: run_fsdp2(
+            ctx, llama, llama_loss, checkpoint=True),
+        "fsdp2_grouped_mlp": lambda: run_fsdp2(ctx, moe, moe_loss),
+        "ddp": lambda: run_ddp(ctx, main_grad=False),
+        "ddp_main_grad": lambda: run_ddp(ctx, main_grad=True),
+        "megatron_main_grad": lambda: run_megatron(ctx),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    if args.device == "cuda":
+        torch.cuda.set_device(local)
+        device = torch.device("cuda", local)
+    else:
+        device = torch.device("cpu")
+    # A rank that fails a case between collectives leaves the others
+    # waiting: the timeout turns that into an error instead of a hang.
+    dist.init_process_group("nccl" if args.device == "cuda" else "gloo",
+                            device_id=device if args.device == "cuda"
+                            else None,
+                            timeout=datetime.timedelta(seconds=120))
+    ctx = argparse.Namespace(
+        rank=dist.get_rank(), world=dist.get_world_size(), device=device,
+        dtype=torch.float64 if args.device == "cpu" else torch.float32)
+    results = {}
+    for name, case in cases(ctx).items():
+        try:
+            case()
+            ok, detail = True, ""
+        except Exception as error:  # noqa: BLE001 (reported, not hidden)
+            ok, detail = False, "".join(traceback.format_exception_only(
+                error)).strip()
+            traceback.print_exc()
+        # A case fails where any rank's does.
+        flag = torch.tensor([0 if ok else 1], device=device)
+        dist.all_reduce(flag)
+        if flag.item() and ok:
+            detail = "failed on another rank"
+        results[name] = {"ok": flag.item() == 0, "detail": detail}
+    if ctx.rank == 0:
+        with open(args.out, "w") as out:
+            json.dump(results, out, indent=1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The ms-swift experiment under PyTorch's FSDP2: a training step of Llama
+decoder layers (hidden 4096, intermediate 12288, 32 heads, 8 KV heads, SDPA
+attention), bf16, batch 1, each layer and the stack fully_shard-ed, with
+the MLP as it is ("regular"), Tile's tiled MLP
+(tile.transformers.apply_tile(model, rms_norm=False, tiled_mlp=True)) or
+Liger's (LigerTiledSwiGLUMLP; carry its pure-Python wheel). Only the MLP
+differs between the columns.
+
+    torchrun --nproc-per-node=2 scripts/bench-fsdp.py
+        [--sequences 2048,8192,16384,32768,65536,131072]
+        [--columns regular,tile-tiled,liger-tiled] [--layers 2]
+        [--steps 3] [--json out.json]
+
+Per column and sequence: the step's time (median over --steps after two
+warm-up steps; every rank's step ends in FSDP2's reduce-scatter, so rank 0's
+time is the step's) and the peak memory per GPU (the largest rank's
+torch.cuda.max_memory_allocated over one step, less what was allocated
+before the column's model was made). One step: forward of the stack from
+random input embeddings, backward from a random output gradient (no LM
+head: its [S, vocab] logits are not what the tiled MLPs change).
+"""
+
+import json
+import os
+
+import torch
+import torch.distributed as dist
+from llama_bench import HIDDEN, llama_layers, parse_options, timed_steps
+
+INTER = 12288
+COLUMNS = ["regular", "tile-tiled", "liger-tiled"]
+
+
+def make_model(layers, sequence, column, device):
+    model = llama_layers(INTER, layers, sequence, device)
+    config = model.config
+    if column == "tile-tiled":
+        import tile.transformers
+        tile.transformers.apply_tile(model, rms_norm=False, tiled_mlp=True)
+    elif column == "liger-tiled":
+        from liger_kernel.transformers.tiled_mlp import LigerTiledSwiGLUMLP
+        for layer in model.layers:
+            tiled = LigerTiledSwiGLUMLP(config).to(device=device,
+                                                   dtype=torch.bfloat16)
+            tiled.load_state_dict(layer.mlp.state_dict())
+            layer.mlp = tiled
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16,
+                                  reduce_dtype=torch.float32)
+    for layer in model.layers:
+        fully_shard(layer, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
+    return model
+
+
+def step(model, x, dy):
+    out = model(inputs_embeds=x, use_cache=False).last_hidden_state
+    out.backward(dy)
+    model.zero_grad(set_to_none=True)
+
+
+def measure(column, sequence, layers, steps, device):
+    before = torch.cuda.memory_allocated(device)
+    model = make_model(layers, sequence, column, device)
+    gen = torch.Generator(device=device).manual_seed(1 + dist.get_rank())
+    x = torch.randn(1, sequence, HIDDEN, device=device, generator=gen,
+                    dtype=torch.bfloat16)
+    dy = (torch.randn(1, sequence, HIDDEN, device=device, generator=gen)
+          * 1e-3).to(torch.bfloat16)
+    for _ in range(2):  # load, compile, autotune
+        step(model, x, dy)
+    torch.cuda.synchronize(device)
+    dist.barrier()
+    ms, fastest, slowest = timed_steps(lambda: step(model, x, dy), steps,
+                                       device)
+    torch.cuda.reset_peak_memory_stats(device)
+    step(model, x, dy)
+    torch.cuda.synchronize(device)
+    peak = torch.tensor([torch.cuda.max_memory_allocated(device) - before],
+                        dtype=torch.float64, device=device)
+    dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+    del model, x, dy
+    torch.cuda.empty_cache()
+    return {"column": column, "sequence": sequence, "ms": ms,
+            "spread_ms": [fastest, slowest],
+            "peak_gib": peak.item() / 2**30}
+
+
+def main():
+    options, columns, sequences = parse_options(
+        COLUMNS, "2048,8192,16384,32768,65536,131072", 3)
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    torch.cuda.set_device(local)
+    device = torch.device("cuda", local)
+    dist.init_process_group("nccl", device_id=device)
+    rank0 = dist.get_rank() == 0
+    if rank0:
+        print(f"device: {torch.cuda.get_device_name()} × "
+              f"{dist.get_world_size()}, torch {torch.__version__}; FSDP2, "
+              f"{options.layers} layers (hidden {HIDDEN}, intermediate "
+              f"{INTER}), bf16, batch 1, median of {options.steps}")
+        print(f"{'column':12} {'seq':>7} {'ms':>9} {'vs regular':>10} "
+              f"{'peak GiB':>9} {'vs regular':>10}")
+    results, regular = [], {}
+    for sequence in sequences:
+        for column in columns:
+            try:
+                r = measure(column, sequence, options.layers, options.steps,
+                            device)
+            except torch.cuda.OutOfMemoryError:
+                # Every rank runs out together (the same shapes).
+                torch.cuda.empty_cache()
+                results.append({"column": column, "sequence": sequence,
+                                "oom": True})
+                if rank0:
+                    print(f"{column:12} {sequence:7d}  out of memory")
+                continue
+            results.append(r)
+            if column == "regular":
+                regular[sequence] = r
+            base = regular.get(sequence)
+            if rank0:
+                ratio = (f"{r['ms'] / base['ms']:9.2f}x "
+                         f"{r['peak_gib']:9.2f} "
+                         f"{r['peak_gib'] / base['peak_gib']:9.2f}x"
+                         if base else f"{'':10} {r['peak_gib']:9.2f}")
+                print(f"{column:12} {sequence:7d} {r['ms']:9.1f} {ratio}",
+                      flush=True)
+    if rank0 and options.json:
+        json.dump({"device": torch.cuda.get_device_name(),
+                   "ranks": dist.get_world_size(), "layers": options.layers,
+                   "results": results}, open(options.json, "w"), indent=1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
