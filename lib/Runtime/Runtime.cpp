@@ -309,6 +309,9 @@ StatusOr<FunctionInfo> functionInfo(const Device &device,
                                     cu::Function function) {
   FunctionInfo info;
   const DriverApi &api = device.driver();
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
   // 4, 1, 3: CU_FUNC_ATTRIBUTE_NUM_REGS, _SHARED_SIZE_BYTES,
   // _LOCAL_SIZE_BYTES.
   for (auto [value, attribute] : {std::pair{&info.resources.registers, 4},

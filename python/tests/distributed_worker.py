@@ -115,8 +115,12 @@ def compare(what, got, ref, tolerance):
                              f"{tolerance:g} × {scale:.3g}")
 
 
-def full(grad):
-    return grad.full_tensor() if hasattr(grad, "full_tensor") else grad
+def shard_of(full, ctx):
+    """This rank's rows of `full`, as FSDP2 shards a parameter (Shard(0):
+    torch.chunk's pieces, none for ranks past the last). Comparing shards
+    needs no collective: gloo cannot gather CUDA DTensors."""
+    pieces = torch.chunk(full, ctx.world, dim=0)
+    return pieces[ctx.rank] if ctx.rank < len(pieces) else full[:0]
 
 
 def global_loss(local, device):
@@ -153,7 +157,8 @@ def run_fsdp2(ctx, make, loss_of, *, mixed=None, checkpoint=False):
         if type(p).__name__ != "DTensor":
             raise AssertionError(f"{name} is not sharded (a "
                                  f"{type(p).__name__})")
-        compare(name, full(p.grad), ref_grads[name], tolerance)
+        compare(name, p.grad.to_local(), shard_of(ref_grads[name], ctx),
+                tolerance)
 
 
 def run_ddp(ctx, main_grad):
@@ -258,19 +263,25 @@ def cases(ctx):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
+    parser.add_argument("--backend", choices=["nccl", "gloo"],
+                        help="default: nccl on cuda, gloo on cpu")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    backend = args.backend or ("nccl" if args.device == "cuda" else "gloo")
     local = int(os.environ.get("LOCAL_RANK", 0))
     if args.device == "cuda":
+        # More ranks than GPUs share them (gloo only: NCCL refuses two
+        # ranks on one device): two processes' kernels, JIT compiles and
+        # disk cache on one GPU.
+        local %= torch.cuda.device_count()
         torch.cuda.set_device(local)
         device = torch.device("cuda", local)
     else:
         device = torch.device("cpu")
     # A rank that fails a case between collectives leaves the others
     # waiting: the timeout turns that into an error instead of a hang.
-    dist.init_process_group("nccl" if args.device == "cuda" else "gloo",
-                            device_id=device if args.device == "cuda"
-                            else None,
+    dist.init_process_group(backend,
+                            device_id=device if backend == "nccl" else None,
                             timeout=datetime.timedelta(seconds=120))
     ctx = argparse.Namespace(
         rank=dist.get_rank(), world=dist.get_world_size(), device=device,
@@ -284,12 +295,13 @@ def main():
             ok, detail = False, "".join(traceback.format_exception_only(
                 error)).strip()
             traceback.print_exc()
-        # A case fails where any rank's does.
-        flag = torch.tensor([0 if ok else 1], device=device)
-        dist.all_reduce(flag)
-        if flag.item() and ok:
-            detail = "failed on another rank"
-        results[name] = {"ok": flag.item() == 0, "detail": detail}
+        # A case fails where any rank's does; each rank's reason is kept.
+        details = [None] * ctx.world
+        dist.all_gather_object(details, (ok, detail))
+        results[name] = {
+            "ok": all(ok for ok, _ in details),
+            "detail": "; ".join(f"rank {r}: {d}" for r, (ok, d)
+                                in enumerate(details) if not ok)}
     if ctx.rank == 0:
         with open(args.out, "w") as out:
             json.dump(results, out, indent=1)

@@ -8,7 +8,8 @@ loss and every gradient against the same model in one process.
   checkpointing, the main_grad contract's hooks) with Tile's CPU path; the
   kernels, streams and devices are the GPU run's.
 - GPU: NCCL, one rank per device (cuda:<local_rank>), with two GPUs; one
-  rank on one GPU otherwise (the same cases, world size 1)."""
+  rank on one GPU otherwise (the same cases, world size 1), and then two
+  ranks sharing it through gloo as well."""
 
 import json
 import os
@@ -29,12 +30,14 @@ CASES = ["fsdp2", "fsdp2_untiled", "fsdp2_mixed_precision",
          "ddp_main_grad", "megatron_main_grad"]
 
 
-def _run(device, ranks, tmp_path_factory):
+def _run(device, ranks, tmp_path_factory, backend=None):
     out = tmp_path_factory.mktemp(f"distributed-{device}") / "results.json"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={ranks}", str(WORKER), "--device", device,
-               "--out", str(out)]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+               "--out", str(out)] + (["--backend", backend] if backend else [])
+    # A cache of its own: the ranks compile every kernel at once, into it.
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               TILE_CACHE_DIR=str(out.parent / "cache"))
     try:
         done = subprocess.run(command, capture_output=True, text=True,
                               env=env, timeout=600)
@@ -66,6 +69,18 @@ def gpu_results(tmp_path_factory):
     return _run("cuda", min(2, torch.cuda.device_count()), tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def shared_gpu_results(tmp_path_factory):
+    """Two ranks on one GPU through gloo (NCCL refuses that): two processes
+    compiling the same kernels into one cache and running them on one
+    device. Where there are two GPUs, gpu_results covers more."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    if torch.cuda.device_count() > 1:
+        pytest.skip("two GPUs: NCCL's two ranks run instead")
+    return _run("cuda", 2, tmp_path_factory, backend="gloo")
+
+
 def _check(results, case):
     assert case in results, f"the worker ran no case {case!r}"
     assert results[case]["ok"], results[case]["detail"]
@@ -79,6 +94,11 @@ def test_cpu(cpu_results, case):
 @pytest.mark.parametrize("case", CASES)
 def test_gpu(gpu_results, case):
     _check(gpu_results, case)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gpu_shared(shared_gpu_results, case):
+    _check(shared_gpu_results, case)
 
 
 def test_worker_runs_every_case(cpu_results):
