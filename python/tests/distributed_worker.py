@@ -19,6 +19,7 @@ rank's loss, backpropagated in one process through an identical model.
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import os
 import sys
@@ -94,9 +95,11 @@ def moe_loss(model, rank, step, device):
     return model(x).float().square().mean()
 
 
+@functools.lru_cache(maxsize=None)
 def reference(make, loss_of, dtype, device, world, steps):
     """(sum over steps of the mean over ranks of the loss, {name: grad})
-    from one process."""
+    from one process; made once per model and shared by the cases (which
+    only read it)."""
     model = make(dtype, device)
     total = 0.0
     for step in range(steps):

@@ -127,15 +127,10 @@ def _backward(x, gate_up, down, dy, splits, shards, memory_budget,
     returned."""
     if x.device.type == "cpu":
         dx, grads = _cpu_backward(x, gate_up, down, dy, splits)
-        if into is None:
-            return dx, grads
-        for target, grad in zip(into, grads):
-            target.add_(grad)
-        return dx, None
+        return _mlp.add_into(into, dx, grads)
     dx = torch.empty_like(x)
-    grads = into if into is not None else [
-        torch.empty(w.shape, dtype=torch.float32, device=x.device)
-        for w in (gate_up, down)]
+    grads = into if into is not None else _mlp.grad_buffers(x, (gate_up,
+                                                                down))
     run, workspace = _mlp._run(
         x.device, _plan_bytes(x, gate_up, shards, memory_budget))
     tensors = _mlp._Tensors(gate_up, down, x, dy, dx, *grads)
@@ -174,10 +169,7 @@ def _backward_op(x: torch.Tensor, gate_up: torch.Tensor, down: torch.Tensor,
 
 @_backward_op.register_fake
 def _backward_fake(x, gate_up, down, dy, splits, shards, memory_budget):
-    grad_type = torch.float64 if x.dtype == torch.float64 else torch.float32
-    return [torch.empty_like(x)] + [
-        torch.empty(w.shape, dtype=grad_type, device=x.device)
-        for w in (gate_up, down)]
+    return [torch.empty_like(x)] + _mlp.grad_buffers(x, (gate_up, down))
 
 
 class _GroupedMLPFunction(torch.autograd.Function):
@@ -202,12 +194,10 @@ class _GroupedMLPFunction(torch.autograd.Function):
                 raise NotImplementedError(
                     "tile: main_grad accumulation under torch.compile is not "
                     "supported yet; run the MLP eagerly or without main_grad")
-            into = [_autograd.main_grad_of(gate_up, "the gate_up weight"),
-                    _autograd.main_grad_of(down, "the down weight")]
-            dx, _ = _backward(x, gate_up, down, dy, splits, shards,
-                              memory_budget, into)
-            gate_up.grad_added_to_main_grad = True
-            down.grad_added_to_main_grad = True
+            dx = _mlp.accumulate_main_grads(
+                (gate_up, down), ("gate_up", "down"),
+                lambda into: _backward(x, gate_up, down, dy, splits, shards,
+                                       memory_budget, into)[0])
             return dx, None, None, *none
         if _autograd._tracing([x, dy]):
             dx, *grads = _backward_op(x, gate_up, down, dy, list(splits),
@@ -215,10 +205,7 @@ class _GroupedMLPFunction(torch.autograd.Function):
         else:
             dx, grads = _backward(x, gate_up, down, dy, splits, shards,
                                   memory_budget)
-        return (dx, *[g.to(w.dtype) if ctx.needs_input_grad[i + 1] else None
-                      for i, (g, w) in enumerate(zip(grads,
-                                                     (gate_up, down)))],
-                *none)
+        return (dx, *_mlp.autograd_grads(ctx, grads, (gate_up, down)), *none)
 
 
 def _check_splits(m_splits, experts, tokens):

@@ -177,6 +177,43 @@ def _cpu_backward(x, gate, up, down, dy):
             (dy64.T @ h64).to(grad_type))
 
 
+def grad_buffers(x, weights):
+    """New weight-gradient tensors as the MLP's backward writes them: fp32
+    (float64 for a float64 x, the CPU's exact mode), one per weight."""
+    grad_type = torch.float64 if x.dtype == torch.float64 else torch.float32
+    return [torch.empty(w.shape, dtype=grad_type, device=x.device)
+            for w in weights]
+
+
+def add_into(into, dx, grads):
+    """(dx, grads) of a CPU backward, or (dx, None) with the gradients added
+    to `into` (main_grad), as the GPU's step does."""
+    if into is None:
+        return dx, grads
+    for target, grad in zip(into, grads):
+        target.add_(grad)
+    return dx, None
+
+
+def accumulate_main_grads(weights, names, backward):
+    """The main_grad contract around `backward(into)`: the weights'
+    main_grads (checked) receive the gradients, their flags are set, and
+    the result (dx) is returned."""
+    into = [_autograd.main_grad_of(w, f"the {name} weight")
+            for w, name in zip(weights, names)]
+    dx = backward(into)
+    for w in weights:
+        w.grad_added_to_main_grad = True
+    return dx
+
+
+def autograd_grads(ctx, grads, weights):
+    """The weight gradients for autograd: cast to the weights' dtype where
+    asked for (weights are inputs 1, 2, ... of the Function)."""
+    return [g.to(w.dtype) if ctx.needs_input_grad[i + 1] else None
+            for i, (g, w) in enumerate(zip(grads, weights))]
+
+
 def _forward(x, gate, up, down, shards, memory_budget):
     if x.device.type == "cpu":
         return _cpu_forward(x, gate, up, down)
@@ -196,15 +233,9 @@ def _backward(x, gate, up, down, dy, shards, memory_budget, into=None):
     the gradients are added to those and not returned."""
     if x.device.type == "cpu":
         dx, *grads = _cpu_backward(x, gate, up, down, dy)
-        if into is None:
-            return dx, grads
-        for target, grad in zip(into, grads):
-            target.add_(grad)
-        return dx, None
+        return add_into(into, dx, grads)
     dx = torch.empty_like(x)
-    grads = into if into is not None else [
-        torch.empty(w.shape, dtype=torch.float32, device=x.device)
-        for w in (gate, up, down)]
+    grads = into if into is not None else grad_buffers(x, (gate, up, down))
     *_, workspace_bytes = plan(_rows(x), gate.shape[0], x.dtype,
                                shards=shards, memory_budget=memory_budget)
     run, workspace = _run(x.device, workspace_bytes)
@@ -239,10 +270,7 @@ def _backward_op(x: torch.Tensor, gate: torch.Tensor, up: torch.Tensor,
 
 @_backward_op.register_fake
 def _backward_fake(x, gate, up, down, dy, shards, memory_budget):
-    grad_type = torch.float64 if x.dtype == torch.float64 else torch.float32
-    return [torch.empty_like(x)] + [
-        torch.empty(w.shape, dtype=grad_type, device=x.device)
-        for w in (gate, up, down)]
+    return [torch.empty_like(x)] + grad_buffers(x, (gate, up, down))
 
 
 class _MLPFunction(torch.autograd.Function):
@@ -265,12 +293,10 @@ class _MLPFunction(torch.autograd.Function):
                 raise NotImplementedError(
                     "tile: main_grad accumulation under torch.compile is not "
                     "supported yet; run the MLP eagerly or without main_grad")
-            into = [_autograd.main_grad_of(w, f"the {name} weight")
-                    for w, name in zip(weights, ("gate", "up", "down"))]
-            dx, _ = _backward(x, gate, up, down, dy, shards, memory_budget,
-                              into)
-            for w in weights:
-                w.grad_added_to_main_grad = True
+            dx = accumulate_main_grads(
+                weights, ("gate", "up", "down"),
+                lambda into: _backward(x, gate, up, down, dy, shards,
+                                       memory_budget, into)[0])
             return dx, None, None, None, None, None, None
         if _autograd._tracing([x, dy]):
             dx, *grads = _backward_op(x, gate, up, down, dy, shards,
@@ -278,9 +304,7 @@ class _MLPFunction(torch.autograd.Function):
         else:
             dx, grads = _backward(x, gate, up, down, dy, shards,
                                   memory_budget)
-        return (dx, *[g.to(w.dtype) if ctx.needs_input_grad[i + 1] else None
-                      for i, (g, w) in enumerate(zip(grads, weights))],
-                None, None, None)
+        return (dx, *autograd_grads(ctx, grads, weights), None, None, None)
 
 
 def check_operands(named):
