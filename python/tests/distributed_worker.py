@@ -3,7 +3,8 @@ starts it): tile.nn modules in a tiny Llama (and a tiny mixture-of-experts
 stack) under FSDP2 and DDP, each case's loss and every gradient against the
 same model run in one process on every rank's micro-batches.
 
-    torchrun --nproc-per-node=2 distributed_worker.py --device cpu --out r.json
+    PYTHONPATH=python torchrun --nproc-per-node=2 \
+        python/tests/distributed_worker.py --device cpu --out r.json
 
 --device cpu: gloo, float64 (the reference evaluator). --device cuda: NCCL,
 each rank on cuda:<local_rank>, float32 (bf16 under the mixed-precision
@@ -22,23 +23,20 @@ import datetime
 import functools
 import json
 import os
-import sys
 import traceback
 
 import torch
 import torch.distributed as dist
+import transformers
 from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.nn.parallel import DistributedDataParallel
 
-# The package under python/, as the suite's PYTHONPATH gives it.
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import tile  # noqa: E402
-import tile.distributed  # noqa: E402
-import tile.transformers  # noqa: E402
-import transformers  # noqa: E402
-from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
-from torch.distributed.fsdp import (MixedPrecisionPolicy,  # noqa: E402
-                                    fully_shard)
-from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+# test_distributed.py puts the package under test on PYTHONPATH.
+import tile
+import tile.distributed
+import tile.transformers
 
 MICRO_BATCHES = 2
 # |got − ref| ≤ tolerance · max(1, max|ref|), per tensor.

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import tile
+
 pytest.importorskip("transformers")
 if not torch.distributed.is_available():
     pytest.skip("torch.distributed is not available", allow_module_level=True)
@@ -35,8 +37,13 @@ def _run(device, ranks, tmp_path_factory, backend=None):
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={ranks}", str(WORKER), "--device", device,
                "--out", str(out)] + (["--backend", backend] if backend else [])
-    # A cache of its own: the ranks compile every kernel at once, into it.
-    env = dict(os.environ, OMP_NUM_THREADS="1",
+    # The ranks import the tile this process imported (the source tree or
+    # an installed package), and share a cache of their own: they compile
+    # every kernel at once, into it.
+    package = str(Path(tile.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH"))
+                           if p)
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path,
                TILE_CACHE_DIR=str(out.parent / "cache"))
     try:
         done = subprocess.run(command, capture_output=True, text=True,
