@@ -16,6 +16,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include "tile/Conversion/Passes.h"
 #include "tile/Conversion/TileToGPU/Manifest.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
@@ -30,8 +31,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/StringSwitch.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -40,6 +40,7 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include <mutex>
 #include <sstream>
 
 using namespace mlir;
@@ -93,41 +94,74 @@ std::string defaultDirectory() {
   return std::string(path);
 }
 
-/// Changes every bf16/f16 tensor of the kernels to `dtype`, so that one
-/// source serves every storage type: casts to f32 stay casts (or fold).
-LogicalResult specializeStorage(ModuleOp module, StringRef dtype) {
-  MLIRContext *context = module.getContext();
-  Type target = llvm::StringSwitch<Type>(dtype)
-                    .Case("bf16", BFloat16Type::get(context))
-                    .Case("f16", Float16Type::get(context))
-                    .Case("f32", Float32Type::get(context))
-                    .Default(Type());
-  if (!target)
-    return module.emitError("unknown dtype '") << dtype << "'";
-  auto convert = [&](Type type) -> Type {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (tensor &&
-        (tensor.getElementType().isBF16() || tensor.getElementType().isF16()))
-      return tensor.clone(target);
-    return type;
-  };
-  module.walk([&](Operation *op) {
-    for (Value result : op->getResults())
-      result.setType(convert(result.getType()));
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        for (BlockArgument arg : block.getArguments())
-          arg.setType(convert(arg.getType()));
-    if (auto func = dyn_cast<func::FuncOp>(op)) {
-      SmallVector<Type> inputs, results;
-      for (Type type : func.getArgumentTypes())
-        inputs.push_back(convert(type));
-      for (Type type : func.getResultTypes())
-        results.push_back(convert(type));
-      func.setFunctionType(FunctionType::get(context, inputs, results));
-    }
+/// The steps before the lowering, as pass names with options: the dtype,
+/// the backward kernels and the widths.
+std::vector<std::string> specializationPasses(const CompileOptions &options) {
+  std::vector<std::string> passes;
+  if (!options.dtype.empty())
+    passes.push_back("tile-specialize-storage{dtype=" + options.dtype + "}");
+  if (options.differentiate) {
+    passes.push_back("tile-differentiate{policy=" + options.policy +
+                     (options.mainGrad ? " main-grad=true" : "") +
+                     (options.returnPrimal ? " return-primal=true" : "") + "}");
+    passes.push_back("canonicalize");
+    passes.push_back("cse");
+  }
+  if (!options.widths.empty()) {
+    std::string widths;
+    for (auto [index, width] : options.widths)
+      widths += (widths.empty() ? "" : ",") + std::to_string(index) + ":" +
+                std::to_string(width);
+    passes.push_back("tile-specialize-widths{widths=" + widths + "}");
+  }
+  return passes;
+}
+
+/// The lowering (buildTileToPtxPipeline's passes, spelled out).
+std::vector<std::string> loweringPasses(const CompileOptions &options) {
+  const DeviceDescription &device = options.device;
+  std::string facts =
+      " sms=" + std::to_string(device.sms) +
+      " threads-per-sm=" + std::to_string(device.threadsPerSm) +
+      " registers-per-sm=" + std::to_string(device.registersPerSm) +
+      " shared-bytes-per-sm=" + std::to_string(device.sharedBytesPerSm);
+  return {"tile-schedule{threads=" + std::to_string(options.threads) +
+              " ctas=" + std::to_string(options.persistentCtas) +
+              " rows-per-cta=" + std::to_string(options.rowsPerCta) +
+              " row-grid=" + (options.rowGrid ? "true" : "false") + facts + "}",
+          "convert-tile-to-gpu",
+          "tile-gpu-to-ptx{chip=" + options.chip + facts + "}"};
+}
+
+std::string join(const std::vector<std::string> &passes) {
+  std::string text;
+  for (const std::string &pass : passes)
+    text += (text.empty() ? "" : ",") + pass;
+  return text;
+}
+
+/// The pipeline as tile-opt's --pass-pipeline takes it.
+std::string spell(const std::vector<std::string> &passes) {
+  return "builtin.module(" + join(passes) + ")";
+}
+
+/// Runs `passes` on `module`, parsed from their spelling.
+LogicalResult runPipeline(ModuleOp module,
+                          const std::vector<std::string> &passes,
+                          std::string &diagnostics) {
+  // tile-opt's registry: the passes and pipelines by their names.
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    mlir::tile::registerTilePasses();
+    mlir::tile::registerTileConversionPasses();
+    mlir::tile::registerTilePipelines();
   });
-  return success();
+  PassManager pm(module.getContext());
+  llvm::raw_string_ostream errors(diagnostics);
+  // The module's pass manager takes the passes nested in builtin.module().
+  if (failed(parsePassPipeline(join(passes), pm, errors)))
+    return failure();
+  return pm.run(module);
 }
 
 /// Parses, derives, specializes and lowers; diagnostics become the error.
@@ -178,52 +212,36 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
       source, ParserConfig(&context), options.sourceName);
   if (!module)
     return fail("parsing the kernel");
-  if (!options.dtype.empty() &&
-      (failed(specializeStorage(*module, options.dtype)) ||
-       failed(mlir::verify(*module))))
-    return fail("specializing the dtype");
-  if (options.differentiate) {
-    mlir::tile::DifferentiateOptions derive;
-    using mlir::tile::RecomputePolicy;
-    if (options.policy ==
-        mlir::tile::getRecomputePolicyName(RecomputePolicy::SaveRowStats))
-      derive.policy = RecomputePolicy::SaveRowStats;
-    else if (options.policy !=
-             mlir::tile::getRecomputePolicyName(RecomputePolicy::Recompute))
-      return rt::Status::error("tile JIT: unknown recompute policy '" +
-                               options.policy + "'");
-    derive.mainGrad = options.mainGrad;
-    derive.returnPrimal = options.returnPrimal;
-    SmallVector<func::FuncOp> kernels;
-    for (auto func : module->getOps<func::FuncOp>())
-      if (func->hasAttr(mlir::tile::TileDialect::getKernelAttrName()))
-        kernels.push_back(func);
-    for (func::FuncOp kernel : kernels)
-      if (failed(mlir::tile::differentiateKernel(kernel, derive)))
-        return fail("differentiating");
-    PassManager cleanup(&context);
-    cleanup.addPass(createCanonicalizerPass());
-    cleanup.addPass(createCSEPass());
-    if (failed(cleanup.run(*module)))
-      return fail("simplifying the derived kernels");
-  }
-  if (!options.widths.empty()) {
-    Builder b(&context);
-    for (auto func : module->getOps<func::FuncOp>()) {
-      if (!func->hasAttr(mlir::tile::TileDialect::getKernelAttrName()))
-        continue;
-      SmallVector<NamedAttribute> entries;
-      for (auto [index, width] : options.widths)
-        if (index < func.getNumArguments() &&
-            isa<RankedTensorType>(func.getArgument(index).getType()))
-          entries.push_back(b.getNamedAttr("w" + std::to_string(index),
-                                           b.getI64IntegerAttr(width)));
-      func->setAttr(mlir::tile::TileDialect::getSpecializeAttrName(),
-                    b.getDictionaryAttr(entries));
-    }
-    if (failed(mlir::verify(*module)))
-      return fail("specializing the widths");
-  }
+  // The policy's name is checked here: a wrong one would otherwise read
+  // as a pipeline syntax error.
+  using mlir::tile::RecomputePolicy;
+  if (options.differentiate &&
+      options.policy !=
+          mlir::tile::getRecomputePolicyName(RecomputePolicy::SaveRowStats) &&
+      options.policy !=
+          mlir::tile::getRecomputePolicyName(RecomputePolicy::Recompute))
+    return rt::Status::error("tile JIT: unknown recompute policy '" +
+                             options.policy + "'");
+  // A failure names the whole pipeline, as tile-opt runs it, so that it
+  // can be reproduced and bisected outside the JIT.
+  auto failPipeline = [&](const char *stage) {
+    rt::Status status = fail(stage);
+    std::string pipeline = passPipeline(options);
+    if (pipeline.empty())
+      pipeline = spell(specializationPasses(options));
+    std::string message = status.message();
+    if (message.back() != '\n')
+      message += "\n";
+    return rt::Status::error(message +
+                             "the JIT's pipeline, as tile-opt runs it on the "
+                             "kernel source:\n  tile-opt " +
+                             options.sourceName + " --pass-pipeline='" +
+                             pipeline + "'\n");
+  };
+  std::vector<std::string> specialize = specializationPasses(options);
+  if (!specialize.empty() &&
+      failed(runPipeline(*module, specialize, diagnostics)))
+    return failPipeline("specializing the kernels");
   CompiledKernels result;
   {
     llvm::raw_string_ostream ir(result.ir);
@@ -234,16 +252,12 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
   }
   // Without a chip the kernels are prepared for the host only: no PTX.
   if (!options.chip.empty()) {
-    mlir::tile::PtxOptions ptxOptions;
-    ptxOptions.chip = options.chip;
-    ptxOptions.threads = options.threads;
-    ptxOptions.persistentCtas = options.persistentCtas;
-    ptxOptions.rowsPerCta = options.rowsPerCta;
-    ptxOptions.rowGrid = options.rowGrid;
-    ptxOptions.device = options.device;
-    auto ptx = mlir::tile::compileToPtx(*module, ptxOptions);
+    if (failed(runPipeline(*module, loweringPasses(options), diagnostics)))
+      return failPipeline("lowering to PTX");
+    FailureOr<std::vector<std::pair<std::string, std::string>>> ptx =
+        mlir::tile::collectPtx(*module);
     if (failed(ptx))
-      return fail("lowering to PTX");
+      return failPipeline("lowering to PTX");
     for (auto &[name, text] : *ptx)
       result.ptx += text;
   }
@@ -253,6 +267,18 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
   return result;
 }
 
+} // namespace
+
+std::string passPipeline(const CompileOptions &options) {
+  if (options.chip.empty())
+    return "";
+  std::vector<std::string> passes = specializationPasses(options);
+  for (std::string &pass : loweringPasses(options))
+    passes.push_back(std::move(pass));
+  return spell(passes);
+}
+
+namespace {
 std::string entryPath(const std::string &directory, const std::string &key) {
   llvm::SmallString<256> path(directory);
   llvm::sys::path::append(path, key + ".tile");

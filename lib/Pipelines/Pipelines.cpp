@@ -285,6 +285,11 @@ mlir::tile::compileToPtx(ModuleOp module, const PtxOptions &options) {
     buildTileToPtxPipeline(pm, options);
   if (failed(pm.run(module)))
     return failure();
+  return collectPtx(module);
+}
+
+FailureOr<std::vector<std::pair<std::string, std::string>>>
+mlir::tile::collectPtx(ModuleOp module) {
   std::vector<std::pair<std::string, std::string>> ptx;
   for (auto binary : module.getOps<gpu::BinaryOp>())
     for (Attribute object : binary.getObjects())

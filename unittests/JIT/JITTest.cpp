@@ -7,6 +7,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "tile/Pipelines/Pipelines.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -248,6 +251,77 @@ TEST_F(JITTest, AModuleBuiltInCppCompilesLikeItsText) {
   auto fromModule = jit.compile(*module, CompileOptions());
   ASSERT_TRUE(fromModule) << fromModule.message();
   EXPECT_TRUE(contains(fromModule->ptx, ".visible .entry swiglu("));
+}
+
+/// Runs `pipeline` (tile-opt's --pass-pipeline spelling) on `source` and
+/// returns the PTX of the gpu.binary, or the diagnostics.
+std::string runLikeTileOpt(const std::string &source,
+                           const std::string &pipeline) {
+  mlir::DialectRegistry registry;
+  mlir::tile::registerTileDialects(registry);
+  mlir::tile::registerGpuTargets(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    diagnostics += d.str() + "\n";
+    return mlir::success();
+  });
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+  if (!module)
+    return "parse error";
+  llvm::raw_string_ostream errors(diagnostics);
+  mlir::FailureOr<mlir::OpPassManager> passes =
+      mlir::parsePassPipeline(pipeline, errors);
+  if (failed(passes))
+    return "pipeline error: " + diagnostics;
+  mlir::PassManager pm(&context);
+  static_cast<mlir::OpPassManager &>(pm) = std::move(*passes);
+  if (failed(pm.run(*module)))
+    return "failed: " + diagnostics;
+  auto ptx = mlir::tile::collectPtx(*module);
+  if (failed(ptx))
+    return "no PTX";
+  std::string text;
+  for (auto &[name, object] : *ptx)
+    text += object;
+  return text;
+}
+
+TEST_F(JITTest, ItsPipelineAsTileOptSpellsItReproducesTheCompile) {
+  // The JIT's dtype, derivation and width specializations are passes: the
+  // pipeline it states gives the same PTX (issue 21).
+  CompileOptions options;
+  options.chip = "sm_90a";
+  options.dtype = "f16";
+  options.differentiate = true;
+  options.policy = "save-row-stats";
+  options.mainGrad = true;
+  options.widths = {{0, 4096}, {1, 4096}};
+  std::string source = readExample("rms_norm");
+  Jit jit(dir);
+  auto kernels = jit.compile(source, options);
+  ASSERT_TRUE(kernels) << kernels.message();
+  std::string pipeline = passPipeline(options);
+  EXPECT_TRUE(contains(pipeline, "tile-specialize-storage{dtype=f16}"))
+      << pipeline;
+  EXPECT_TRUE(
+      contains(pipeline, "tile-specialize-widths{widths=0:4096,1:4096}"))
+      << pipeline;
+  EXPECT_EQ(runLikeTileOpt(source, pipeline), kernels->ptx);
+
+  // A compile that fails says so with the pipeline that fails the same way.
+  CompileOptions bad = options;
+  bad.threads = 48;
+  auto failed = jit.compile(source, bad);
+  ASSERT_FALSE(failed);
+  std::string spelled =
+      "tile-opt kernel --pass-pipeline='" + passPipeline(bad) + "'";
+  EXPECT_TRUE(contains(failed.message(), spelled)) << failed.message();
+  EXPECT_TRUE(contains(failed.message(), "multiple of 32")) << failed.message();
+  std::string again = runLikeTileOpt(source, passPipeline(bad));
+  EXPECT_TRUE(contains(again, "failed: ")) << again;
+  EXPECT_TRUE(contains(again, "multiple of 32")) << again;
 }
 
 TEST(JITCacheDirectory, EnvironmentChoosesTheDirectory) {

@@ -75,6 +75,12 @@ struct CompileOptions {
   }
 };
 
+/// The JIT's whole compile of a kernel source under `options` as a pass
+/// pipeline `tile-opt` runs: `tile-opt kernel.mlir --pass-pipeline='...'`
+/// gives the PTX the JIT builds (in a gpu.binary), and fails where it fails.
+/// Empty where `options` has no chip and there is nothing to run.
+std::string passPipeline(const CompileOptions &options);
+
 struct CacheStats {
   uint64_t memoryHits = 0, diskHits = 0, compiles = 0, corruptEntries = 0;
 };

@@ -73,6 +73,11 @@ void buildTileToPtxPipeline(OpPassManager &pm, const PtxOptions &options);
 /// chip/features/libdevice options) for tile-opt.
 void registerTilePipelines();
 
+/// (gpu.binary name, PTX text) of every gpu.binary in `module`, after the
+/// pipeline ran; an error where there is none.
+FailureOr<std::vector<std::pair<std::string, std::string>>>
+collectPtx(ModuleOp module);
+
 /// Runs the pipeline on `module` — from tile kernels when it has no
 /// gpu.module yet — and returns (gpu.module name, PTX text) for each module
 /// compiled. Diagnostics go to the context's handler.

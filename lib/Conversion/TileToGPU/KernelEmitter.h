@@ -13,37 +13,31 @@
 // pointer per result, the row count, the width of each tensor argument that
 // has one, the row kernel's CTA count, and the fp32 workspace.
 //
+// The layers, each reading only those below it:
+//
+//   KernelEmitter.cpp   the gpu.funcs, their parameters and entry values
+//   RowKernel.cpp       the looped rows and the element grid;
+//   ResidentRows.cpp    the resident rows;
+//   FinalizeKernel.cpp  the finalize's sums
+//   BodyEmitter.cpp     row and column loops
+//   Evaluator.cpp       values at a point (RowExchange.cpp: row reductions)
+//   KernelFrame.cpp     the kernel's parameters and builder helpers
+//   KernelPlan.cpp      the decisions, made before any IR (also the manifest's)
+//   KernelModel.cpp     the kinds of the values and the shape rules
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TILE_LIB_CONVERSION_TILETOGPU_KERNELEMITTER_H
 #define TILE_LIB_CONVERSION_TILETOGPU_KERNELEMITTER_H
 
-#include "KernelModel.h"
-#include "tile/Dialect/Tile/IR/KernelSchedule.h"
+#include "KernelPlan.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 namespace mlir::tile::gpu_lowering {
 
-/// The lowering follows the kernel's tile.schedule as it is.
-using Schedule = KernelSchedule;
-
-/// The row kernel's exchange slots (KernelSchedule.h, where tile-schedule
-/// counts them against the device's shared memory).
-using ::mlir::tile::kMaxFusedReductions;
-using ::mlir::tile::rowSharedFloats;
-
-/// At most this many partial rows a finalize thread loads before it adds
-/// them (in order): the loads of a warp's rows are in flight together
-/// (sumPartials).
-constexpr int64_t kMaxFinalizeUnroll = 36;
-
-/// Columns one finalize CTA sums (its grid is ceildiv(width, this)); its
-/// warps split the partial rows.
-constexpr int64_t kFinalizeColumns = 32;
-
-/// Adds the kernels of `model` to `module` (created if null). Returns
-/// failure with a diagnostic for constructs it cannot emit.
+/// Adds the kernels of `model` to `module`. Returns failure with a
+/// diagnostic for constructs it cannot emit.
 LogicalResult emitKernels(const KernelModel &model, const Schedule &schedule,
                           gpu::GPUModuleOp module);
 

@@ -256,7 +256,7 @@ FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
     if (auto constant = dyn_cast<arith::ConstantOp>(op);
         constant && isTensor(constant.getResult())) {
       // A non-splat constant becomes a table in the kernel's global memory
-      // (KernelEmitter.cpp): it must be dense, of floats, and small.
+      // (Evaluator.cpp): it must be dense, of floats, and small.
       auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (!dense)
         return op.emitOpError("has a tensor constant the GPU lowering cannot "
@@ -324,4 +324,67 @@ SmallVector<KernelParam> KernelModel::parameters() const {
   params.push_back({Kind::Ctas});
   params.push_back({Kind::Workspace});
   return params;
+}
+
+WidthRule KernelModel::widthRule(Value value) const {
+  using Kind = WidthRule::Kind;
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    return {Kind::Argument, arg};
+  Operation *def = value.getDefiningOp();
+  if (auto slice = dyn_cast<SliceOp>(def))
+    return {Kind::Size, slice.getSize()};
+  if (auto concat = dyn_cast<ConcatOp>(def))
+    return {Kind::Sum, Value(), concat.getInputs()};
+  if (auto pad = dyn_cast<PadOp>(def))
+    return {Kind::SameAs, pad.getShape()};
+  if (auto broadcast = dyn_cast<BroadcastOp>(def))
+    return {Kind::SameAs, broadcast.getShape()};
+  if (auto splat = dyn_cast<SplatOp>(def))
+    return {Kind::SameAs, splat.getShape()};
+  if (auto reduce = dyn_cast<ReduceOp>(def))
+    return {Kind::SameAs, reduce.getInput()};
+  if (auto constant = dyn_cast<arith::ConstantOp>(def)) {
+    WidthRule rule{Kind::Constant};
+    rule.constant =
+        cast<RankedTensorType>(constant.getType()).getShape().back();
+    return rule;
+  }
+  for (Value operand : def->getOperands())
+    if (isTensor(operand) && kindOf(operand) != ValueKind::RowValue)
+      return {Kind::SameAs, operand};
+  return {};
+}
+
+bool KernelModel::dimReadsRows(tensor::DimOp dim) const {
+  std::optional<int64_t> index = dim.getConstantIndex();
+  Value source = dim.getSource();
+  return index && ((*index == 0 && rankOf(source) == 2) ||
+                   kindOf(source) == ValueKind::RowValue);
+}
+
+SmallVector<BlockArgument> KernelModel::inputsAtColumn(Value value) const {
+  SmallVector<Value> worklist{value};
+  llvm::DenseSet<Value> seen;
+  SmallVector<BlockArgument> inputs;
+  while (!worklist.empty()) {
+    Value next = worklist.pop_back_val();
+    if (!seen.insert(next).second || !isTensor(next))
+      continue;
+    ValueKind kind = kindOf(next);
+    if (kind == ValueKind::RowValue || kind == ValueKind::Uniform)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(next)) {
+      inputs.push_back(arg);
+      continue;
+    }
+    Operation *def = next.getDefiningOp();
+    if (auto broadcast = dyn_cast<BroadcastOp>(def))
+      worklist.push_back(broadcast.getInput());
+    else if (isColumnwise(def))
+      llvm::append_range(worklist, def->getOperands());
+  }
+  llvm::sort(inputs, [](BlockArgument x, BlockArgument y) {
+    return x.getArgNumber() < y.getArgNumber();
+  });
+  return inputs;
 }

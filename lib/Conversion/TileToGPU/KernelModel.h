@@ -22,6 +22,7 @@
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -64,9 +65,29 @@ inline bool isColumnwise(Operation *op) {
   return isa<CastOp>(op) || op->hasTrait<OpTrait::Elementwise>();
 }
 
+inline Type elementTypeOf(Value value) { return getElementTypeOrSelf(value); }
+
 inline int64_t rankOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getRank();
 }
+
+/// How a tensor value's width (its last dimension) is known. These are the
+/// shape rules, in one place: the emitter builds widths from them, the plan
+/// groups equal ones and the manifest names them.
+struct WidthRule {
+  enum class Kind {
+    Argument, // `value`, a tensor argument: its width parameter
+    Size,     // `value`, an index value: a slice's size
+    Sum,      // `parts`, a concat's inputs
+    Constant, // `constant`, a tensor constant's static width
+    SameAs,   // `value`, another tensor of the same width
+    None,     // no tensor operand tells (a diagnostic where it is needed)
+  };
+  Kind kind = Kind::None;
+  Value value;
+  OperandRange parts{nullptr, 0};
+  int64_t constant = 0;
+};
 
 struct KernelModel {
   func::FuncOp func;
@@ -78,7 +99,7 @@ struct KernelModel {
   SmallVector<ReduceOp> acrossRowReductions;
 
   /// Non-splat tensor constants, in program order: each is read from a
-  /// table in the GPU module (KernelEmitter.cpp), and the manifest pins the
+  /// table in the GPU module (Evaluator.cpp), and the manifest pins the
   /// rows of those read per row.
   llvm::SetVector<arith::ConstantOp> constantTables;
 
@@ -97,6 +118,17 @@ struct KernelModel {
   /// treat them as one width.
   SmallVector<Value> sameWidthValues(Operation &op) const;
   bool hasAcrossRows() const { return !acrossRowReductions.empty(); }
+
+  /// The rule that gives `value`'s width.
+  WidthRule widthRule(Value value) const;
+  /// Whether `tensor.dim` reads the row count (dimension 0 of a 2-D tensor,
+  /// any dimension of a per-row vector) rather than a width.
+  bool dimReadsRows(tensor::DimOp dim) const;
+  /// The input arguments `value` reads at the columns it is evaluated at
+  /// (through elementwise ops, casts and broadcasts), by argument number;
+  /// slices, pads and concats shift or guard the column and load where
+  /// they are evaluated.
+  SmallVector<BlockArgument> inputsAtColumn(Value value) const;
 
   /// Classifies every value; emits a diagnostic at the first construct the
   /// lowering does not handle.

@@ -1,14 +1,15 @@
 //===- Manifest.cpp - what a runtime needs to launch the kernels ---------===//
 //
-// Parameter order comes from KernelModel::parameters(), the same list the
-// emitter builds the kernels from, so the two cannot disagree. Widths are
-// printed as expressions by walking the same shape rules the emitter uses.
+// The manifest prints what the lowering decided, from the same sources the
+// emitter reads, so the two cannot disagree: the parameter order from
+// KernelModel::parameters(), widths as expressions of the shape rules
+// (KernelModel::widthRule), and the workspace, the finalize and the launch
+// facts from the kernel's plan (KernelPlan.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tile/Conversion/TileToGPU/Manifest.h"
-#include "KernelEmitter.h"
-#include "KernelModel.h"
+#include "KernelPlan.h"
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
 #include "tile/Target/ManifestFormat.h"
 
@@ -78,16 +79,17 @@ private:
   }
 
   FailureOr<std::string> computeWidth(Value value) {
-    if (auto arg = dyn_cast<BlockArgument>(value))
-      return "w" + std::to_string(arg.getArgNumber());
-    Operation *def = value.getDefiningOp();
-    if (auto slice = dyn_cast<SliceOp>(def))
-      return scalar(slice.getSize());
-    if (auto concat = dyn_cast<ConcatOp>(def)) {
+    WidthRule rule = model.widthRule(value);
+    switch (rule.kind) {
+    case WidthRule::Kind::Argument:
+      return "w" + std::to_string(cast<BlockArgument>(value).getArgNumber());
+    case WidthRule::Kind::Size:
+      return scalar(rule.value);
+    case WidthRule::Kind::Sum: {
       // Equal parts are counted, not repeated: `concat %c, %c` is
       // (2 * w(c)), so nested concats of one value stay short.
       llvm::MapVector<Value, int64_t> parts;
-      for (Value input : concat.getInputs())
+      for (Value input : rule.parts)
         ++parts[input];
       std::string sum;
       for (auto [input, count] : parts) {
@@ -100,21 +102,15 @@ private:
       }
       return sum + ")";
     }
-    if (auto pad = dyn_cast<PadOp>(def))
-      return width(pad.getShape());
-    if (auto broadcast = dyn_cast<BroadcastOp>(def))
-      return width(broadcast.getShape());
-    if (auto splat = dyn_cast<SplatOp>(def))
-      return width(splat.getShape());
-    if (auto reduce = dyn_cast<ReduceOp>(def))
-      return width(reduce.getInput());
-    if (auto constant = dyn_cast<arith::ConstantOp>(def))
-      return std::to_string(
-          cast<RankedTensorType>(constant.getType()).getShape().back());
-    for (Value operand : def->getOperands())
-      if (isTensor(operand) && model.kindOf(operand) != ValueKind::RowValue)
-        return width(operand);
-    return def->emitOpError("has no width the manifest can name");
+    case WidthRule::Kind::Constant:
+      return std::to_string(rule.constant);
+    case WidthRule::Kind::SameAs:
+      return width(rule.value);
+    case WidthRule::Kind::None:
+      break;
+    }
+    return value.getDefiningOp()->emitOpError(
+        "has no width the manifest can name");
   }
 
   FailureOr<std::string> computeScalar(Value value) {
@@ -124,15 +120,9 @@ private:
     APInt constant;
     if (matchPattern(value, m_ConstantInt(&constant)))
       return std::to_string(constant.getSExtValue());
-    if (auto dim = dyn_cast<tensor::DimOp>(def)) {
-      std::optional<int64_t> index = dim.getConstantIndex();
-      Value source = dim.getSource();
-      if (index && ((*index == 0 &&
-                     cast<RankedTensorType>(source.getType()).getRank() == 2) ||
-                    model.kindOf(source) == ValueKind::RowValue))
-        return std::string("rows");
-      return width(source);
-    }
+    if (auto dim = dyn_cast<tensor::DimOp>(def))
+      return model.dimReadsRows(dim) ? std::string("rows")
+                                     : width(dim.getSource());
     if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(def))
       return scalar(def->getOperand(0));
     StringRef symbol =
@@ -183,17 +173,14 @@ private:
   llvm::DenseSet<Value> failedValues;
 };
 
-FailureOr<llvm::json::Object> describe(func::FuncOp func) {
-  FailureOr<KernelModel> model = KernelModel::analyze(func);
-  if (failed(model))
-    return failure();
-  ShapeNames names(*model);
-  KernelSchedule schedule = getSchedule(func);
+/// The kernels' parameters, in order, with the shapes of their buffers.
+FailureOr<llvm::json::Array> describeParams(const KernelModel &model,
+                                            ShapeNames &names) {
+  func::FuncOp func = model.func;
   auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-
   llvm::json::Array params;
   using Kind = KernelParam::Kind;
-  for (const KernelParam &param : model->parameters()) {
+  for (const KernelParam &param : model.parameters()) {
     llvm::json::Object entry;
     switch (param.kind) {
     case Kind::Argument: {
@@ -244,8 +231,14 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
     params.push_back(std::move(entry));
   }
 
-  // What the shapes must satisfy for the kernels to stay in bounds: equal
-  // widths where elementwise ops and broadcasts meet, ranges inside rows.
+  return params;
+}
+
+/// What the shapes must satisfy for the kernels to stay in bounds: equal
+/// widths where elementwise ops and broadcasts meet, ranges inside rows.
+FailureOr<llvm::json::Array> describeConstraints(const KernelModel &model,
+                                                 ShapeNames &names) {
+  func::FuncOp func = model.func;
   llvm::json::Array constraints;
   llvm::StringSet<> seen;
   auto require = [&](std::string constraint) {
@@ -259,8 +252,8 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
               std::to_string(cast<IntegerAttr>(entry.getValue()).getInt()));
   // A constant table has its static shape: the kernel reads it at every
   // row, so there must be exactly as many rows.
-  for (arith::ConstantOp constant : model->constantTables) {
-    ValueKind kind = model->kindOf(constant.getResult());
+  for (arith::ConstantOp constant : model.constantTables) {
+    ValueKind kind = model.kindOf(constant.getResult());
     if (kind == ValueKind::Element || kind == ValueKind::RowValue)
       require(
           "rows == " +
@@ -268,7 +261,7 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
               cast<RankedTensorType>(constant.getType()).getShape().front()));
   }
   for (Operation &op : func.getBody().front()) {
-    SmallVector<Value> sameWidth = model->sameWidthValues(op);
+    SmallVector<Value> sameWidth = model.sameWidthValues(op);
     for (size_t i = 1; i < sameWidth.size(); ++i) {
       FailureOr<std::string> a = names.width(sameWidth[0]);
       FailureOr<std::string> b = names.width(sameWidth[i]);
@@ -297,28 +290,26 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
       require(*end + " <= " + *limit);
   }
 
-  std::string workspace;
-  for (ReduceOp reduce : model->acrossRowReductions) {
-    FailureOr<std::string> w = names.width(reduce);
-    if (failed(w))
-      return failure();
-    // A row of partials per CTA, and with several rows per CTA a row per
-    // group for the looped body (KernelEmitter.cpp, emitPrologue).
-    workspace += std::string(workspace.empty() ? "" : " + ") + "ctas * " + *w;
-    if (schedule.rowsPerCta != 1)
-      workspace +=
-          " + ctas * " + std::to_string(schedule.rowsPerCta) + " * " + *w;
-  }
+  return constraints;
+}
 
+/// The row kernel and the finalize (if the plan has one), with their grids.
+FailureOr<llvm::json::Array> describeKernels(const KernelModel &model,
+                                             const KernelPlan &plan,
+                                             const Schedule &schedule,
+                                             ShapeNames &names,
+                                             std::string &ctas) {
+  func::FuncOp func = model.func;
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   llvm::json::Array kernels;
   // Row blocks of rows_per_cta rows; a persistent grid has at most `ctas`.
   std::string blocks =
       schedule.rowsPerCta == 1
           ? std::string("rows")
           : "ceildiv(rows, " + std::to_string(schedule.rowsPerCta) + ")";
-  std::string ctas = schedule.ctas ? "min(" + blocks + ", " +
-                                         std::to_string(schedule.ctas) + ")"
-                                   : blocks;
+  ctas = schedule.ctas
+             ? "min(" + blocks + ", " + std::to_string(schedule.ctas) + ")"
+             : blocks;
   if (schedule.elementGrid) {
     // A CTA per threads × vector_width elements of the flattened tensors
     // (their one width is any result's).
@@ -331,36 +322,69 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
   kernels.push_back(llvm::json::Object{
       {"name", func.getSymName()},
       {"grid", ctas},
-      {"block", schedule.threads},
-      {"static_shared_bytes", 4 * rowSharedFloats(schedule.threads)}});
+      {"block", plan.rowKernel.threads},
+      {"static_shared_bytes", 4 * plan.rowKernel.sharedFloats}});
   std::string columns;
-  for (Value result : returnOp.getOperands()) {
-    ValueKind kind = model->kindOf(result);
-    if (kind != ValueKind::AcrossRows && kind != ValueKind::Column)
-      continue;
-    FailureOr<std::string> w = names.width(result);
+  for (unsigned number : plan.finalizeOutputs) {
+    FailureOr<std::string> w = names.width(returnOp.getOperand(number));
     if (failed(w))
       return failure();
     columns = columns.empty() ? *w : "max(" + columns + ", " + *w + ")";
   }
-  if (!columns.empty())
+  if (plan.hasFinalize())
     kernels.push_back(llvm::json::Object{
         {"name", (func.getSymName() + "_finalize").str()},
-        {"grid", "ceildiv(" + columns + ", " +
-                     std::to_string(gpu_lowering::kFinalizeColumns) + ")"},
-        {"block", schedule.threads},
-        {"static_shared_bytes", 4 * schedule.threads},
+        {"grid",
+         "ceildiv(" + columns + ", " + std::to_string(kFinalizeColumns) + ")"},
+        {"block", plan.finalizeKernel.threads},
+        {"static_shared_bytes", 4 * plan.finalizeKernel.sharedFloats},
         {"after", func.getSymName()},
         // It begins with griddepcontrol.wait (for the row kernel's
         // partials), so its launch may overlap the row kernel's end.
         {"overlaps_previous", true}});
 
+  return kernels;
+}
+
+FailureOr<llvm::json::Object> describe(func::FuncOp func) {
+  FailureOr<KernelModel> model = KernelModel::analyze(func);
+  if (failed(model))
+    return failure();
+  ShapeNames names(*model);
+  KernelSchedule schedule = getSchedule(func);
+  WidthClasses widths(*model);
+  FailureOr<KernelPlan> plan = planKernel(*model, widths, schedule);
+  if (failed(plan))
+    return failure();
+  FailureOr<llvm::json::Array> params = describeParams(*model, names);
+  if (failed(params))
+    return failure();
+  FailureOr<llvm::json::Array> constraints = describeConstraints(*model, names);
+  if (failed(constraints))
+    return failure();
+  std::string workspace;
+  for (const KernelPlan::WorkspaceBlock &block : plan->workspace) {
+    FailureOr<std::string> w = names.width(ReduceOp(block.reduce).getResult());
+    if (failed(w))
+      return failure();
+    workspace +=
+        std::string(workspace.empty() ? "" : " + ") + "ctas * " +
+        (block.rowsPerCta == 1 ? std::string()
+                               : std::to_string(block.rowsPerCta) + " * ") +
+        *w;
+  }
+
+  std::string ctas;
+  FailureOr<llvm::json::Array> kernels =
+      describeKernels(*model, *plan, schedule, names, ctas);
+  if (failed(kernels))
+    return failure();
   return llvm::json::Object{
       {"function", func.getSymName()},
-      {"kernels", std::move(kernels)},
-      {"params", std::move(params)},
+      {"kernels", std::move(*kernels)},
+      {"params", std::move(*params)},
       {"ctas", ctas},
-      {"shape_constraints", std::move(constraints)},
+      {"shape_constraints", std::move(*constraints)},
       {"workspace_f32_elements", workspace.empty() ? "0" : workspace}};
 }
 } // namespace

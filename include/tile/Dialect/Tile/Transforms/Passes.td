@@ -135,4 +135,33 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+def TileSpecializeStoragePass
+    : Pass<"tile-specialize-storage", "::mlir::ModuleOp"> {
+  let summary = "changes every bf16/f16 tensor of the kernels to one type";
+  let description = [{
+    One kernel source serves every storage type: each bf16 or f16 tensor
+    (arguments, results, values) becomes `dtype`; casts to f32 stay casts
+    or fold. The JIT runs it for its `dtype` option.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", "\"bf16\"",
+           "the storage type: bf16, f16 or f32">
+  ];
+}
+
+def TileSpecializeWidthsPass
+    : Pass<"tile-specialize-widths", "::mlir::ModuleOp"> {
+  let summary = "specializes every tile.kernel for widths of its arguments";
+  let description = [{
+    Sets `tile.specialize` on every tile.kernel: `w<i> = <width>` for each
+    given argument `i` that the kernel has and that is a tensor. The
+    lowering uses the widths as constants (the manifest requires them of
+    the call). The JIT runs it for its `widths` option.
+  }];
+  let options = [
+    ListOption<"widths", "widths", "std::string",
+               "argument:width pairs, e.g. 0:4096,1:4096">
+  ];
+}
+
 #endif // TILE_DIALECT_TILE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,50 @@
+//===- BodyEmitter.h - the loops every kernel body is made of ----*- C++
+//-*-===//
+//
+// The base of the body emitters (RowKernel.cpp, ResidentRows.cpp,
+// FinalizeKernel.cpp): the row loop, the strided column loops and the
+// per-row outputs, built on the frame and the evaluator.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILE_LIB_CONVERSION_TILETOGPU_BODYEMITTER_H
+#define TILE_LIB_CONVERSION_TILETOGPU_BODYEMITTER_H
+
+#include "Evaluator.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::tile::gpu_lowering {
+
+class BodyEmitter {
+public:
+  BodyEmitter(KernelFrame &frame, Evaluator &evaluator)
+      : f(frame), ev(evaluator), b(frame.b), loc(frame.loc) {}
+
+protected:
+  /// One strided loop at the current lane count; what `body` evaluates is
+  /// forgotten after it.
+  void stridedLoop(Value start, Value end, Value stride,
+                   function_ref<void(Value)> body);
+  /// Visits every column `< end` of the row: `body(base)` handles columns
+  /// base .. base + lanes - 1. With a vector width, aligned rows go `lanes`
+  /// columns at a time with 16-byte accesses and a scalar loop takes the
+  /// tail; misaligned rows take the scalar loop throughout.
+  void columnLoop(Value end, function_ref<void(Value)> body);
+  /// The row loop: the CTA walks blocks of rowsPerCta rows, and each group
+  /// of threads its row of the block. The loop carries `inits` and, last,
+  /// the exchange parity; its body must yield Evaluator::finishRow() last.
+  scf::ForOp createRowLoop(ValueRange inits);
+  /// Writes the per-row results of the current row (the group's first
+  /// thread).
+  void storeRowOutputs();
+
+  KernelFrame &f;
+  Evaluator &ev;
+  OpBuilder &b;
+  Location loc;
+};
+
+} // namespace mlir::tile::gpu_lowering
+
+#endif // TILE_LIB_CONVERSION_TILETOGPU_BODYEMITTER_H

@@ -1,0 +1,17 @@
+//===- ResidentRows.h - the row kernel's resident body ----------*- C++ -*-===//
+
+#ifndef TILE_LIB_CONVERSION_TILETOGPU_RESIDENTROWS_H
+#define TILE_LIB_CONVERSION_TILETOGPU_RESIDENTROWS_H
+
+#include "Evaluator.h"
+
+namespace mlir::tile::gpu_lowering {
+
+/// The resident body, for aligned buffers: every row of the plan's constant
+/// width held in registers by the chunks of each thread.
+void emitResidentRows(KernelFrame &frame, Evaluator &evaluator,
+                      const KernelPlan::Resident &resident);
+
+} // namespace mlir::tile::gpu_lowering
+
+#endif // TILE_LIB_CONVERSION_TILETOGPU_RESIDENTROWS_H

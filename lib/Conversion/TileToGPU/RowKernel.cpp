@@ -1,0 +1,270 @@
+//===- RowKernel.cpp - the row kernel's looped body and element grid -----===//
+//
+// The row kernel walks its rows in one of two bodies:
+//
+//  - looped (here): each pass over the row is a strided column loop, for
+//    any width and alignment, and a cross-row partial is read, added to and
+//    written back in the workspace on every row;
+//  - resident (ResidentRows.cpp): when every column loop is over one
+//    constant width that gives each thread few vector chunks, the loops are
+//    unrolled and a thread's chunks stay in registers across the row's
+//    passes.
+//
+// The resident body needs 16-byte aligned buffers; the kernel tests that
+// once and otherwise takes the looped body, scalar throughout. Both bodies
+// add the same values in the same order: the results are the same bits.
+//
+// A purely elementwise kernel may instead run on an element grid: a vector
+// chunk of the flattened tensors per thread.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RowKernel.h"
+#include "BodyEmitter.h"
+#include "ResidentRows.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::tile::gpu_lowering;
+
+namespace {
+using Sink = KernelPlan::Sink;
+
+/// Every value of a chunk at columns col.., its inputs loaded first.
+/// Every value first, then (the caller) every store: an output may be the
+/// buffer of an input (an operator run in place), so nothing of the chunk
+/// is written before all of its inputs are read. A result that needs fewer
+/// inputs (a primal result next to gradients) would otherwise overwrite an
+/// input another result still has to load.
+SmallVector<Lanes> computeChunk(Evaluator &ev, ArrayRef<Sink> sinks,
+                                Value col) {
+  for (const Sink &sink : sinks)
+    ev.prefetch(sink.value, col);
+  SmallVector<Lanes> computed;
+  for (const Sink &sink : sinks)
+    computed.push_back(ev.group(sink.value, col));
+  return computed;
+}
+
+class ElementGrid : public BodyEmitter {
+public:
+  using BodyEmitter::BodyEmitter;
+  void emit();
+};
+
+class LoopedRows : public BodyEmitter, public RowFolder {
+public:
+  using BodyEmitter::BodyEmitter;
+  void emit();
+  /// A thread's fold over its columns: each thread folds its columns into
+  /// one accumulator; a vector group is folded lane by lane, so the order
+  /// is fixed for a given width.
+  Value fold(ReduceOp reduce) override;
+
+private:
+  /// The workspace index of a column of this group's partial row.
+  Value partialAt(ReduceOp reduce, Value width, Value col);
+  void zeroPartials();
+  void emitRows();
+  /// With several rows per CTA: the groups' rows, added in group order
+  /// into the CTA's row.
+  void sumGroupPartials();
+
+  /// Each row group of each CTA owns one row of partials: with one row per
+  /// CTA it is the CTA's row, which the finalize reads; with several, a
+  /// scratch row, summed into the CTA's after the last row.
+  Value partialRow;
+};
+} // namespace
+
+void ElementGrid::emit() {
+  // Every tensor is [rows, W] of one W (isPurelyElementwise), so element
+  // (r, c) is element r·W + c of every buffer: with row 0 the kernel
+  // evaluates its results at flat indices. A thread takes one vector chunk;
+  // only the last chunk of all may be partial (scalar), and no thread
+  // idles at the end of a row.
+  SmallVector<Sink> sinks = f.plan.allSinks();
+  ev.beginRow(f.index(0), Value(), Value());
+  int64_t vector = f.schedule.vectorWidth;
+  Value total = arith::MulIOp::create(
+      b, loc, f.rows, ev.loopWidth(f.plan.columnLoops.front().width));
+  Value thread = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, f.bid, f.index(f.schedule.threads)),
+      f.tid);
+  Value first = arith::MulIOp::create(b, loc, thread, f.index(vector));
+  Value past = arith::AddIOp::create(b, loc, first, f.index(vector));
+  auto chunk = [&](Value at) {
+    SmallVector<Lanes> computed = computeChunk(ev, sinks, at);
+    for (auto [sink, values] : llvm::zip(sinks, computed))
+      ev.storeGroup(values, f.resultPointers[*sink.result], at);
+  };
+  auto scalar = [&] {
+    Value end = arith::MinUIOp::create(b, loc, past, total);
+    stridedLoop(first, end, f.index(1), chunk);
+  };
+  if (vector == 1)
+    return scalar();
+  Value whole =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, past, total);
+  auto branch = scf::IfOp::create(b, loc, f.andOf(f.aligned, whole),
+                                  /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  {
+    Evaluator::MemoScope scope(ev);
+    auto lanes = ev.withLanes(vector);
+    chunk(first);
+  }
+  b.setInsertionPointToStart(branch.elseBlock());
+  scalar();
+}
+
+void LoopedRows::emit() {
+  int64_t perCta = f.schedule.rowsPerCta;
+  partialRow =
+      perCta == 1
+          ? f.bid
+          : arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, f.bid, f.index(perCta)),
+                f.rowGroup);
+  zeroPartials();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto folding = ev.withFolder(this);
+    emitRows();
+  }
+  if (perCta != 1 && f.model.hasAcrossRows())
+    sumGroupPartials();
+}
+
+Value LoopedRows::partialAt(ReduceOp reduce, Value width, Value col) {
+  Value base = (f.schedule.rowsPerCta == 1 ? f.workspaceBase : f.scratchBase)
+                   .lookup(reduce);
+  return f.workspaceAt(base, partialRow, width, col);
+}
+
+void LoopedRows::zeroPartials() {
+  // Zeroed first, so that a group without rows contributes nothing.
+  for (ReduceOp reduce : f.model.acrossRowReductions) {
+    Value width = ev.widthOf(reduce);
+    Value zero = f.identity(reduce.getKind(), b.getF32Type());
+    columnLoop(width, [&](Value col) {
+      ev.storeGroup(Lanes(ev.lanes(), zero), f.workspace,
+                    partialAt(reduce, width, col));
+    });
+  }
+}
+
+void LoopedRows::emitRows() {
+  createRowLoop({});
+  for (const KernelPlan::ColumnLoop &loop : f.plan.columnLoops) {
+    ArrayRef<Sink> sinks = loop.sinks;
+    Value width = ev.loopWidth(loop.width);
+    for (const Sink &sink : sinks)
+      ev.prepareRowValues(sink.value);
+    Value rowStart = arith::MulIOp::create(b, loc, ev.row(), width);
+    columnLoop(width, [&](Value col) {
+      SmallVector<Lanes> computed = computeChunk(ev, sinks, col);
+      for (auto [sink, values] : llvm::zip(sinks, computed)) {
+        f.emitIf(ev.rowValid(), [&, &sink = sink, &values = values] {
+          if (sink.result) {
+            Value at = arith::AddIOp::create(b, loc, rowStart, col);
+            ev.storeGroup(values, f.resultPointers[*sink.result], at);
+            return;
+          }
+          ReduceOp reduce = sink.partialOf;
+          Value at = partialAt(reduce, width, col);
+          Lanes sums = ev.loadGroup(f.workspace, at);
+          f.combineInto(reduce.getKind(), sums, values);
+          ev.storeGroup(sums, f.workspace, at);
+        });
+      }
+    });
+  }
+  storeRowOutputs();
+  scf::YieldOp::create(b, loc, ev.finishRow());
+}
+
+void LoopedRows::sumGroupPartials() {
+  int64_t perCta = f.schedule.rowsPerCta;
+  gpu::BarrierOp::create(b, loc);
+  Value firstGroup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           f.rowGroup, f.index(0));
+  f.emitIf(firstGroup, [&] {
+    Value groups = arith::MulIOp::create(b, loc, f.bid, f.index(perCta));
+    for (ReduceOp reduce : f.model.acrossRowReductions) {
+      Value width = ev.widthOf(reduce);
+      columnLoop(width, [&](Value col) {
+        Lanes sums;
+        for (int64_t g = 0; g < perCta; ++g) {
+          Value scratchRow = arith::AddIOp::create(b, loc, groups, f.index(g));
+          Lanes values = ev.loadGroup(
+              f.workspace, f.workspaceAt(f.scratchBase.lookup(reduce),
+                                         scratchRow, width, col));
+          if (g == 0)
+            sums = values;
+          else
+            f.combineInto(reduce.getKind(), sums, values);
+        }
+        ev.storeGroup(
+            sums, f.workspace,
+            f.workspaceAt(f.workspaceBase.lookup(reduce), f.bid, width, col));
+      });
+    }
+  });
+}
+
+Value LoopedRows::fold(ReduceOp reduce) {
+  Value input = reduce.getInput();
+  Type f32Type = b.getF32Type();
+  Value acc = f.identity(reduce.getKind(), f32Type);
+  auto fold = [&](Value start, Value end, Value stride, int64_t width) {
+    auto loop = scf::ForOp::create(b, loc, start, end, stride, ValueRange{acc});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Evaluator::MemoScope scope(ev);
+    auto lanes = ev.withLanes(width);
+    Value base = loop.getInductionVar();
+    if (width > 1)
+      base = arith::MulIOp::create(b, loc, base, f.index(width));
+    Value total = loop.getRegionIterArg(0);
+    ev.prefetch(input, base);
+    for (Value element : ev.group(input, base))
+      total = f.combine(reduce.getKind(), total, element);
+    scf::YieldOp::create(b, loc, total);
+    return loop.getResult(0);
+  };
+  Value end = ev.widthOf(input);
+  Value tail;
+  int64_t width = f.schedule.vectorWidth;
+  if (width > 1) {
+    Value groups = arith::DivUIOp::create(b, loc, end, f.index(width));
+    Value vectorGroups =
+        arith::SelectOp::create(b, loc, f.aligned, groups, f.index(0));
+    acc = fold(f.member, vectorGroups, f.groupSize, width);
+    tail = arith::MulIOp::create(b, loc, vectorGroups, f.index(width));
+  }
+  Value start = width > 1 ? Value(arith::AddIOp::create(b, loc, tail, f.member))
+                          : f.member;
+  return fold(start, end, f.groupSize, 1);
+}
+
+void gpu_lowering::emitRowBody(KernelFrame &frame, Evaluator &evaluator) {
+  if (frame.schedule.elementGrid)
+    return ElementGrid(frame, evaluator).emit();
+  if (!frame.plan.resident)
+    return LoopedRows(frame, evaluator).emit();
+  OpBuilder &b = frame.b;
+  auto branch =
+      scf::IfOp::create(b, frame.loc, frame.aligned, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  emitResidentRows(frame, evaluator, *frame.plan.resident);
+  // Misaligned buffers: the looped body, whose vector paths fold away.
+  b.setInsertionPointToStart(branch.elseBlock());
+  llvm::SaveAndRestore misaligned(
+      frame.aligned, Value(arith::ConstantIntOp::create(b, frame.loc, 0, 1)));
+  LoopedRows(frame, evaluator).emit();
+}

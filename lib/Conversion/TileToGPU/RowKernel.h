@@ -1,0 +1,17 @@
+//===- RowKernel.h - the row kernel's body ----------------------*- C++ -*-===//
+
+#ifndef TILE_LIB_CONVERSION_TILETOGPU_ROWKERNEL_H
+#define TILE_LIB_CONVERSION_TILETOGPU_ROWKERNEL_H
+
+#include "Evaluator.h"
+
+namespace mlir::tile::gpu_lowering {
+
+/// The row kernel's body: the element grid where the schedule says so;
+/// else resident rows where the plan has them (with looped rows for
+/// misaligned buffers); else looped rows.
+void emitRowBody(KernelFrame &frame, Evaluator &evaluator);
+
+} // namespace mlir::tile::gpu_lowering
+
+#endif // TILE_LIB_CONVERSION_TILETOGPU_ROWKERNEL_H
