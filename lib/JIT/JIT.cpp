@@ -28,7 +28,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -117,20 +116,18 @@ std::vector<std::string> specializationPasses(const CompileOptions &options) {
   return passes;
 }
 
-/// The lowering (buildTileToPtxPipeline's passes, spelled out).
+/// The lowering: tile-lower-to-ptx, which is buildTileToPtxPipeline.
 std::vector<std::string> loweringPasses(const CompileOptions &options) {
   const DeviceDescription &device = options.device;
-  std::string facts =
-      " sms=" + std::to_string(device.sms) +
-      " threads-per-sm=" + std::to_string(device.threadsPerSm) +
-      " registers-per-sm=" + std::to_string(device.registersPerSm) +
-      " shared-bytes-per-sm=" + std::to_string(device.sharedBytesPerSm);
-  return {"tile-schedule{threads=" + std::to_string(options.threads) +
-              " ctas=" + std::to_string(options.persistentCtas) +
-              " rows-per-cta=" + std::to_string(options.rowsPerCta) +
-              " row-grid=" + (options.rowGrid ? "true" : "false") + facts + "}",
-          "convert-tile-to-gpu",
-          "tile-gpu-to-ptx{chip=" + options.chip + facts + "}"};
+  return {"tile-lower-to-ptx{chip=" + options.chip +
+          " sms=" + std::to_string(device.sms) +
+          " threads-per-sm=" + std::to_string(device.threadsPerSm) +
+          " registers-per-sm=" + std::to_string(device.registersPerSm) +
+          " shared-bytes-per-sm=" + std::to_string(device.sharedBytesPerSm) +
+          " threads=" + std::to_string(options.threads) +
+          " ctas=" + std::to_string(options.persistentCtas) +
+          " rows-per-cta=" + std::to_string(options.rowsPerCta) +
+          " row-grid=" + (options.rowGrid ? "true" : "false") + "}"};
 }
 
 std::string join(const std::vector<std::string> &passes) {

@@ -219,28 +219,32 @@ void mlir::tile::buildTileToPtxPipeline(OpPassManager &pm,
 }
 
 namespace {
-struct PtxPipelineOptions final : PassPipelineOptions<PtxPipelineOptions> {
-  Option<std::string> chip{*this, "chip", llvm::cl::desc("target chip"),
-                           llvm::cl::init("sm_80")};
-  Option<std::string> features{
+/// The options of both pipelines: the target and the device.
+template <typename Derived>
+struct PtxPipelineOptionsBase : PassPipelineOptions<Derived> {
+  using Base = PassPipelineOptions<Derived>;
+  typename Base::template Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("target chip"), llvm::cl::init("sm_80")};
+  typename Base::template Option<std::string> features{
       *this, "features",
       llvm::cl::desc("PTX features (default: the chip's minimum)"),
       llvm::cl::init("")};
-  Option<std::string> libdevice{
+  typename Base::template Option<std::string> libdevice{
       *this, "libdevice",
       llvm::cl::desc("path of libdevice.10.bc (default: from CUDA_HOME)"),
       llvm::cl::init("")};
   // The device tile-schedule sizes grids for (DeviceDescription's
   // defaults: an H100 SXM or H200).
-  Option<int64_t> sms{*this, "sms", llvm::cl::desc("the device's SMs"),
-                      llvm::cl::init(::tile::DeviceDescription().sms)};
-  Option<int64_t> threadsPerSm{
+  typename Base::template Option<int64_t> sms{
+      *this, "sms", llvm::cl::desc("the device's SMs"),
+      llvm::cl::init(::tile::DeviceDescription().sms)};
+  typename Base::template Option<int64_t> threadsPerSm{
       *this, "threads-per-sm", llvm::cl::desc("threads one SM holds"),
       llvm::cl::init(::tile::DeviceDescription().threadsPerSm)};
-  Option<int64_t> registersPerSm{
+  typename Base::template Option<int64_t> registersPerSm{
       *this, "registers-per-sm", llvm::cl::desc("registers per SM"),
       llvm::cl::init(::tile::DeviceDescription().registersPerSm)};
-  Option<int64_t> sharedBytesPerSm{
+  typename Base::template Option<int64_t> sharedBytesPerSm{
       *this, "shared-bytes-per-sm",
       llvm::cl::desc("shared memory per SM, in bytes"),
       llvm::cl::init(::tile::DeviceDescription().sharedBytesPerSm)};
@@ -257,20 +261,52 @@ struct PtxPipelineOptions final : PassPipelineOptions<PtxPipelineOptions> {
     return options;
   }
 };
+
+struct GpuToPtxOptions final : PtxPipelineOptionsBase<GpuToPtxOptions> {};
+
+/// tile-lower-to-ptx also takes tile-schedule's overrides (PtxOptions),
+/// so that it spells the JIT's lowering whole (jit::passPipeline).
+struct LowerToPtxOptions final : PtxPipelineOptionsBase<LowerToPtxOptions> {
+  Option<int64_t> threads{*this, "threads",
+                          llvm::cl::desc("threads per CTA (0: the schedule's)"),
+                          llvm::cl::init(0)};
+  Option<int64_t> ctas{
+      *this, "ctas",
+      llvm::cl::desc("CTAs of persistent grids (0: the schedule's)"),
+      llvm::cl::init(0)};
+  Option<int64_t> rowsPerCta{
+      *this, "rows-per-cta",
+      llvm::cl::desc("rows a CTA works on at once (0: the schedule's)"),
+      llvm::cl::init(0)};
+  Option<bool> rowGrid{
+      *this, "row-grid",
+      llvm::cl::desc("one CTA per row for purely elementwise kernels too"),
+      llvm::cl::init(false)};
+
+  mlir::tile::PtxOptions toPtxOptions() const {
+    mlir::tile::PtxOptions options =
+        PtxPipelineOptionsBase<LowerToPtxOptions>::toPtxOptions();
+    options.threads = threads;
+    options.persistentCtas = ctas;
+    options.rowsPerCta = rowsPerCta;
+    options.rowGrid = rowGrid;
+    return options;
+  }
+};
 } // namespace
 
 void mlir::tile::registerTilePipelines() {
-  PassPipelineRegistration<PtxPipelineOptions>(
+  PassPipelineRegistration<GpuToPtxOptions>(
       "tile-gpu-to-ptx",
       "lowers every gpu.module to NVVM and serializes it to PTX",
-      [](OpPassManager &pm, const PtxPipelineOptions &options) {
+      [](OpPassManager &pm, const GpuToPtxOptions &options) {
         buildGpuToPtxPipeline(pm, options.toPtxOptions());
       });
-  PassPipelineRegistration<PtxPipelineOptions>(
+  PassPipelineRegistration<LowerToPtxOptions>(
       "tile-lower-to-ptx",
       "schedules and converts every tile kernel to GPU kernels and "
       "serializes them to PTX",
-      [](OpPassManager &pm, const PtxPipelineOptions &options) {
+      [](OpPassManager &pm, const LowerToPtxOptions &options) {
         buildTileToPtxPipeline(pm, options.toPtxOptions());
       });
 }

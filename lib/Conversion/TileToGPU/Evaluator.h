@@ -88,7 +88,6 @@ public:
   Value loadVector(Value buffer, Value at);
   Lanes extractLanes(Value vector);
   void storeGroup(ArrayRef<Value> values, Value buffer, Value at);
-  Value pointerOf(Value argument) const { return f.pointers.lookup(argument); }
 
   //--- Scopes ------------------------------------------------------------//
   int64_t lanes() const { return laneCount; }

@@ -114,15 +114,9 @@ void createKernel(KernelFrame &f, Evaluator &ev, gpu::GPUModuleOp module) {
 void setUpThreads(KernelFrame &f) {
   OpBuilder &b = f.b;
   Location loc = f.loc;
-  if (auto specialized = f.func->getAttrOfType<DictionaryAttr>(
-          TileDialect::getSpecializeAttrName()))
-    for (NamedAttribute entry : specialized) {
-      // `w<i>`, checked by the dialect's attribute verifier.
-      unsigned index = 0;
-      (void)entry.getName().getValue().drop_front(1).getAsInteger(10, index);
-      f.argWidths[f.func.getArgument(index)] = arith::ConstantIndexOp::create(
-          b, loc, cast<IntegerAttr>(entry.getValue()).getInt());
-    }
+  for (auto [index, width] : getSpecializedWidths(f.func))
+    f.argWidths[f.func.getArgument(index)] =
+        arith::ConstantIndexOp::create(b, loc, width);
   f.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   f.threads = f.index(f.schedule.threads);
   if (f.schedule.rowsPerCta == 1) {
@@ -146,7 +140,7 @@ void layOutWorkspace(KernelFrame &f, Evaluator &ev) {
   Value ctaBlock; // the reduction's [ctas, width] block's size
   for (const KernelPlan::WorkspaceBlock &block : f.plan.workspace) {
     Value size;
-    if (block.scratch) {
+    if (block.scratch()) {
       f.scratchBase[block.reduce] = offset;
       size = arith::MulIOp::create(b, loc, ctaBlock, f.index(block.rowsPerCta));
     } else {

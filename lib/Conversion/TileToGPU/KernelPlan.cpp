@@ -24,14 +24,8 @@ using namespace mlir::tile::gpu_lowering;
 
 WidthClasses::WidthClasses(const KernelModel &model) : model(model) {
   func::FuncOp func = model.func;
-  if (auto entries = func->getAttrOfType<DictionaryAttr>(
-          TileDialect::getSpecializeAttrName()))
-    for (NamedAttribute entry : entries) {
-      // `w<i>`, checked by the dialect's attribute verifier.
-      unsigned index = 0;
-      (void)entry.getName().getValue().drop_front(1).getAsInteger(10, index);
-      specialized[index] = cast<IntegerAttr>(entry.getValue()).getInt();
-    }
+  for (auto [index, width] : getSpecializedWidths(func))
+    specialized[index] = width;
   // Values the launcher checks to be equally wide (the manifest states
   // every sameWidthValues as a constraint) are one class, so that the
   // emitter may treat them as one width.
@@ -232,9 +226,9 @@ FailureOr<KernelPlan> gpu_lowering::planKernel(const KernelModel &model,
   // [ctas * rowsPerCta, width] block where the looped body keeps a row per
   // group (the resident body keeps its group partials in registers).
   for (ReduceOp reduce : model.acrossRowReductions) {
-    plan.workspace.push_back({reduce, 1, false});
+    plan.workspace.push_back({reduce, 1});
     if (schedule.rowsPerCta != 1)
-      plan.workspace.push_back({reduce, schedule.rowsPerCta, true});
+      plan.workspace.push_back({reduce, schedule.rowsPerCta});
   }
   // known_block_size becomes `.maxntid`, under which ptxas caps the
   // registers to keep more CTAs resident; it spilled the vectorized pad and

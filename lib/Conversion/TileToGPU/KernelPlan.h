@@ -122,7 +122,8 @@ struct KernelPlan {
   struct WorkspaceBlock {
     ReduceOp reduce;
     int64_t rowsPerCta;
-    bool scratch;
+    /// The looped body's scratch rows (after the reduction's CTA block).
+    bool scratch() const { return rowsPerCta != 1; }
   };
   /// One GPU kernel's launch facts.
   struct Launch {

@@ -367,11 +367,10 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
     FailureOr<std::string> w = names.width(ReduceOp(block.reduce).getResult());
     if (failed(w))
       return failure();
-    workspace +=
-        std::string(workspace.empty() ? "" : " + ") + "ctas * " +
-        (block.rowsPerCta == 1 ? std::string()
-                               : std::to_string(block.rowsPerCta) + " * ") +
-        *w;
+    workspace += std::string(workspace.empty() ? "" : " + ") + "ctas * " +
+                 (block.scratch() ? std::to_string(block.rowsPerCta) + " * "
+                                  : std::string()) +
+                 *w;
   }
 
   std::string ctas;

@@ -98,7 +98,7 @@ SmallVector<Value> ResidentRows::loadRow(Value rowIndex) {
     Value at = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, rowIndex, ev.widthOf(load.input)),
         load.chunk->base);
-    vectors.push_back(ev.loadVector(ev.pointerOf(load.input), at));
+    vectors.push_back(ev.loadVector(f.pointers.lookup(load.input), at));
   }
   return vectors;
 }

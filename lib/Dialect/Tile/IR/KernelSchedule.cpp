@@ -69,17 +69,31 @@ bool mlir::tile::isPurelyElementwise(func::FuncOp func) {
   return true;
 }
 
+SmallVector<std::pair<unsigned, int64_t>>
+mlir::tile::getSpecializedWidths(func::FuncOp func) {
+  SmallVector<std::pair<unsigned, int64_t>> widths;
+  auto specialized =
+      func->getAttrOfType<DictionaryAttr>(TileDialect::getSpecializeAttrName());
+  if (!specialized)
+    return widths;
+  for (NamedAttribute entry : specialized) {
+    unsigned index = 0;
+    auto width = dyn_cast<IntegerAttr>(entry.getValue());
+    if (!width ||
+        entry.getName().getValue().drop_front(1).getAsInteger(10, index))
+      continue; // the verifier reports it
+    widths.push_back({index, width.getInt()});
+  }
+  return widths;
+}
+
 namespace {
 /// The widest width `func` is specialized for (tile.specialize), or 0.
 int64_t specializedWidth(func::FuncOp func) {
-  auto specialized =
-      func->getAttrOfType<DictionaryAttr>(TileDialect::getSpecializeAttrName());
-  int64_t width = 0;
-  if (specialized)
-    for (NamedAttribute entry : specialized)
-      if (auto value = dyn_cast<IntegerAttr>(entry.getValue()))
-        width = std::max(width, value.getInt());
-  return width;
+  int64_t widest = 0;
+  for (auto [index, width] : getSpecializedWidths(func))
+    widest = std::max(widest, width);
+  return widest;
 }
 
 /// Vector chunks of a row per thread above which a reducing kernel takes

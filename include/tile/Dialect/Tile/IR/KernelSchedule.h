@@ -118,6 +118,12 @@ struct KernelSchedule {
   }
 };
 
+/// The widths `func` is specialized for (tile.specialize, whose entries
+/// `w<i> = width` the dialect's verifier checks): (tensor argument i,
+/// width), in the attribute's order.
+SmallVector<std::pair<unsigned, int64_t>>
+getSpecializedWidths(func::FuncOp func);
+
 /// Whether `func` reduces across rows (and so needs a persistent grid).
 bool reducesAcrossRows(func::FuncOp func);
 /// Whether `func` has any reduction (within or across rows).
