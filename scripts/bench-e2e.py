@@ -11,12 +11,14 @@ change). Columns, each a fresh model with the same seed:
 
   eager         the unpatched model
   compile       torch.compile(model) (default mode, static shapes)
-  liger-norm-mlp  liger_kernel's apply_liger_kernel_to_llama(rms_norm,
-                swiglu) on the model instance: what Tile patches
-  liger         the same with Liger's RoPE too (its default)
-  tile          tile.transformers.apply_tile(model) (RMSNorm and SwiGLU MLP)
+  liger         liger_kernel's apply_liger_kernel_to_llama(rope, rms_norm,
+                swiglu) on the model instance (its default)
+  tile          tile.transformers.apply_tile(model) (RMSNorm, SwiGLU MLP
+                and RoPE: its default)
   liger-tiled   Liger's patch plus LigerTiledSwiGLUMLP for every MLP
   tile-tiled    apply_tile(model, tiled_mlp=True)
+  and, when asked for by --columns, the two without RoPE:
+  liger-norm-mlp, tile-norm-mlp
 
 Per column and sequence: tokens/s (median step of --steps after warm-up),
 peak memory (torch.cuda.max_memory_allocated over one step, model and
@@ -31,8 +33,8 @@ columns run last in a process; run the script twice (two processes) for the
 run-to-run spread.
 
     python3 scripts/bench-e2e.py [--sequences 4096,16384,65536]
-        [--columns eager,compile,tile,tile-tiled,liger-norm-mlp,liger,
-                   liger-tiled]
+        [--columns eager,compile,tile,tile-tiled,liger,liger-tiled,
+                   tile-norm-mlp,liger-norm-mlp]
         [--layers 2] [--json out.json]
 """
 
@@ -43,8 +45,10 @@ import torch
 from llama_bench import HIDDEN, llama_layers, parse_options, timed_steps
 
 INTER = 14336
-COLUMNS = ["eager", "compile", "tile", "tile-tiled", "liger-norm-mlp", "liger",
-           "liger-tiled"]
+COLUMNS = ["eager", "compile", "tile", "tile-tiled", "tile-norm-mlp",
+           "liger-norm-mlp", "liger", "liger-tiled"]
+DEFAULT_COLUMNS = ["eager", "compile", "tile", "tile-tiled", "liger",
+                   "liger-tiled"]
 
 
 def run_order(column):
@@ -62,7 +66,8 @@ def patch(model, column):
         return torch.compile(model)
     if column.startswith("tile"):
         import tile.transformers
-        tile.transformers.apply_tile(model, tiled_mlp=column == "tile-tiled")
+        tile.transformers.apply_tile(model, tiled_mlp=column == "tile-tiled",
+                                     rope=column != "tile-norm-mlp")
         return model
     from liger_kernel.transformers import apply_liger_kernel_to_llama
     apply_liger_kernel_to_llama(rope=column != "liger-norm-mlp",
@@ -90,7 +95,8 @@ def step(model, x, dy):
 KINDS = [("attention", ("flash", "fmha", "attention", "sdpa")),
          ("gemm", ("gemm", "nvjet", "cutlass", "xmma", "sm90_", "cublas")),
          ("norm", ("rms_norm", "rmsnorm", "rsqrt")),
-         ("activation", ("swiglu", "silu", "geglu"))]
+         ("activation", ("swiglu", "silu", "geglu")),
+         ("rope", ("rope", "rotary"))]
 
 
 def kind_of(name):
@@ -183,6 +189,9 @@ def measure(column, sequence, layers, steps):
               "gpu_idle_ms": idle,
               "top_kernels_ms": [[kind_of(n), n[:120], ms] for n, ms in top]}
     del model, x, dy
+    if column.startswith("tile"):  # its RoPE patch is module-wide
+        import tile.transformers
+        tile.transformers.revert_rope()
     torch._dynamo.reset()
     torch.cuda.empty_cache()
     return result
@@ -190,7 +199,7 @@ def measure(column, sequence, layers, steps):
 
 def main():
     options, columns, sequences = parse_options(COLUMNS, "4096,16384,65536",
-                                                5)
+                                                5, DEFAULT_COLUMNS)
     columns.sort(key=run_order)
     import transformers
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}"

@@ -37,7 +37,8 @@ def make_model(layers, sequence, column, device):
     config = model.config
     if column == "tile-tiled":
         import tile.transformers
-        tile.transformers.apply_tile(model, rms_norm=False, tiled_mlp=True)
+        tile.transformers.apply_tile(model, rms_norm=False, tiled_mlp=True,
+                                     rope=False)
     elif column == "liger-tiled":
         from liger_kernel.transformers.tiled_mlp import LigerTiledSwiGLUMLP
         for layer in model.layers:

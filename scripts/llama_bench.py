@@ -29,13 +29,14 @@ def llama_layers(intermediate, layers, max_sequence, device="cuda"):
     return model
 
 
-def parse_options(columns, sequences, steps):
+def parse_options(columns, sequences, steps, default_columns=None):
     """(options, the columns asked for, the sequences) from the command
-    line: --sequences, --columns (each one of `columns`), --layers,
-    --steps, --json."""
+    line: --sequences, --columns (each one of `columns`; default
+    `default_columns` or all), --layers, --steps, --json."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--sequences", default=sequences)
-    parser.add_argument("--columns", default=",".join(columns))
+    parser.add_argument("--columns",
+                        default=",".join(default_columns or columns))
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=steps)
     parser.add_argument("--json")

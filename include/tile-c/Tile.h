@@ -231,7 +231,7 @@ TILE_C_EXPORT void tile_host_results_destroy(tile_host_results results);
 /*===-- Operators ---------------------------------------------------------===*/
 
 /* The source of an operator's kernel: "swiglu", "silu_and_mul",
-   "rms_norm" (examples/*.mlir) or "geglu" (test/Zoo/geglu.mlir); NULL for
+   "rms_norm" (examples/*.mlir), "geglu" or "rope" (test/Zoo/); NULL for
    another name. */
 TILE_C_EXPORT const char *tile_operator_source(const char *name);
 

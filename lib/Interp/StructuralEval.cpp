@@ -183,13 +183,17 @@ llvm::Error evalSlice(t::SliceOp op, Env &env) {
   return llvm::Error::success();
 }
 
+bool sameLeadingDims(const Buffer &input, const Buffer &result) {
+  return std::equal(input.shape.begin(), input.shape.end() - 1,
+                    result.shape.begin());
+}
+
 llvm::Error evalPad(t::PadOp op, Env &env) {
   const Buffer &input = env.get(op.getInput());
   int64_t offset = asInt(env.get(op.getOffset()).values[0]);
   Buffer result = emptyLike(op, env.get(op.getShape()).shape);
   int64_t size = input.shape.back(), width = result.shape.back();
-  if (!std::equal(input.shape.begin(), input.shape.end() - 1,
-                  result.shape.begin()))
+  if (!sameLeadingDims(input, result))
     return opError(op, "the input's leading dimensions differ from those of "
                        "the 'like' operand");
   if (offset < 0 || offset > width || size > width - offset)
@@ -237,6 +241,47 @@ llvm::Error evalConcat(t::ConcatOp op, Env &env) {
   return llvm::Error::success();
 }
 
+llvm::Error evalRepeat(t::RepeatOp op, Env &env) {
+  const Buffer &input = env.get(op.getInput());
+  Buffer result = emptyLike(op, env.get(op.getShape()).shape);
+  int64_t size = input.shape.back(), width = result.shape.back();
+  if (!sameLeadingDims(input, result))
+    return opError(op, "the input's leading dimensions differ from those of "
+                       "the 'like' operand");
+  if (size <= 0 || width % size != 0)
+    return opError(op, "input last dimension " + llvm::Twine(size) +
+                           " does not divide the result's " +
+                           llvm::Twine(width));
+  int64_t rows = width == 0 ? 0 : result.numElements() / width;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t column = 0; column < width; ++column)
+      result.values[row * width + column] =
+          input.values[row * size + column % size];
+  env.values[op] = std::move(result);
+  return llvm::Error::success();
+}
+
+llvm::Error evalSwapHalves(t::SwapHalvesOp op, Env &env) {
+  const Buffer &input = env.get(op.getInput());
+  int64_t block = asInt(env.get(op.getBlock()).values[0]);
+  int64_t width = input.shape.back();
+  if (block <= 0 || block % 2 != 0 || width % block != 0)
+    return opError(op, "block " + llvm::Twine(block) +
+                           " must be positive, even and divide the last "
+                           "dimension of size " +
+                           llvm::Twine(width));
+  Buffer result = emptyLike(op, input.shape);
+  int64_t half = block / 2;
+  int64_t rows = width == 0 ? 0 : input.numElements() / width;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t column = 0; column < width; ++column) {
+      int64_t partner = column % block < half ? column + half : column - half;
+      result.values[row * width + column] = input.values[row * width + partner];
+    }
+  env.values[op] = std::move(result);
+  return llvm::Error::success();
+}
+
 llvm::Error evalDim(tensor::DimOp op, Env &env) {
   const Buffer &source = env.get(op.getSource());
   int64_t dim = asInt(env.get(op.getIndex()).values[0]);
@@ -258,6 +303,8 @@ std::optional<llvm::Error> detail::evalStructural(Operation *op, Env &env) {
       .Case([&](t::SliceOp slice) { return evalSlice(slice, env); })
       .Case([&](t::ConcatOp concat) { return evalConcat(concat, env); })
       .Case([&](t::PadOp pad) { return evalPad(pad, env); })
+      .Case([&](t::RepeatOp repeat) { return evalRepeat(repeat, env); })
+      .Case([&](t::SwapHalvesOp swap) { return evalSwapHalves(swap, env); })
       .Case([&](tensor::DimOp dim) { return evalDim(dim, env); })
       .Default([](Operation *) { return std::nullopt; });
 }

@@ -12,7 +12,8 @@ func.func @stream(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>)
 })mlir";
 
 namespace {
-// examples/*.mlir and test/Zoo/geglu.mlir, embedded at build time
+// examples/*.mlir, test/Zoo/geglu.mlir and test/Zoo/rope.mlir, embedded at
+// build time
 // (ExampleKernels.inc).
 #include "ExampleKernels.inc"
 
@@ -27,6 +28,8 @@ const char *exampleSource(const std::string &kernel) {
     return kRmsNormSource;
   if (kernel == "geglu")
     return kGegluSource;
+  if (kernel == "rope")
+    return kRopeSource;
   return nullptr;
 }
 

@@ -83,6 +83,31 @@ def three_uses(x):
     return u ** 3 + u ** 2 + torch.sin(u)
 
 
+def swap_halves(x, block):
+    """tile.swap_halves: in every block of `block` columns the halves trade
+    places."""
+    blocks = x.unflatten(-1, (-1, 2, block // 2))
+    return blocks.flip(-2).flatten(-3)
+
+
+def rope(x, cos, sin, sign):
+    heads = x.shape[-1] // cos.shape[-1]
+    return (x * cos.repeat(1, heads) +
+            swap_halves(x, cos.shape[-1]) * (sin * sign).repeat(1, heads))
+
+
+def _rope_args(r, w, d, g):
+    """x [r, w] of w / D heads, cos and sin [r, D], sign [D] (random: any
+    table works); None where w is odd (no even head divides it)."""
+    if w % 2:
+        return None
+    head = next(h for h in (128, 8, 4, 2) if w % h == 0)
+    return [_t((r, w), d, generator=g), _t((r, head), d, generator=g),
+            _t((r, head), d, generator=g),
+            _t((head,), torch.float64 if d == torch.float64 else torch.float32,
+               generator=g)]
+
+
 # name -> (reference, argument makers(rows, width, dtype) -> args)
 def _t(shape, dtype, low=-2.0, high=2.0, generator=None):
     return (torch.rand(shape, dtype=torch.float64, generator=generator) *
@@ -110,6 +135,7 @@ ZOO_CASES = {
                          _t((r, w), d, generator=g))]),
     "three_uses": (three_uses,
                    lambda r, w, d, g: [_t((r, w), d, generator=g)]),
+    "rope": (rope, _rope_args),
 }
 
 

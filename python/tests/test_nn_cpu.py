@@ -18,6 +18,59 @@ transformers = pytest.importorskip("transformers")
 HF_RTOL = 1e-5
 
 
+@pytest.fixture(autouse=True)
+def _unpatched_rope():
+    """apply_tile replaces a modeling module's RoPE function for the whole
+    process: every test starts and ends with Hugging Face's own."""
+    tile.transformers.revert_rope()
+    yield
+    tile.transformers.revert_rope()
+
+
+def _rope_inputs(layout, dtype=torch.float64, generator=None):
+    """q, k as the attention makes them (transposed views of the
+    projections' [B, S, heads, D]) and Llama's cos, sin."""
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    config = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4,
+                                      num_key_value_heads=2)
+    cos, sin = LlamaRotaryEmbedding(config)(
+        torch.zeros(1, dtype=dtype), torch.arange(9).expand(2, 9))
+    q = torch.randn(2, 9, 4, 16, dtype=dtype, generator=generator)
+    k = torch.randn(2, 9, 2, 16, dtype=dtype, generator=generator)
+    if layout == 1:
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+    return leaf(q), leaf(k), cos.to(dtype), sin.to(dtype)
+
+
+@pytest.mark.parametrize("unsqueeze_dim", [1, 2])
+def test_rope_matches_hugging_face(unsqueeze_dim, generator):
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+    q, k, cos, sin = _rope_inputs(unsqueeze_dim, generator=generator)
+    got = tile.ops.rope(q, k, cos, sin, unsqueeze_dim)
+    rq, rk = leaf(q.detach()), leaf(k.detach())
+    want = apply_rotary_pos_emb(rq, rk, cos, sin, unsqueeze_dim)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.stride() == w.stride()
+        assert_close(g, w, torch.float64, "rope")
+    dq, dk = (torch.randn_like(w) for w in want)
+    torch.autograd.backward(got, (dq, dk))
+    torch.autograd.backward(want, (dq, dk))
+    assert_close(q.grad, rq.grad, torch.float64, "rope dq")
+    assert_close(k.grad, rk.grad, torch.float64, "rope dk")
+
+
+def test_rope_gradcheck_and_errors(generator):
+    q, _, cos, sin = _rope_inputs(1, generator=generator)
+    q = leaf(q.detach()[:, :2].contiguous())  # not a transposed view
+    assert torch.autograd.gradcheck(
+        lambda x: tile.ops.rotary(x, cos, sin), (q,))
+    with pytest.raises(ValueError, match="unsqueeze_dim must be 1 or 2"):
+        tile.ops.rotary(q, cos, sin, 3)
+    with pytest.raises(ValueError, match=r"cos and sin must be \[2 or 1, 9, 16\]"):
+        tile.ops.rotary(q, cos[..., :8], sin[..., :8])
+    with pytest.raises(ValueError, match="x must be 4-D"):
+        tile.ops.rotary(q[0], cos, sin)
+
 
 def test_rms_norm_module_matches_and_loads_hf_state(generator):
     from transformers.models.llama.modeling_llama import LlamaRMSNorm
@@ -167,7 +220,7 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     params = dict(model.named_parameters())
     _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     layers = model.config.num_hidden_layers
-    assert counts["mlp"] == layers
+    assert counts["mlp"] == layers and counts["rope"] == 1
     assert counts["rms_norm"] >= 2 * layers + 1
     # The same Parameter objects, under the same names.
     assert dict(model.named_parameters()) == params

@@ -15,6 +15,46 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
 transformers = pytest.importorskip("transformers")
 
 
+@pytest.fixture(autouse=True)
+def _unpatched_rope():
+    """apply_tile's RoPE patch is process-wide: undo it around each test."""
+    tile.transformers.revert_rope()
+    yield
+    tile.transformers.revert_rope()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16,
+                                   torch.float32])
+@pytest.mark.parametrize("shape", [(1, 4096, 32, 8, 128), (2, 333, 4, 2, 64),
+                                   (3, 17, 6, 3, 8)])
+def test_rope_against_float64(dtype, shape, poison_the_allocator):
+    """tile.ops.rope on q, k as Llama's attention makes them (transposed
+    views of [B, S, heads, D]) against Hugging Face's formula in float64."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+    batch, seq, heads, kv_heads, head_dim = shape
+    g = torch.Generator("cuda").manual_seed(seq)
+    q = torch.randn(batch, seq, heads, head_dim, device="cuda", generator=g)
+    k = torch.randn(batch, seq, kv_heads, head_dim, device="cuda",
+                    generator=g)
+    angle = torch.rand(batch, seq, head_dim // 2, device="cuda",
+                       generator=g) * 100
+    cos = torch.cat([angle.cos()] * 2, -1).to(dtype)
+    sin = torch.cat([angle.sin()] * 2, -1).to(dtype)
+    q, k = (leaf(t.to(dtype).transpose(1, 2)) for t in (q, k))
+    got = tile.ops.rope(q, k, cos, sin)
+    exact_q, exact_k = (leaf(t.detach().double()) for t in (q, k))
+    want = apply_rotary_pos_emb(exact_q, exact_k, cos.double(),
+                                sin.double())
+    dy = [torch.randn_like(w).to(dtype) for w in want]
+    torch.autograd.backward(got, dy)
+    torch.autograd.backward(want, [d.double() for d in dy])
+    for o, w, name in zip(got, want, "qk"):
+        assert o.dtype == dtype and o.stride() == w.stride()
+        assert_close(o, w, dtype, f"rope {name}")
+    assert_close(q.grad, exact_q.grad, dtype, "rope dq")
+    assert_close(k.grad, exact_k.grad, dtype, "rope dk")
+
+
 
 def _model(model_type, dtype):
     common = dict(vocab_size=256, hidden_size=256, intermediate_size=768,

@@ -10,6 +10,7 @@ on first use. swiglu_mlp is the sequence-tiled MLP around the SwiGLU kernels
 import torch
 
 from . import _capi
+from . import autograd as _autograd
 from .kernel import Kernel
 from .grouped_mlp import grouped_swiglu_mlp  # noqa: F401
 from .mlp import swiglu_mlp  # noqa: F401  (tile.ops.swiglu_mlp)
@@ -46,6 +47,85 @@ def silu_and_mul(x):
             "silu_and_mul needs x of shape [..., 2H] (an even last "
             f"dimension), got {list(x.shape)}")
     return _kernel("silu_and_mul")(x)
+
+
+_rope_signs = {}
+
+
+def _rope_sign(head_dim, device):
+    """[-1]*(D/2) + [1]*(D/2) in f32: rotate_half's signs, made once per
+    head size and device."""
+    key = (head_dim, device)
+    if key not in _rope_signs:
+        sign = torch.ones(head_dim, dtype=torch.float32, device=device)
+        sign[: head_dim // 2] = -1.0
+        _rope_signs[key] = sign
+    return _rope_signs[key]
+
+
+class _Rotary(torch.autograd.Function):
+    """The rope kernel and its derived backward, saving cos, sin and sign
+    only. The derived backward takes x but reads nothing of it but its
+    shape (test/Zoo/rope.mlir checks that no op reads it), so the
+    cotangent, which has x's shape, stands in for it: the pre-rotation q
+    and k are not kept alive until the backward (tile.Kernel's autograd
+    would keep every input: 640 MiB per Llama-8B layer at 65536 tokens),
+    as Hugging Face's own RoPE keeps only cos and sin."""
+
+    @staticmethod
+    def forward(ctx, rows, cos, sin, sign):
+        ctx.save_for_backward(cos, sin, sign)
+        outputs, _ = _autograd._forward(_kernel("rope"), [rows, cos, sin,
+                                                          sign])
+        return outputs[0]
+
+    @staticmethod
+    def backward(ctx, dy):
+        cos, sin, sign = ctx.saved_tensors
+        dy = dy.contiguous()
+        dx = _autograd.backward(_kernel("rope"), [dy, cos, sin, sign], (dy,),
+                                [])[0]
+        return dx, None, None, None
+
+
+def rotary(x, cos, sin, unsqueeze_dim=1):
+    """x * cos + rotate_half(x) * sin for every head of x, as Hugging Face's
+    apply_rotary_pos_emb computes it for one of q and k: x is
+    [B, heads, S, D] (unsqueeze_dim=1, the heads a transposed view of the
+    projection's [B, S, heads, D], which is read in place) or
+    [B, S, heads, D] (unsqueeze_dim=2); cos and sin are [B or 1, S, D].
+    The result has x's shape and layout. The math is f32, rounded once."""
+    if unsqueeze_dim not in (1, 2):
+        raise ValueError(f"rotary: unsqueeze_dim must be 1 or 2, got "
+                         f"{unsqueeze_dim}")
+    if not all(isinstance(t, torch.Tensor) for t in (x, cos, sin)):
+        raise TypeError("rotary: x, cos and sin must be tensors")
+    if x.dim() != 4 or cos.dim() != 3 or sin.shape != cos.shape:
+        raise ValueError(
+            f"rotary: x must be 4-D and cos, sin 3-D of one shape; got x "
+            f"{list(x.shape)}, cos {list(cos.shape)}, sin {list(sin.shape)}")
+    tokens = x.transpose(1, 2) if unsqueeze_dim == 1 else x  # [B, S, H, D]
+    batch, seq, heads, head_dim = tokens.shape
+    if cos.shape[1:] != (seq, head_dim) or cos.shape[0] not in (1, batch) \
+            or head_dim % 2:
+        raise ValueError(
+            f"rotary: cos and sin must be [{batch} or 1, {seq}, {head_dim}] "
+            f"with an even head size for x {list(x.shape)} (unsqueeze_dim="
+            f"{unsqueeze_dim}); got {list(cos.shape)}")
+    rows = tokens.reshape(batch * seq, heads * head_dim)
+    table = [t.expand(batch, seq, head_dim).reshape(batch * seq, head_dim)
+             .to(x.dtype) for t in (cos, sin)]
+    out = _Rotary.apply(rows, *table, _rope_sign(head_dim, x.device))
+    out = out.view(batch, seq, heads, head_dim)
+    return out.transpose(1, 2) if unsqueeze_dim == 1 else out
+
+
+def rope(q, k, cos, sin, unsqueeze_dim=1):
+    """Hugging Face's apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim):
+    (rotary(q, ...), rotary(k, ...)); the backward is derived (a rotation's
+    transpose, nothing saved but cos and sin)."""
+    return (rotary(q, cos, sin, unsqueeze_dim),
+            rotary(k, cos, sin, unsqueeze_dim))
 
 
 def rms_norm(x, weight, eps=1e-6, offset=0.0, *, main_grad=False):

@@ -37,7 +37,7 @@ using rt::Status;
 using rt::TensorView;
 
 /// The source of an operator's kernel ("swiglu", "silu_and_mul",
-/// "rms_norm": examples/*.mlir; "geglu": test/Zoo/geglu.mlir; embedded at
+/// "rms_norm": examples/*.mlir; "geglu", "rope": test/Zoo/; embedded at
 /// build time); null for another name.
 const char *exampleSource(const std::string &kernel);
 

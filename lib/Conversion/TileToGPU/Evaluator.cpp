@@ -109,6 +109,10 @@ Value Evaluator::alignmentTest() {
       both(multipleOf(uniformValue(slice.getOffset()), width));
     if (auto pad = dyn_cast<PadOp>(op))
       both(multipleOf(uniformValue(pad.getOffset()), width));
+    // A group's partner columns are a half block away (a repeat's input
+    // width is among the widths above).
+    if (auto swap = dyn_cast<SwapHalvesOp>(op))
+      both(multipleOf(halfBlock(swap), width));
   }
   return ok;
 }
@@ -557,6 +561,24 @@ Lanes Evaluator::group(Value value, Value base) {
           type);
     } else if (auto concat = dyn_cast<ConcatOp>(def)) {
       result = emitConcat(concat.getInputs(), base);
+    } else if (auto repeat = dyn_cast<RepeatOp>(def)) {
+      // With vectors the input's width is a multiple of the vector width,
+      // so a group lies inside one repeat.
+      Value at =
+          arith::RemUIOp::create(b, loc, base, widthOf(repeat.getInput()));
+      result = group(repeat.getInput(), at);
+    } else if (auto swap = dyn_cast<SwapHalvesOp>(def)) {
+      // With vectors half a block is a multiple of the vector width, so a
+      // group lies inside one half and its partner inside the other.
+      Value half = halfBlock(swap);
+      Value block = uniformValue(swap.getBlock());
+      Value inFirstHalf = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ult,
+          arith::RemUIOp::create(b, loc, base, block), half);
+      Value partner = arith::SelectOp::create(
+          b, loc, inFirstHalf, arith::AddIOp::create(b, loc, base, half),
+          arith::SubIOp::create(b, loc, base, half));
+      result = group(swap.getInput(), partner);
     } else {
       SmallVector<Lanes> operands;
       for (Value operand : def->getOperands())
@@ -571,6 +593,11 @@ Lanes Evaluator::group(Value value, Value base) {
   }
   elementMemo[key] = result;
   return result;
+}
+
+Value Evaluator::halfBlock(SwapHalvesOp swap) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  return arith::ShRUIOp::create(b, loc, uniformValue(swap.getBlock()), one);
 }
 
 Lanes Evaluator::emitConcat(ValueRange inputs, Value base) {

@@ -168,9 +168,9 @@ private:
   /// Whether every row reduction `value` depends on is already reduced.
   bool inputsReduced(Value value);
   Value acrossRowsTotal(ReduceOp reduce, Value col);
-  Lanes evaluateOp(Operation *def, Value value, Value base);
-  Lanes emitPad(PadOp pad, Value base);
   Lanes emitConcat(ValueRange inputs, Value base);
+  /// Half of a swap_halves block, as an index.
+  Value halfBlock(SwapHalvesOp swap);
   Lanes branch(Value condition, function_ref<Lanes()> then,
                function_ref<Lanes()> otherwise, Type type);
 

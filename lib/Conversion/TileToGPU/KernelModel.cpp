@@ -108,6 +108,12 @@ void propagate(Operation *op, Propagator &p) {
     p.set(slice.getResult(), ValueKind::Element, op);
     return;
   }
+  if (isa<RepeatOp, SwapHalvesOp>(op)) {
+    // Read at other columns than the result's, as a slice is.
+    p.set(op->getOperand(0), ValueKind::Element, op);
+    p.set(op->getResult(0), ValueKind::Element, op);
+    return;
+  }
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     for (Value input : concat.getInputs())
       p.set(input, ValueKind::Element, op);
@@ -337,6 +343,8 @@ WidthRule KernelModel::widthRule(Value value) const {
     return {Kind::Sum, Value(), concat.getInputs()};
   if (auto pad = dyn_cast<PadOp>(def))
     return {Kind::SameAs, pad.getShape()};
+  if (auto repeat = dyn_cast<RepeatOp>(def))
+    return {Kind::SameAs, repeat.getShape()};
   if (auto broadcast = dyn_cast<BroadcastOp>(def))
     return {Kind::SameAs, broadcast.getShape()};
   if (auto splat = dyn_cast<SplatOp>(def))

@@ -288,6 +288,24 @@ FailureOr<llvm::json::Array> describeConstraints(const KernelModel &model,
     }
     if (succeeded(end) && !end->empty())
       require(*end + " <= " + *limit);
+    // A whole number of repeats, and of even blocks: the kernel computes
+    // partner columns from them without checking.
+    if (auto repeat = dyn_cast<RepeatOp>(op)) {
+      FailureOr<std::string> width = names.width(repeat.getInput());
+      FailureOr<std::string> total = names.width(repeat.getShape());
+      if (failed(width) || failed(total))
+        return failure();
+      require("1 <= " + *width);
+      require("(" + *total + ") % (" + *width + ") == 0");
+    } else if (auto swap = dyn_cast<SwapHalvesOp>(op)) {
+      FailureOr<std::string> block = names.scalar(swap.getBlock());
+      FailureOr<std::string> width = names.width(swap.getInput());
+      if (failed(block) || failed(width))
+        return failure();
+      require("2 <= " + *block);
+      require("(" + *block + ") % 2 == 0");
+      require("(" + *width + ") % (" + *block + ") == 0");
+    }
   }
 
   return constraints;

@@ -629,3 +629,37 @@ func.func @specialize_name(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
     attributes {tile.specialize = {x0 = 8 : i64}} {
   return %x : tensor<?x?xf32>
 }
+
+// -----
+
+func.func @repeat_not_dividing(%x: tensor<4x10xf32>, %t: tensor<4x4xf32>) -> tensor<4x10xf32> {
+  // expected-error@+1 {{'tile.repeat' op input last dimension 4 does not divide the result's 10}}
+  %r = tile.repeat %t like %x : tensor<4x4xf32>, tensor<4x10xf32> -> tensor<4x10xf32>
+  return %r : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @repeat_rows(%x: tensor<4x8xf32>, %t: tensor<3x4xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'tile.repeat' op leading dimensions of the input [3, 4] must equal those of the result [4, 8]}}
+  %r = tile.repeat %t like %x : tensor<3x4xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @swap_halves_odd_block(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c3 = arith.constant 3 : index
+  // expected-error@+1 {{'tile.swap_halves' op block 3 must be positive and even}}
+  %s = tile.swap_halves %x [%c3] : tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @swap_halves_not_dividing(%x: tensor<?x12xf32>) -> tensor<?x12xf32> {
+  %c8 = arith.constant 8 : index
+  // expected-error@+1 {{'tile.swap_halves' op block 8 does not divide the last dimension of size 12}}
+  %s = tile.swap_halves %x [%c8] : tensor<?x12xf32>
+  return %s : tensor<?x12xf32>
+}

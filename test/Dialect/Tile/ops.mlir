@@ -116,3 +116,16 @@ func.func @kernel(%x: tensor<?x?xf16>, %s: f32 {tile.nograd}) -> tensor<?x?xf16>
   %yh = tile.cast %y : tensor<?x?xf32> to tensor<?x?xf16>
   return %yh : tensor<?x?xf16>
 }
+
+// CHECK-LABEL: func.func @repeat_and_swap_halves
+// CHECK: tile.repeat %{{.*}} like %{{.*}} : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+// CHECK: tile.swap_halves %{{.*}}[%{{.*}}] : tensor<?x?xf32>
+// GENERIC-LABEL: sym_name = "repeat_and_swap_halves"
+// GENERIC: "tile.repeat"
+// GENERIC: "tile.swap_halves"
+func.func @repeat_and_swap_halves(%x: tensor<?x?xf32>, %t: tensor<?x?xf32>,
+                                  %b: index) -> tensor<?x?xf32> {
+  %r = tile.repeat %t like %x : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %s = tile.swap_halves %r [%b] : tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}

@@ -47,3 +47,15 @@ func.func @nothing(%x: tensor<?xf32> {tile.nograd}, %s: f32 {tile.nograd})
     -> tensor<?xf32> attributes {tile.kernel} {
   return %x : tensor<?xf32>
 }
+
+// -----
+
+// A repeated operand that needs a gradient: its adjoint (a sum of the
+// repeats) is not expressible yet, so it is refused, not dropped.
+func.func @repeat_of_differentiable(%x: tensor<?x?xf32>, %t: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.kernel} {
+  // expected-error@+1 {{'tile.repeat' op has no derivative with respect to its repeated input; mark the arguments it comes from tile.nograd}}
+  %r = tile.repeat %t like %x : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.mulf %x, %r : tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}

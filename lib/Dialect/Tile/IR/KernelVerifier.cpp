@@ -31,7 +31,8 @@ bool isStorageTensor(Type type) {
 
 /// Ops that only move or convert data; they may carry storage types.
 bool isDataMovement(Operation *op) {
-  return isa<CastOp, SplatOp, BroadcastOp, SliceOp, ConcatOp, PadOp>(op);
+  return isa<CastOp, SplatOp, BroadcastOp, SliceOp, ConcatOp, PadOp, RepeatOp,
+             SwapHalvesOp>(op);
 }
 
 /// Element (or scalar) types an arithmetic op may produce inside a kernel.

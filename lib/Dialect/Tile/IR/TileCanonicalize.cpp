@@ -126,7 +126,8 @@ Value getShapeRoot(Value value) {
   return value;
 }
 
-/// Points the `like` operand of a splat, broadcast or pad at its shape root.
+/// Points the `like` operand of a splat, broadcast, pad or repeat at its
+/// shape root.
 template <typename OpTy> struct LikeShapeRoot final : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op,
@@ -235,7 +236,8 @@ void TileDialect::getCanonicalizationPatterns(
   MLIRContext *context = results.getContext();
   results.add<SplatConstantToDense, BroadcastOfSplat, DimOfShapeRoot,
               LikeShapeRoot<SplatOp>, LikeShapeRoot<BroadcastOp>,
-              LikeShapeRoot<PadOp>, AddOfAdjacentPads>(context);
+              LikeShapeRoot<PadOp>, LikeShapeRoot<RepeatOp>, AddOfAdjacentPads>(
+      context);
   // 0.0 == -0.0, so x + 0 and x - 0 fold for either sign of zero.
   results.add<FoldArithIdentity<arith::AddFOp>>(context, 0.0,
                                                 /*commutative=*/true);

@@ -122,6 +122,28 @@ LogicalResult ConcatOp::buildAdjoint(AdjointBuilder &builder,
   return success();
 }
 
+LogicalResult RepeatOp::buildAdjoint(AdjointBuilder &builder,
+                                     ValueRange results,
+                                     SmallVectorImpl<Value> &operands) {
+  // The adjoint would sum the repeats of each column, which no op says yet;
+  // a gradient that needs it is refused rather than dropped.
+  if (builder.needsCotangent(getInput()))
+    return emitOpError("has no derivative with respect to its repeated "
+                       "input; mark the arguments it comes from tile.nograd");
+  noCotangents(*this, operands);
+  return success();
+}
+
+LogicalResult SwapHalvesOp::buildAdjoint(AdjointBuilder &builder,
+                                         ValueRange results,
+                                         SmallVectorImpl<Value> &operands) {
+  // A permutation that is its own inverse is its own transpose.
+  operands.push_back(SwapHalvesOp::create(
+      builder.getBuilder(), builder.getLoc(), results[0], getBlock()));
+  noCotangents(*this, operands);
+  return success();
+}
+
 LogicalResult SigmoidOp::buildAdjoint(AdjointBuilder &builder,
                                       ValueRange results,
                                       SmallVectorImpl<Value> &operands) {

@@ -333,30 +333,43 @@ OpFoldResult ConcatOp::fold(FoldAdaptor) {
 // PadOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult PadOp::verify() {
-  RankedTensorType inputType = getInput().getType();
-  RankedTensorType resultType = getType();
-  auto shapeType = cast<RankedTensorType>(getShape().getType());
+namespace {
+/// What tile.pad and tile.repeat share: the result is shaped like the
+/// `like` operand, has the input's rank, leading dimensions and element
+/// type, and only the last dimension differs.
+LogicalResult verifyRowsLike(Operation *op, RankedTensorType inputType,
+                             RankedTensorType resultType, Value like,
+                             StringRef verb) {
+  auto shapeType = cast<RankedTensorType>(like.getType());
   int64_t rank = inputType.getRank();
   if (rank == 0)
-    return emitOpError("cannot pad a rank-0 tensor");
+    return op->emitOpError("cannot ") << verb << " a rank-0 tensor";
   if (shapeType.getShape() != resultType.getShape())
-    return emitOpError("result shape ")
+    return op->emitOpError("result shape ")
            << formatShape(resultType.getShape())
            << " differs from the shape of the 'like' operand "
            << formatShape(shapeType.getShape());
   if (resultType.getRank() != rank)
-    return emitOpError("result rank ")
+    return op->emitOpError("result rank ")
            << resultType.getRank() << " differs from the input rank " << rank;
   if (inputType.getShape().drop_back() != resultType.getShape().drop_back())
-    return emitOpError("leading dimensions of the input ")
+    return op->emitOpError("leading dimensions of the input ")
            << formatShape(inputType.getShape())
            << " must equal those of the result "
            << formatShape(resultType.getShape());
   if (inputType.getElementType() != resultType.getElementType())
-    return emitOpError("result element type ")
+    return op->emitOpError("result element type ")
            << resultType.getElementType() << " differs from the input's "
            << inputType.getElementType();
+  return success();
+}
+} // namespace
+
+LogicalResult PadOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType resultType = getType();
+  if (failed(verifyRowsLike(*this, inputType, resultType, getShape(), "pad")))
+    return failure();
   std::optional<int64_t> offset = constantIndex(getOffset());
   int64_t inputWidth = inputType.getShape().back();
   int64_t resultWidth = resultType.getShape().back();
@@ -379,6 +392,55 @@ OpFoldResult PadOp::fold(FoldAdaptor) {
   if (!ShapedType::isDynamic(width))
     return getInput();
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// RepeatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RepeatOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType resultType = getType();
+  if (failed(
+          verifyRowsLike(*this, inputType, resultType, getShape(), "repeat")))
+    return failure();
+  int64_t inputWidth = inputType.getShape().back();
+  int64_t resultWidth = resultType.getShape().back();
+  if (inputWidth == 0)
+    return emitOpError("cannot repeat a last dimension of size 0");
+  if (!ShapedType::isDynamic(inputWidth) &&
+      !ShapedType::isDynamic(resultWidth) && resultWidth % inputWidth != 0)
+    return emitOpError("input last dimension ")
+           << inputWidth << " does not divide the result's " << resultWidth;
+  return success();
+}
+
+OpFoldResult RepeatOp::fold(FoldAdaptor) {
+  // Repeating to the same width: once.
+  if (getInput().getType() == getType() &&
+      !ShapedType::isDynamic(getType().getShape().back()))
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// SwapHalvesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SwapHalvesOp::verify() {
+  RankedTensorType type = getType();
+  if (type.getRank() == 0)
+    return emitOpError("cannot swap within a rank-0 tensor");
+  std::optional<int64_t> block = constantIndex(getBlock());
+  if (!block)
+    return success();
+  if (*block <= 0 || *block % 2 != 0)
+    return emitOpError("block ") << *block << " must be positive and even";
+  int64_t width = type.getShape().back();
+  if (!ShapedType::isDynamic(width) && width % *block != 0)
+    return emitOpError("block ")
+           << *block << " does not divide the last dimension of size " << width;
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -229,6 +229,7 @@ LogicalResult Differentiator::sweep() {
       return op->emitOpError("has no derivative rule; tile-differentiate "
                              "cannot propagate a gradient through it");
     AdjointBuilder adjoint(builder, op->getLoc());
+    adjoint.setActiveValues(&active);
     SmallVector<Value> operandCotangents;
     if (failed(rule.buildAdjoint(adjoint, resultCotangents, operandCotangents)))
       return failure();

@@ -13,6 +13,7 @@
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::tile {
 
@@ -60,9 +61,20 @@ public:
   /// Converts `value` to the element type `elementType` (no-op if equal).
   Value castTo(Value value, Type elementType);
 
+  /// Whether a gradient must reach `value`: what the differentiator's
+  /// activity analysis says, or true where no analysis was given. A rule
+  /// that cannot form some operand's cotangent asks this before failing.
+  bool needsCotangent(Value value) const {
+    return !activeValues || activeValues->contains(value);
+  }
+  void setActiveValues(const llvm::DenseSet<Value> *values) {
+    activeValues = values;
+  }
+
 private:
   OpBuilder &builder;
   Location loc;
+  const llvm::DenseSet<Value> *activeValues = nullptr;
 };
 
 } // namespace mlir::tile

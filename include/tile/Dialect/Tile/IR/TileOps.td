@@ -237,6 +237,65 @@ def Tile_PadOp : Tile_Op<"pad", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// RepeatOp
+//===----------------------------------------------------------------------===//
+
+def Tile_RepeatOp : Tile_Op<"repeat", [Pure]> {
+  let summary = "repeats the last dimension to the width of another tensor";
+  let description = [{
+    The result has the shape of `shape` (whose element values are not read)
+    and the element type of `input`; element `c` of a row is element
+    `c mod width(input)` of the input's row. The leading dimensions of
+    `input` and `shape` agree, and the input's width divides the result's
+    (checked statically where both are constants, at launch otherwise).
+    It is how a per-position table meets a row of several heads: RoPE's
+    `cos [S, D]` against `q [S, heads·D]`.
+
+    Gradients do not flow through the repeated operand (its adjoint would
+    sum the repeats); tile-differentiate says so where one would.
+
+    ```mlir
+    %c = tile.repeat %cos like %q
+        : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_FloatTensor:$input, AnyRankedTensor:$shape);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `like` $shape attr-dict `:` type($input) `,` type($shape) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SwapHalvesOp
+//===----------------------------------------------------------------------===//
+
+def Tile_SwapHalvesOp : Tile_Op<"swap_halves",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "swaps the two halves of every block of the last dimension";
+  let description = [{
+    The last dimension is cut into blocks of `block` columns (an even
+    `index` value that divides the width); in every block the first and the
+    second half trade places: column `c` of the result is column
+    `c + block/2` of the input in a block's first half and `c - block/2` in
+    its second. Its own adjoint. With the per-column signs folded into a
+    table, it is RoPE's `rotate_half` (block = the head dimension, the
+    GPT-NeoX layout) or the interleaved form (block = 2, GPT-J).
+
+    ```mlir
+    %r = tile.swap_halves %q [%d] : tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_FloatTensor:$input, Index:$block);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = "$input `[` $block `]` attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // SigmoidOp
 //===----------------------------------------------------------------------===//
 

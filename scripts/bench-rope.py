@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""RoPE on q and k of Llama-3-8B's attention (32 query heads, 8 KV heads,
+head size 128, bf16, batch 1), on the GPU machine (docs/Performance.md).
+
+Columns: tile.ops.rope (the test/Zoo/rope.mlir kernel and its derived
+backward), Liger's liger_rotary_pos_emb (pure-Python wheel carried),
+Hugging Face's apply_rotary_pos_emb eagerly and under torch.compile. q and
+k are what the attention hands over: transposed views of [1, S, heads, D].
+Each is timed forward alone and forward + backward (torch.autograd.grad of
+q and k), as GPU time: a sleep kernel queued before each timed call hides
+the host's cost of the call. Every figure is taken behind two sleeps, of
+1.6e6 and 6.4e6 cycles (about 1 and 4 ms): the longer one's is reported,
+with the ratio short / long, which is 1.00 where the shorter queue already
+hid the host (a ratio above 1 shows host cost the shorter one let in; at
+4e5 cycles Tile's forward + backward at S = 4096 read 3.3x its GPU time). GB/s counts q and k read and written once and cos, sin read once per
+direction.
+
+    python3 scripts/bench-rope.py [--sequences 4096,16384,65536] [--json f]
+"""
+
+import argparse
+import json
+import statistics
+
+import torch
+
+import tile
+
+HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128
+
+
+def inputs(seq):
+    g = torch.Generator("cuda").manual_seed(seq)
+    q = torch.randn(1, seq, HEADS, HEAD_DIM, device="cuda", generator=g)
+    k = torch.randn(1, seq, KV_HEADS, HEAD_DIM, device="cuda", generator=g)
+    angle = torch.rand(1, seq, HEAD_DIM // 2, device="cuda", generator=g)
+    cos = torch.cat([angle.cos()] * 2, -1).bfloat16()
+    sin = torch.cat([angle.sin()] * 2, -1).bfloat16()
+    q, k = (t.bfloat16().transpose(1, 2).requires_grad_(True) for t in (q, k))
+    return q, k, cos, sin
+
+
+def implementations():
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+    impls = {"tile": tile.ops.rope, "hf-eager": apply_rotary_pos_emb,
+             "hf-compile": torch.compile(apply_rotary_pos_emb,
+                                         dynamic=False)}
+    try:
+        from liger_kernel.transformers.rope import liger_rotary_pos_emb
+        impls["liger"] = liger_rotary_pos_emb
+    except ImportError:
+        pass
+    return impls
+
+
+def gpu_ms(call, sleep_cycles, iterations=30):
+    for _ in range(5):
+        call()
+    times = []
+    for _ in range(iterations):
+        torch.cuda._sleep(sleep_cycles)
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        stop.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sequences", default="4096,16384,65536")
+    parser.add_argument("--json")
+    options = parser.parse_args()
+    impls = implementations()
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__};"
+          f" q [1, {HEADS}, S, {HEAD_DIM}], k [1, {KV_HEADS}, S, {HEAD_DIM}]"
+          f" bf16; GPU ms behind a sleep of 6.4e6 cycles, ratio = the same"
+          f" behind 1.6e6 / that, GB/s")
+    print(f"{'impl':11} {'seq':>6} {'fwd ms':>8} {'GB/s':>6} {'ratio':>6} "
+          f"{'fwd+bwd ms':>10} {'GB/s':>6} {'ratio':>6}")
+    results = []
+    for seq in map(int, options.sequences.split(",")):
+        q, k, cos, sin = inputs(seq)
+        moved = 2 * (q.numel() + k.numel()) * 2 + 2 * cos.numel() * 2
+        dq, dk = torch.randn_like(q), torch.randn_like(k)
+        for name, rope in impls.items():
+            def forward():
+                with torch.no_grad():
+                    rope(q, k, cos, sin)
+
+            def both():
+                out = rope(q, k, cos, sin)
+                torch.autograd.grad(out, (q, k), (dq, dk))
+            row = {"impl": name, "sequence": seq}
+            for key, call, scale in (("fwd", forward, 1), ("fwd_bwd", both, 2)):
+                short = gpu_ms(call, 1_600_000)
+                long = gpu_ms(call, 6_400_000)
+                ms = long
+                row[key] = {"ms": ms, "gbps": scale * moved / ms / 1e6,
+                            "short_over_long": short / long}
+            results.append(row)
+            f, b = row["fwd"], row["fwd_bwd"]
+            print(f"{name:11} {seq:6d} {f['ms']:8.3f} {f['gbps']:6.0f} "
+                  f"{f['short_over_long']:6.2f} {b['ms']:10.3f} "
+                  f"{b['gbps']:6.0f} {b['short_over_long']:6.2f}", flush=True)
+        del q, k, cos, sin, dq, dk
+    if options.json:
+        json.dump({"device": torch.cuda.get_device_name(),
+                   "results": results}, open(options.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
