@@ -143,6 +143,17 @@ def _away_from_zero(x):
     return torch.where(x.abs() < 0.1, x.sign() * 0.1 + (x == 0) * 0.1, x)
 
 
+@pytest.fixture(autouse=True)
+def _unpatched_rope():
+    """apply_tile replaces a modeling module's RoPE function for the whole
+    process (tile.transformers imports no Hugging Face module itself): every
+    test starts and ends with Hugging Face's own."""
+    import tile.transformers
+    tile.transformers.revert_rope()
+    yield
+    tile.transformers.revert_rope()
+
+
 @pytest.fixture
 def generator():
     return torch.Generator().manual_seed(1234)

@@ -18,15 +18,6 @@ transformers = pytest.importorskip("transformers")
 HF_RTOL = 1e-5
 
 
-@pytest.fixture(autouse=True)
-def _unpatched_rope():
-    """apply_tile replaces a modeling module's RoPE function for the whole
-    process: every test starts and ends with Hugging Face's own."""
-    tile.transformers.revert_rope()
-    yield
-    tile.transformers.revert_rope()
-
-
 def _rope_inputs(layout, dtype=torch.float64, generator=None):
     """q, k as the attention makes them (transposed views of the
     projections' [B, S, heads, D]) and Llama's cos, sin."""

@@ -15,14 +15,6 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
 transformers = pytest.importorskip("transformers")
 
 
-@pytest.fixture(autouse=True)
-def _unpatched_rope():
-    """apply_tile's RoPE patch is process-wide: undo it around each test."""
-    tile.transformers.revert_rope()
-    yield
-    tile.transformers.revert_rope()
-
-
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16,
                                    torch.float32])
 @pytest.mark.parametrize("shape", [(1, 4096, 32, 8, 128), (2, 333, 4, 2, 64),

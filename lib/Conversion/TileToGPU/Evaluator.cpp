@@ -529,12 +529,8 @@ Lanes Evaluator::group(Value value, Value base) {
     Operation *def = value.getDefiningOp();
     if (auto reduce = dyn_cast<ReduceOp>(def)) {
       result = {acrossRowsTotal(reduce, base)};
-    } else if (auto broadcast = dyn_cast<BroadcastOp>(def)) {
-      result = group(broadcast.getInput(), base);
-    } else if (auto slice = dyn_cast<SliceOp>(def)) {
-      Value shifted =
-          arith::AddIOp::create(b, loc, base, uniformValue(slice.getOffset()));
-      result = group(slice.getInput(), shifted);
+    } else if (Value column = inputColumn(def, base)) {
+      result = group(def->getOperand(0), column);
     } else if (auto pad = dyn_cast<PadOp>(def)) {
       // With vectors, pad offsets and widths are multiples of the width, so
       // a group is wholly inside or outside: one test covers its lanes.
@@ -561,24 +557,6 @@ Lanes Evaluator::group(Value value, Value base) {
           type);
     } else if (auto concat = dyn_cast<ConcatOp>(def)) {
       result = emitConcat(concat.getInputs(), base);
-    } else if (auto repeat = dyn_cast<RepeatOp>(def)) {
-      // With vectors the input's width is a multiple of the vector width,
-      // so a group lies inside one repeat.
-      Value at =
-          arith::RemUIOp::create(b, loc, base, widthOf(repeat.getInput()));
-      result = group(repeat.getInput(), at);
-    } else if (auto swap = dyn_cast<SwapHalvesOp>(def)) {
-      // With vectors half a block is a multiple of the vector width, so a
-      // group lies inside one half and its partner inside the other.
-      Value half = halfBlock(swap);
-      Value block = uniformValue(swap.getBlock());
-      Value inFirstHalf = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::ult,
-          arith::RemUIOp::create(b, loc, base, block), half);
-      Value partner = arith::SelectOp::create(
-          b, loc, inFirstHalf, arith::AddIOp::create(b, loc, base, half),
-          arith::SubIOp::create(b, loc, base, half));
-      result = group(swap.getInput(), partner);
     } else {
       SmallVector<Lanes> operands;
       for (Value operand : def->getOperands())
@@ -593,6 +571,30 @@ Lanes Evaluator::group(Value value, Value base) {
   }
   elementMemo[key] = result;
   return result;
+}
+
+Value Evaluator::inputColumn(Operation *def, Value base) {
+  if (isa<BroadcastOp>(def))
+    return base;
+  if (auto slice = dyn_cast<SliceOp>(def))
+    return arith::AddIOp::create(b, loc, base, uniformValue(slice.getOffset()));
+  // With vectors the repeated width is a multiple of the vector width, so
+  // a group lies inside one repeat.
+  if (auto repeat = dyn_cast<RepeatOp>(def))
+    return arith::RemUIOp::create(b, loc, base, widthOf(repeat.getInput()));
+  // With vectors half a block is a multiple of the vector width, so a group
+  // lies inside one half and its partner inside the other.
+  if (auto swap = dyn_cast<SwapHalvesOp>(def)) {
+    Value half = halfBlock(swap);
+    Value inFirstHalf = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult,
+        arith::RemUIOp::create(b, loc, base, uniformValue(swap.getBlock())),
+        half);
+    return arith::SelectOp::create(b, loc, inFirstHalf,
+                                   arith::AddIOp::create(b, loc, base, half),
+                                   arith::SubIOp::create(b, loc, base, half));
+  }
+  return {};
 }
 
 Value Evaluator::halfBlock(SwapHalvesOp swap) {

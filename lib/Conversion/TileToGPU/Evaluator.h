@@ -169,6 +169,10 @@ private:
   bool inputsReduced(Value value);
   Value acrossRowsTotal(ReduceOp reduce, Value col);
   Lanes emitConcat(ValueRange inputs, Value base);
+  /// The column of its input (operand 0) that an op reading its input at
+  /// other columns (broadcast along rows, slice, repeat, swap_halves) reads
+  /// for result column `base`; null for any other op.
+  Value inputColumn(Operation *def, Value base);
   /// Half of a swap_halves block, as an index.
   Value halfBlock(SwapHalvesOp swap);
   Lanes branch(Value condition, function_ref<Lanes()> then,
