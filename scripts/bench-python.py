@@ -25,6 +25,7 @@ import time
 
 import torch
 
+import gpu_timer
 import tile
 
 EPS = 1e-6
@@ -117,52 +118,19 @@ def quartiles(values):
     return q[0], statistics.median(values), q[2]
 
 
-# tile-bench's rule: input sets rotate until they hold 512 MiB, so that no
-# timed call finds its inputs in L2 (a 4096x4096 bf16 set would fit).
-ROTATE_BELOW = 512 << 20
-
-
-def sets_for(bytes_per_set):
-    return 1 if bytes_per_set >= ROTATE_BELOW else \
-        ROTATE_BELOW // bytes_per_set + 1
-
-
-_spacer = {}
-
-
-def spacer(kind):
-    """The work queued ahead of each timed call, so that the host's cost of
-    the call is hidden. "stream" is tile-bench's kernel, z = x + y over
-    2^24 f32 (about 40 us on an H100), run 8 times (a Python call's host
-    cost is longer than one) so that L2 is left as tile-bench leaves it;
-    "sleep" a ~200 us sleep kernel that touches no memory."""
-    if kind == "sleep":
-        torch.cuda._sleep(400_000)
-        return
-    if not _spacer:
-        _spacer["xyz"] = [torch.ones(4096, 4096, device="cuda")
-                          for _ in range(3)]
-    x, y, z = _spacer["xyz"]
-    for _ in range(8):
-        torch.add(x, y, out=z)
+SPACERS = {
+    # tile-bench's spacer, 8 times: one (~40 us) is shorter than a Python
+    # call's host cost, and 8 leave L2 as tile-bench leaves it.
+    "stream": gpu_timer.stream_spacer(8),
+    # ~200 us that touches no memory.
+    "sleep": gpu_timer.sleep_spacer(400_000),
+}
 
 
 def gpu_time(call, sets, iterations=50, ahead="stream"):
-    """tile-bench's method: a spacer kernel, then events around one call
-    of `call(set)`, the sets taken in turn."""
-    for i in range(5):
-        call(i % sets)
-    times = []
-    for i in range(iterations):
-        spacer(ahead)
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        call(i % sets)
-        stop.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+    """tile-bench's method: a spacer, then events around one call of
+    `call(set)`, the sets taken in turn."""
+    return gpu_timer.gpu_ms(call, SPACERS[ahead], sets, iterations)
 
 
 def operator_times(shapes, ahead):
@@ -173,7 +141,7 @@ def operator_times(shapes, ahead):
     for shape in shapes:
         r, c = shape
         for dtype in [torch.bfloat16]:
-            sets = sets_for(3 * r * c * dtype.itemsize)
+            sets = gpu_timer.sets_for(3 * r * c * dtype.itemsize)
 
             def tensor(*size):
                 return torch.randn(*size, device="cuda").to(dtype)

@@ -12,7 +12,8 @@ the host's cost of the call. Every figure is taken behind two sleeps, of
 1.6e6 and 6.4e6 cycles (about 1 and 4 ms): the longer one's is reported,
 with the ratio short / long, which is 1.00 where the shorter queue already
 hid the host (a ratio above 1 shows host cost the shorter one let in; at
-4e5 cycles Tile's forward + backward at S = 4096 read 3.3x its GPU time). GB/s counts q and k read and written once and cos, sin read once per
+4e5 cycles Tile's forward + backward at S = 4096 read 3.3x its GPU time).
+GB/s counts q and k read and written once and cos, sin read once per
 direction.
 
     python3 scripts/bench-rope.py [--sequences 4096,16384,65536] [--json f]
@@ -20,10 +21,10 @@ direction.
 
 import argparse
 import json
-import statistics
 
 import torch
 
+import gpu_timer
 import tile
 
 HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128
@@ -53,22 +54,6 @@ def implementations():
     return impls
 
 
-def gpu_ms(call, sleep_cycles, iterations=30):
-    for _ in range(5):
-        call()
-    times = []
-    for _ in range(iterations):
-        torch.cuda._sleep(sleep_cycles)
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        stop.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sequences", default="4096,16384,65536")
@@ -95,9 +80,11 @@ def main():
                 out = rope(q, k, cos, sin)
                 torch.autograd.grad(out, (q, k), (dq, dk))
             row = {"impl": name, "sequence": seq}
-            for key, call, scale in (("fwd", forward, 1), ("fwd_bwd", both, 2)):
-                short = gpu_ms(call, 1_600_000)
-                long = gpu_ms(call, 6_400_000)
+            for key, call, scale in (("fwd", forward, 1),
+                                     ("fwd_bwd", both, 2)):
+                short, long = (gpu_timer.gpu_ms(
+                    lambda _: call(), gpu_timer.sleep_spacer(cycles))
+                    for cycles in (1.6e6, 6.4e6))
                 ms = long
                 row[key] = {"ms": ms, "gbps": scale * moved / ms / 1e6,
                             "short_over_long": short / long}

@@ -1,136 +1,237 @@
 #!/usr/bin/env python3
-"""Tile next to PyTorch eager and torch.compile, in one run on one GPU.
+"""Tile next to its peers, fairly: one method for every side, in one run on
+one GPU (docs/Performance.md, "a fair side-by-side").
 
-Runs on the GPU machine (PyTorch installed), after
-`./scripts/gpu-suite.sh bench` wrote tile-bench's JSON:
+Runs on the GPU machine (PyTorch installed; Liger's pure-Python wheel on
+PYTHONPATH for its column), after tile-bench wrote its JSON (once or, for
+the spread of its own figures, twice):
 
-    TILE_BENCH_JSON=bench.json ./scripts/gpu-suite.sh bench
-    python3 scripts/bench-vs-pytorch.py bench.json [--dtypes bf16]
+    TILE_BENCH_JSON=bench1.json ./scripts/gpu-suite.sh bench
+    TILE_BENCH_JSON=bench2.json ./scripts/gpu-suite.sh bench
+    TILE_LIBRARY=... PYTHONPATH=python:scripts python3 \\
+        scripts/bench-vs-pytorch.py bench1.json bench2.json [--runs 2]
 
-For every kernel, dtype and shape of tile-bench it times the same operation
-with PyTorch eager and torch.compile (forward; backward through autograd
-with torch.autograd.grad, so nothing accumulates), with CUDA events, warm-up
-and the median of many runs, using the same byte conventions. It prints one
-table: GB/s of each, Tile's ratio to the ceiling and to the best PyTorch.
+For every kernel, dtype and shape of tile-bench's table it times the same
+operation through Python for each side: Tile (tile.ops), PyTorch eager,
+torch.compile (static shapes, one specialization each, as a training step
+sees them) and Liger (LigerSiLUMulFunction; LigerRMSNormFunction with its
+defaults: llama casting, dY overwritten in place). The forward runs under
+no_grad; the backward is torch.autograd.grad of the inputs through each
+side's own autograd (retain_graph, so nothing accumulates). Every call is
+timed by gpu_timer.settled_ms: behind queued stream kernels (which also
+evict L2) deep enough that the time no longer falls when the queue grows,
+input sets rotated as tile-bench rotates them. The whole table is taken
+`--runs` times (cases in the same order) and the spread between runs is
+printed with it.
+
+Quack is not a column: its CuTe DSL runtime (nvidia-cutlass-dsl-libs-cu13,
+a 92 MB wheel, 237 MB unpacked, plus cuda-bindings) exceeds what one call
+to the GPU machine may carry (64 MiB), and the machine has no network.
+
+Columns: GB/s with tile-bench's byte conventions; tile-bench's own figure
+for the same kernel (C++, no Python in the call) beside Tile's; Tile's
+ratio to tile-bench's ceiling (its 2-read-1-write stream kernel), to the
+best peer, and tile-bench's same-size stream ratio.
 """
 
 import argparse
 import json
+import statistics
 
 import torch
 import torch.nn.functional as F
+
+import gpu_timer
+import tile
 
 torch._dynamo.config.cache_size_limit = 256
 # Backward is timed repeatedly on one graph (retain_graph), which donated
 # buffers forbid.
 torch._functorch.config.donated_buffer = False
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+EPS = 1e-6
 
 
-# Set by main() from tile-bench's JSON: the same timing method on both sides.
-# "device": before each timed call the GPU gets a ~40 us stream op (z = x + y
-# over 2^24 f32), so the start event fires when the GPU reaches the call and
-# the host's per-call cost is hidden; "host-inclusive": from an idle GPU.
-AHEAD = None
-
-
-def median_ms(fn, iterations=50, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iterations):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        if AHEAD is not None:
-            AHEAD()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
-
-
-def swiglu(a, b):
+def swiglu_eager(a, b):
     return F.silu(a) * b
 
 
-def rms_norm(x, w, eps=1e-6):
+def rms_norm_eager(x, w):
     xf = x.float()
-    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()
     return y.to(x.dtype)
 
 
-def measure(kernel, direction, dtype, m, n, fn):
-    """GB/s of `fn` (eager or compiled) for one benchmark case."""
-    e = torch.tensor([], dtype=dtype).element_size()
+def implementations():
+    """{kernel: {side: callable}}; Tile first."""
+    impls = {
+        "swiglu": {"tile": tile.ops.swiglu, "eager": swiglu_eager,
+                   "compile": torch.compile(swiglu_eager, dynamic=False)},
+        "rms_norm": {"tile": lambda x, w: tile.ops.rms_norm(x, w, EPS),
+                     "eager": rms_norm_eager,
+                     "compile": torch.compile(rms_norm_eager, dynamic=False)},
+    }
+    try:
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+        from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+        impls["swiglu"]["liger"] = LigerSiLUMulFunction.apply
+        impls["rms_norm"]["liger"] = (
+            lambda x, w: LigerRMSNormFunction.apply(x, w, EPS, 0.0, "llama",
+                                                    True))
+    except ImportError as error:
+        print(f"Liger not importable ({error}): its column left out")
+    return impls
+
+
+def moved_bytes(kernel, direction, m, n, e):
+    """tile-bench's byte conventions."""
     if kernel == "swiglu":
-        a = torch.randn(m, n, device="cuda", dtype=dtype, requires_grad=True)
-        b = torch.randn(m, n, device="cuda", dtype=dtype, requires_grad=True)
-        if direction == "fwd":
-            with torch.no_grad():
-                ms = median_ms(lambda: fn(a, b))
-            return 3 * m * n * e / (ms * 1e-3) / 1e9
-        out = fn(a, b)
-        dc = torch.randn_like(out)
-        ms = median_ms(lambda: torch.autograd.grad(out, (a, b), dc,
-                                                   retain_graph=True))
-        return 5 * m * n * e / (ms * 1e-3) / 1e9
-    x = torch.randn(m, n, device="cuda", dtype=dtype, requires_grad=True)
-    w = torch.randn(n, device="cuda", dtype=dtype, requires_grad=True)
+        return (3 if direction == "fwd" else 5) * m * n * e
+    return (2 * m * n * e + n * e) if direction == "fwd" else \
+        (3 * m * n * e + 2 * n * e)
+
+
+def make_inputs(kernel, dtype, m, n):
+    """One input set: (differentiable inputs, incoming gradient)."""
+    def tensor(*size):
+        return torch.randn(*size, device="cuda").to(dtype)
+    if kernel == "swiglu":
+        inputs = (tensor(m, n), tensor(m, n))
+    else:
+        weight = (torch.rand(n, device="cuda") + 0.5).to(dtype)
+        inputs = (tensor(m, n), weight)
+    return tuple(t.requires_grad_(True) for t in inputs), tensor(m, n)
+
+
+def time_side(fn, direction, io):
+    """(ms, spacer depth, shallow/deep ratio) of one side on one case, its
+    calls rotating through the input sets `io`."""
     if direction == "fwd":
-        with torch.no_grad():
-            ms = median_ms(lambda: fn(x, w))
-        return (2 * m * n * e + n * e) / (ms * 1e-3) / 1e9
-    out = fn(x, w)
-    dy = torch.randn_like(out)
-    ms = median_ms(lambda: torch.autograd.grad(out, (x, w), dy,
-                                               retain_graph=True))
-    return (3 * m * n * e + 2 * n * e) / (ms * 1e-3) / 1e9
+        def call(s):
+            with torch.no_grad():
+                fn(*io[s][0])
+    else:
+        outs = [fn(*inputs) for inputs, _ in io]
+
+        def call(s):
+            torch.autograd.grad(outs[s], io[s][0], io[s][1],
+                                retain_graph=True)
+    return gpu_timer.settled_ms(call, len(io), iterations=20)
+
+
+def take_run(cases, impls, run):
+    """{case key: {side: (gbps, depth, ratio)}} for one pass over the
+    cases, printed as it goes."""
+    print(f"\nrun {run}: GB/s (depth of the spacer queue where the time "
+          f"settled; '!' where the last deepening still changed it > 3 %)")
+    sides = list(next(iter(impls.values())))
+    print(f"{'kernel':<13} {'dtype':<5} {'shape':<11} " +
+          " ".join(f"{s:>12}" for s in sides))
+    figures = {}
+    for key in cases:
+        kernel, direction, dtype_name, m, n = key
+        dtype = DTYPES[dtype_name]
+        e = torch.tensor([], dtype=dtype).element_size()
+        moved = moved_bytes(kernel, direction, m, n, e)
+        # One set of inputs for every side; Liger, which overwrites its
+        # incoming gradient (and, for SwiGLU, its inputs) with the results,
+        # goes last.
+        io = [make_inputs(kernel, dtype, m, n)
+              for _ in range(gpu_timer.sets_for(moved))]
+        row = {}
+        for side, fn in impls[kernel].items():
+            ms, depth, ratio = time_side(fn, direction, io)
+            row[side] = (moved / (ms * 1e-3) / 1e9, depth, ratio)
+        figures[key] = row
+        del io
+        cells = " ".join(
+            f"{g:>7.0f} {d:>3}{'!' if r > 1.03 else ' '}"
+            for g, d, r in row.values())
+        print(f"{kernel + ' ' + direction:<13} {dtype_name:<5} "
+              f"{f'{m}x{n}':<11} {cells}", flush=True)
+        torch.cuda.empty_cache()
+    return figures
+
+
+def summary(cases, runs, benches):
+    """The table over all runs: each side's mean GB/s and Tile's ratios,
+    worst run first; and the largest difference between runs per side."""
+    ceilings = [next(r["gbps"] for r in b["results"]
+                     if r["kernel"].startswith("ceiling")) for b in benches]
+    sides = list(next(iter(runs[0].values())))
+    peers = [s for s in sides if s != "tile"]
+    print(f"\nsummary over {len(runs)} runs (GB/s: mean of the runs; ratios:"
+          f" the lowest run's / the highest's); tile-bench ceiling "
+          + " / ".join(f"{c:.0f}" for c in ceilings) + " GB/s")
+    print(f"{'kernel':<13} {'dtype':<5} {'shape':<11} {'tile-bench':>10} " +
+          " ".join(f"{s:>8}" for s in sides) +
+          f" {'Tile/best':>11} {'Tile/ceil':>11} {'same-size':>9}")
+    spread = {s: 0.0 for s in sides + ["tile-bench"]}
+    table = []
+    for key in cases:
+        kernel, direction, dtype_name, m, n = key
+        bench_rows = [next(r for r in b["results"]
+                           if r["kernel"] == f"{kernel} {direction}"
+                           and r["dtype"] == dtype_name
+                           and r["shape"] == f"{m}x{n}") for b in benches]
+        mean = {s: statistics.mean(run[key][s][0] for run in runs)
+                for s in sides}
+        for s in sides:
+            values = [run[key][s][0] for run in runs]
+            spread[s] = max(spread[s], max(values) / min(values) - 1)
+        bench_gbps = [r["gbps"] for r in bench_rows]
+        spread["tile-bench"] = max(spread["tile-bench"],
+                                   max(bench_gbps) / min(bench_gbps) - 1)
+        over_best = [run[key]["tile"][0] / max(run[key][p][0] for p in peers)
+                     for run in runs]
+        over_ceiling = [g / c for g, c in zip(bench_gbps, ceilings)]
+        same = [r.get("stream_same_bytes_ratio") or float("nan")
+                for r in bench_rows]
+        table.append({"kernel": f"{kernel} {direction}", "dtype": dtype_name,
+                      "shape": f"{m}x{n}", "gbps": mean,
+                      "tile_bench_gbps": bench_gbps,
+                      "tile_over_best_peer": over_best,
+                      "tile_bench_over_ceiling": over_ceiling,
+                      "same_size": same,
+                      "runs": [{s: run[key][s] for s in sides}
+                               for run in runs]})
+        print(f"{kernel + ' ' + direction:<13} {dtype_name:<5} "
+              f"{f'{m}x{n}':<11} {statistics.mean(bench_gbps):>10.0f} " +
+              " ".join(f"{mean[s]:>8.0f}" for s in sides) +
+              f" {min(over_best):>5.2f}/{max(over_best):<5.2f}"
+              f" {min(over_ceiling):>5.2f}/{max(over_ceiling):<5.2f}"
+              f" {min(same):>9.2f}", flush=True)
+    print("largest difference between runs, per side: " +
+          ", ".join(f"{s} {100 * v:.1f} %" for s, v in spread.items()))
+    return table, spread
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("bench_json")
+    parser.add_argument("bench_json", nargs="+",
+                        help="tile-bench --json of this lease, one per run")
     parser.add_argument("--dtypes", default="bf16,f16,f32")
-    args = parser.parse_args()
-    data = json.load(open(args.bench_json))
-    global AHEAD
-    timing = data.get("timing", "host-inclusive")
-    if timing == "device":
-        ax, ay, az = (torch.empty(4096, 4096, device="cuda") for _ in range(3))
-        AHEAD = lambda: torch.add(ax, ay, out=az)
-    ceiling = next(r for r in data["results"] if r["kernel"].startswith("ceiling"))
-    print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
-    print(f"ceiling (Tile's 2-read-1-write kernel): {ceiling['gbps']:.0f} GB/s"
-          f"; timing: {timing}, both sides")
-    header = (f"{'kernel':<14} {'dtype':<5} {'shape':<12} {'Tile':>7} {'eager':>7} "
-              f"{'compile':>8} {'Tile/ceil':>9} {'Tile/best':>9} {'same-size':>9}")
-    print(header)
-    wanted = args.dtypes.split(",")
-    # Static shapes, as a training step sees them: one specialization each.
-    compiled = {"swiglu": torch.compile(swiglu, dynamic=False),
-                "rms_norm": torch.compile(rms_norm, dynamic=False)}
-    eager = {"swiglu": swiglu, "rms_norm": rms_norm}
-    for r in data["results"]:
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--json", help="write every figure here")
+    options = parser.parse_args()
+    benches = [json.load(open(path)) for path in options.bench_json]
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    wanted = options.dtypes.split(",")
+    cases = []
+    for r in benches[0]["results"]:
         if r["kernel"].startswith("ceiling") or r["dtype"] not in wanted:
             continue
         kernel, direction = r["kernel"].split()
         m, n = (int(v) for v in r["shape"].split("x"))
-        dtype = DTYPES[r["dtype"]]
-        e_gbps = measure(kernel, direction, dtype, m, n, eager[kernel])
-        c_gbps = measure(kernel, direction, dtype, m, n, compiled[kernel])
-        best = max(e_gbps, c_gbps)
-        # Tile over its own stream kernel run over the same bytes (tile-bench's
-        # "same-size"): near 1, a low Tile/ceil is the size's, not the code's.
-        same = r.get("stream_same_bytes_ratio")
-        print(f"{r['kernel']:<14} {r['dtype']:<5} {r['shape']:<12} "
-              f"{r['gbps']:>7.0f} {e_gbps:>7.0f} {c_gbps:>8.0f} "
-              f"{r['gbps'] / ceiling['gbps']:>9.2f} {r['gbps'] / best:>9.2f} "
-              f"{same if same is not None else float('nan'):>9.2f}",
-              flush=True)
+        cases.append((kernel, direction, r["dtype"], m, n))
+    impls = implementations()
+    runs = [take_run(cases, impls, run + 1) for run in range(options.runs)]
+    table, spread = summary(cases, runs, benches)
+    if options.json:
+        json.dump({"device": torch.cuda.get_device_name(),
+                   "torch": torch.__version__, "table": table,
+                   "spread_between_runs": spread}, open(options.json, "w"),
+                  indent=1)
 
 
 if __name__ == "__main__":
