@@ -59,18 +59,28 @@ def main_grad_comm_hook(process_group, bucket):
     world = dist.get_world_size(group)
     params = bucket.parameters()
     main = [p.main_grad for p in params if _uses_main_grad(p)]
-    futures = []
+    # The future returned must be the last collective's own: with NCCL it is
+    # CUDA-aware, so DDP's wait orders its stream after the reduction (a
+    # torch.futures.collect_all of NCCL futures is not, and DDP then read
+    # the buffer before the all-reduce had run: measured on two H200s).
+    # NCCL runs one group's collectives in the order they are issued, on one
+    # stream, so the last one's completion covers the others; other
+    # backends (gloo) give no such order, so their main_grad reductions
+    # run synchronously.
+    in_order = dist.get_backend(group) == "nccl"
+    last = None
     for grad in main:
         grad.div_(world)
-        futures.append(dist.all_reduce(grad, group=group,
-                                       async_op=True).get_future())
+        work = dist.all_reduce(grad, group=group, async_op=in_order)
+        if in_order:
+            last = work.get_future()
     buffer = bucket.buffer()
     if len(main) < len(params):
         buffer.div_(world)
-        futures.append(dist.all_reduce(buffer, group=group,
-                                       async_op=True).get_future())
-    if not futures:
+        last = dist.all_reduce(buffer, group=group,
+                               async_op=True).get_future()
+    if last is None:
         done = torch.futures.Future()
         done.set_result(buffer)
         return done
-    return torch.futures.collect_all(futures).then(lambda _: buffer)
+    return last.then(lambda _: buffer)
