@@ -26,29 +26,17 @@ import time
 import torch
 
 import gpu_timer
+import peers
 import tile
-
-EPS = 1e-6
-
-
-def rms_reference(x, w):
-    xf = x.float()
-    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) *
-            w.float()).to(x.dtype)
+from peers import EPS
 
 
 def implementations():
     impls = {"tile.ops.rms_norm": lambda x, w: tile.ops.rms_norm(x, w, EPS)}
-    try:
-        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
-        # Liger's defaults in LigerRMSNorm (llama casting, in-place
-        # backward of dY: its fastest path).
-        impls["Liger LigerRMSNormFunction"] = (
-            lambda x, w: LigerRMSNormFunction.apply(x, w, EPS, 0.0, "llama",
-                                                    True))
-    except ImportError as error:
-        print(f"Liger not available ({error}): left out")
-    impls["torch.compile (default)"] = torch.compile(rms_reference)
+    others = peers.liger()
+    if others:
+        impls["Liger LigerRMSNormFunction"] = others["rms_norm"]
+    impls["torch.compile (default)"] = torch.compile(peers.rms_norm_eager)
     return impls
 
 

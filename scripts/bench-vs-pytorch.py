@@ -39,47 +39,33 @@ import json
 import statistics
 
 import torch
-import torch.nn.functional as F
 
 import gpu_timer
+import peers
 import tile
+from peers import EPS
 
 torch._dynamo.config.cache_size_limit = 256
 # Backward is timed repeatedly on one graph (retain_graph), which donated
 # buffers forbid.
 torch._functorch.config.donated_buffer = False
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
-EPS = 1e-6
-
-
-def swiglu_eager(a, b):
-    return F.silu(a) * b
-
-
-def rms_norm_eager(x, w):
-    xf = x.float()
-    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()
-    return y.to(x.dtype)
 
 
 def implementations():
-    """{kernel: {side: callable}}; Tile first."""
+    """{kernel: {side: callable}}; Tile first, Liger (which overwrites its
+    inputs in the backward) last."""
     impls = {
-        "swiglu": {"tile": tile.ops.swiglu, "eager": swiglu_eager,
-                   "compile": torch.compile(swiglu_eager, dynamic=False)},
+        "swiglu": {"tile": tile.ops.swiglu, "eager": peers.swiglu_eager,
+                   "compile": torch.compile(peers.swiglu_eager,
+                                            dynamic=False)},
         "rms_norm": {"tile": lambda x, w: tile.ops.rms_norm(x, w, EPS),
-                     "eager": rms_norm_eager,
-                     "compile": torch.compile(rms_norm_eager, dynamic=False)},
+                     "eager": peers.rms_norm_eager,
+                     "compile": torch.compile(peers.rms_norm_eager,
+                                              dynamic=False)},
     }
-    try:
-        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
-        from liger_kernel.ops.swiglu import LigerSiLUMulFunction
-        impls["swiglu"]["liger"] = LigerSiLUMulFunction.apply
-        impls["rms_norm"]["liger"] = (
-            lambda x, w: LigerRMSNormFunction.apply(x, w, EPS, 0.0, "llama",
-                                                    True))
-    except ImportError as error:
-        print(f"Liger not importable ({error}): its column left out")
+    for kernel, fn in (peers.liger() or {}).items():
+        impls[kernel]["liger"] = fn
     return impls
 
 

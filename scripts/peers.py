@@ -1,0 +1,35 @@
+"""The peers the operator benchmarks compare Tile with, each called the way
+its project calls it by default: one definition for every script, so that
+two tables never time two different "Liger RMSNorms"."""
+
+import torch
+import torch.nn.functional as F
+
+EPS = 1e-6
+
+
+def swiglu_eager(a, b):
+    return F.silu(a) * b
+
+
+def rms_norm_eager(x, w, eps=EPS):
+    """Hugging Face's Llama RMSNorm in PyTorch ops."""
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w.float()
+    return y.to(x.dtype)
+
+
+def liger():
+    """{"swiglu": fn, "rms_norm": fn} through Liger's autograd functions,
+    or None with the reason printed where Liger is not importable.
+    RMSNorm with LigerRMSNorm's defaults: llama casting, dY overwritten by
+    dX in the backward (its fastest path)."""
+    try:
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+        from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+    except ImportError as error:
+        print(f"Liger not importable ({error}): its column left out")
+        return None
+    return {"swiglu": LigerSiLUMulFunction.apply,
+            "rms_norm": lambda x, w, eps=EPS: LigerRMSNormFunction.apply(
+                x, w, eps, 0.0, "llama", True)}
