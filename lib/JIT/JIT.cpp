@@ -70,7 +70,7 @@ std::string keyOf(const std::string &source, const CompileOptions &options) {
       << options.mainGrad << '\0' << options.returnPrimal << '\0'
       << options.threads << '\0' << options.rowsPerCta << '\0'
       << options.persistentCtas << '\0' << options.rowGrid << '\0'
-      << options.device.str() << '\0';
+      << options.foldFinalize << '\0' << options.device.str() << '\0';
   for (auto [index, width] : options.widths)
     all << 'w' << index << '=' << width << ',';
   all << '\0' << source;
@@ -127,7 +127,8 @@ std::vector<std::string> loweringPasses(const CompileOptions &options) {
           " threads=" + std::to_string(options.threads) +
           " ctas=" + std::to_string(options.persistentCtas) +
           " rows-per-cta=" + std::to_string(options.rowsPerCta) +
-          " row-grid=" + (options.rowGrid ? "true" : "false") + "}"};
+          " row-grid=" + (options.rowGrid ? "true" : "false") +
+          " fold-finalize=" + (options.foldFinalize ? "true" : "false") + "}"};
 }
 
 std::string join(const std::vector<std::string> &passes) {

@@ -202,6 +202,14 @@ std::map<std::string, int64_t> LaunchPlan::kernelBlocks() const {
   return blocks;
 }
 
+bool LaunchPlan::countsArrivals() const {
+  for (auto &[name, function] : impl->functions)
+    for (const Param &param : function.params)
+      if (param.kind == Param::Kind::Arrivals)
+        return true;
+  return false;
+}
+
 StatusOr<LaunchPlan> LaunchPlan::parse(const std::string &text) {
   StatusOr<std::map<std::string, Function>> functions = manifest::read(text);
   if (!functions)
@@ -437,6 +445,10 @@ LaunchPlan::bind(const std::string &name,
       bound.workspaceParam = args.size();
       args.pointer(0);
       break;
+    case Param::Kind::Arrivals:
+      bound.arrivalsParam = args.size();
+      args.pointer(0);
+      break;
     }
   }
   for (const Kernel &kernel : function.kernels) {
@@ -451,7 +463,7 @@ LaunchPlan::bind(const std::string &name,
                            " CTAs, more than the 2^31 - 1 a launch takes");
     bound.launches.push_back({kernel.name, static_cast<unsigned>(*grid),
                               static_cast<unsigned>(kernel.block),
-                              kernel.overlapsPrevious});
+                              kernel.overlapsPrevious, kernel.cooperative});
   }
   return bound;
 }
@@ -486,7 +498,37 @@ Launcher::create(const rt::Device &device, const jit::CompiledKernels &kernels,
   if (options.registerCaps)
     if (Status s = launcher->loadCapped(kernels.ptx); !s)
       return s;
+  if (launcher->plan.countsArrivals()) {
+    auto counters =
+        rt::DeviceBuffer::allocate(device, kArrivalCounters * sizeof(uint32_t));
+    if (!counters)
+      return counters.takeStatus();
+    launcher->arrivals = std::move(*counters);
+    if (Status s = launcher->arrivals.fill(0); !s)
+      return s;
+    // Zero before any stream's first launch reads it.
+    if (Status s = rt::synchronize(device); !s)
+      return s;
+  }
   return launcher;
+}
+
+rt::cu::DevicePtr Launcher::arrivalsFor(rt::cu::Stream stream) {
+  std::lock_guard<std::mutex> lock(arrivalsMutex);
+  auto [slot, added] = arrivalSlots.try_emplace(stream, nextArrivalSlot);
+  if (added) {
+    // A ring: after kArrivalCounters streams the oldest stream's counter is
+    // shared, which is safe unless both streams run a folded finalize at
+    // the same moment.
+    nextArrivalSlot = (nextArrivalSlot + 1) % kArrivalCounters;
+    if (arrivalSlots.size() > kArrivalCounters)
+      for (auto it = arrivalSlots.begin(); it != arrivalSlots.end(); ++it)
+        if (it->second == slot->second && it != slot) {
+          arrivalSlots.erase(it);
+          break;
+        }
+  }
+  return arrivals.data() + slot->second * sizeof(uint32_t);
 }
 
 // The lowering cannot choose a register cap: whether ptxas fits a kernel
@@ -587,19 +629,35 @@ Status Launcher::run(const std::string &function,
   if (!scope.status())
     return scope.status();
   bound->args.setPointer(bound->workspaceParam, scratch);
+  if (bound->arrivalsParam)
+    bound->args.setPointer(*bound->arrivalsParam, arrivalsFor(options.stream));
   for (const LaunchPlan::Bound::Launch &launch : bound->launches) {
     rt::LaunchConfig config;
     config.grid = launch.grid;
     config.block = launch.block;
     config.stream = options.stream;
     config.overlapPrevious = launch.overlapsPrevious;
+    config.cooperative = launch.cooperative;
     // The capped variant only pays where the grid is more than one wave of
     // the uncapped kernel; below that the extra CTAs per SM sit idle.
     const Loaded &loaded = kernels.at(launch.kernel);
-    int64_t wave =
-        static_cast<int64_t>(dev->multiprocessors()) * loaded.residentCtas;
+    int64_t sms = dev->multiprocessors();
+    int64_t wave = sms * loaded.residentCtas;
     rt::cu::Function kernel =
         loaded.capped && launch.grid > wave ? loaded.capped : loaded.function;
+    int64_t resident =
+        sms * (kernel == loaded.capped ? loaded.cappedResidentCtas
+                                       : loaded.residentCtas);
+    // Said here rather than by the driver's COOPERATIVE_LAUNCH_TOO_LARGE.
+    if (launch.cooperative && launch.grid > resident)
+      return Status::error(
+          function + ": kernel " + launch.kernel + " needs its " +
+          std::to_string(launch.grid) +
+          " CTAs resident at once (its last CTAs sum the others' partial "
+          "rows), but this device holds " +
+          std::to_string(resident) +
+          "; compile it for this device (jit::CompileOptions::forDevice) "
+          "or without finalize = \"folded\"");
     if (Status s = rt::launch(*dev, kernel, config, bound->args); !s)
       return s;
   }

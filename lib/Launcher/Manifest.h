@@ -21,7 +21,10 @@
 namespace tile::ops::manifest {
 
 struct Param {
-  enum class Kind { Argument, Result, Rows, Width, Ctas, Workspace };
+  /// Arrivals: the i32 counter a folded finalize counts its CTAs with,
+  /// which must be zero at launch (the launcher owns it; the kernel leaves
+  /// it zero).
+  enum class Kind { Argument, Result, Rows, Width, Ctas, Workspace, Arrivals };
   Kind kind = Kind::Rows;
   int64_t index = 0;
   /// Of a tensor argument, a result or the workspace.
@@ -38,6 +41,9 @@ struct Kernel {
   /// The kernel waits for the one before it in the stream itself
   /// (griddepcontrol.wait), so it may launch while that one finishes.
   bool overlapsPrevious = false;
+  /// Its CTAs wait for each other (a folded finalize): it needs a
+  /// cooperative launch, which places the whole grid at once.
+  bool cooperative = false;
 };
 
 struct Function {

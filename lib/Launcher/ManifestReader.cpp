@@ -198,13 +198,21 @@ Status readParam(const Reader &entry, Param &param) {
         {entry.only({"of", "kind", "dtype"}), entry.get("dtype", param.dtype)});
     if (fields && param.dtype != rt::DType::F32)
       return entry.error("the workspace is f32");
+  } else if (of == "arrivals") {
+    param.kind = Kind::Arrivals;
+    param.buffer = true;
+    std::string dtype;
+    fields = firstError(
+        {entry.only({"of", "kind", "dtype"}), entry.get("dtype", dtype)});
+    if (fields && dtype != "i32")
+      return entry.error("the arrivals counter is i32");
   } else {
     return entry.error("unknown parameter '" + of + "'");
   }
   std::string kind;
   if (Status s = firstError({fields, entry.get("kind", kind)}); !s)
     return s;
-  std::string expected = param.kind == Kind::Workspace ? "buffer" : "index";
+  std::string expected = param.buffer ? "buffer" : "index";
   if (kind != expected)
     return entry.error("'" + of + "' has kind '" + kind + "', not '" +
                        expected + "'");
@@ -216,13 +224,16 @@ Status readKernel(const Reader &entry, Kernel &kernel) {
   std::string after;
   if (Status s = firstError(
           {entry.only({"name", "grid", "block", "static_shared_bytes", "after",
-                       "overlaps_previous"}),
+                       "overlaps_previous", "cooperative"}),
            entry.get("name", kernel.name), entry.get("grid", kernel.grid),
            entry.get("block", kernel.block),
            entry.get("static_shared_bytes", shared),
            entry.has("after") ? entry.get("after", after) : Status::ok(),
            entry.has("overlaps_previous")
                ? entry.get("overlaps_previous", kernel.overlapsPrevious)
+               : Status::ok(),
+           entry.has("cooperative")
+               ? entry.get("cooperative", kernel.cooperative)
                : Status::ok()});
       !s)
     return s;

@@ -61,6 +61,7 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
   options.rowsPerCta = overrides.rowsPerCta;
   options.persistentCtas = overrides.persistentCtas;
   options.rowGrid = overrides.rowGrid;
+  options.foldFinalize = overrides.foldFinalize;
   std::string key = std::string(kernel) + "/" + options.dtype +
                     (mainGrad ? "/main-grad" : "") +
                     (returnPrimal ? "/return-primal" : "");

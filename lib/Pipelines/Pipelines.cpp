@@ -209,6 +209,7 @@ void mlir::tile::buildTileToPtxPipeline(OpPassManager &pm,
   schedule.ctas = options.persistentCtas;
   schedule.rowsPerCta = options.rowsPerCta;
   schedule.rowGrid = options.rowGrid;
+  schedule.foldFinalize = options.foldFinalize;
   schedule.sms = options.device.sms;
   schedule.threadsPerSm = options.device.threadsPerSm;
   schedule.registersPerSm = options.device.registersPerSm;
@@ -282,6 +283,10 @@ struct LowerToPtxOptions final : PtxPipelineOptionsBase<LowerToPtxOptions> {
       *this, "row-grid",
       llvm::cl::desc("one CTA per row for purely elementwise kernels too"),
       llvm::cl::init(false)};
+  Option<bool> foldFinalize{
+      *this, "fold-finalize",
+      llvm::cl::desc("cross-row partials summed in the row kernel's last CTAs"),
+      llvm::cl::init(false)};
 
   mlir::tile::PtxOptions toPtxOptions() const {
     mlir::tile::PtxOptions options =
@@ -290,6 +295,7 @@ struct LowerToPtxOptions final : PtxPipelineOptionsBase<LowerToPtxOptions> {
     options.persistentCtas = ctas;
     options.rowsPerCta = rowsPerCta;
     options.rowGrid = rowGrid;
+    options.foldFinalize = foldFinalize;
     return options;
   }
 };

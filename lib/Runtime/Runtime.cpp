@@ -409,19 +409,30 @@ Status launch(const Device &device, cu::Function kernel,
   std::vector<void *> params = args.pointers();
   // Programmatic dependent launch exists from compute capability 9.0 on
   // (and cuLaunchKernelEx from CUDA 12.0's driver); otherwise the kernel
-  // launches after its predecessor, as always.
-  if (config.overlapPrevious && device.computeCapability() >= 90 &&
-      device.driver().launchKernelEx) {
-    cu::LaunchAttribute overlap;
-    overlap.id = cu::kLaunchAttributeProgrammaticSerialization;
-    overlap.value.flag = 1;
+  // launches after its predecessor, as always. A cooperative launch has
+  // no such fallback: its CTAs wait for each other.
+  bool overlap = config.overlapPrevious && device.computeCapability() >= 90;
+  if (config.cooperative && !device.driver().launchKernelEx)
+    return Status::error("a cooperative launch needs cuLaunchKernelEx (a "
+                         "CUDA 12.0 or later driver)");
+  if ((overlap || config.cooperative) && device.driver().launchKernelEx) {
+    cu::LaunchAttribute attributes[2];
+    unsigned count = 0;
+    if (overlap) {
+      attributes[count].id = cu::kLaunchAttributeProgrammaticSerialization;
+      attributes[count++].value.flag = 1;
+    }
+    if (config.cooperative) {
+      attributes[count].id = cu::kLaunchAttributeCooperative;
+      attributes[count++].value.flag = 1;
+    }
     cu::LaunchConfig ex;
     ex.gridX = config.grid;
     ex.blockX = config.block;
     ex.sharedBytes = config.sharedBytes;
     ex.stream = config.stream;
-    ex.attributes = &overlap;
-    ex.attributeCount = 1;
+    ex.attributes = attributes;
+    ex.attributeCount = count;
     return check(
         device.driver().launchKernelEx(&ex, kernel, params.data(), nullptr),
         "cuLaunchKernelEx");

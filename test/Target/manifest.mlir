@@ -6,6 +6,7 @@
 // RUN: tile-opt %tile_src/examples/silu_and_mul.mlir -tile-differentiate -canonicalize -cse | tile-translate --tile-manifest | FileCheck %s --check-prefix=SAM
 // RUN: tile-opt %tile_src/examples/swiglu.mlir -tile-schedule=threads=128 | tile-translate --tile-manifest | FileCheck %s --check-prefix=SWIGLU
 // RUN: not tile-translate --tile-manifest %s 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: tile-opt %tile_src/examples/rms_norm.mlir -tile-differentiate -canonicalize -cse -tile-schedule=fold-finalize | tile-translate --tile-manifest | FileCheck %s --check-prefix=FOLDED
 //
 // CHECK: "calling_convention": "one 64-bit device pointer per buffer
 // RMSNorm forward: one CTA per row, no workspace.
@@ -47,6 +48,26 @@
 // CHECK: "of": "ctas"
 // CHECK: "of": "workspace"
 // CHECK: "workspace_f32_elements": "ctas * w4"
+
+// With `finalize = "folded"`, the finalize runs in the row kernel's last
+// CTAs: one cooperative launch of at least one CTA (dw is written with no
+// rows too), no second kernel, and the arrivals counter as a last parameter.
+// FOLDED: "ctas": "min(rows, 264)",
+// FOLDED-NEXT: "function": "rms_norm_bwd",
+// FOLDED-NEXT: "kernels": [
+// FOLDED-NEXT: {
+// FOLDED-NEXT: "block": 256,
+// FOLDED-NEXT: "cooperative": true,
+// FOLDED-NEXT: "grid": "max(min(rows, 264), 1)",
+// FOLDED-NEXT: "name": "rms_norm_bwd",
+// FOLDED-NEXT: "static_shared_bytes": 1024
+// FOLDED-NEXT: }
+// FOLDED-NEXT: ],
+// FOLDED: "of": "workspace"
+// FOLDED: "dtype": "i32",
+// FOLDED-NEXT: "kind": "buffer",
+// FOLDED-NEXT: "of": "arrivals"
+// FOLDED: "workspace_f32_elements": "ctas * w4"
 
 // silu_and_mul: the output width is an expression of the input's, and the
 // slices must stay in the row.

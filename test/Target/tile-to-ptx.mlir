@@ -5,6 +5,7 @@
 // RUN: tile-opt %tile_src/examples/rms_norm.mlir -tile-differentiate -canonicalize -cse | tile-translate --tile-to-ptx --tile-chip=sm_90a | FileCheck %s
 // RUN: tile-opt %tile_src/examples/rms_norm.mlir -tile-differentiate -canonicalize -cse | tile-translate --tile-to-ptx --tile-chip=sm_90a | FileCheck %s --check-prefix=PDL
 // RUN: tile-opt %tile_src/examples/swiglu.mlir --tile-lower-to-ptx="chip=sm_80" | FileCheck %s --check-prefix=OPT
+// RUN: tile-opt %tile_src/examples/rms_norm.mlir -tile-differentiate -canonicalize -cse -tile-schedule=fold-finalize | tile-translate --tile-to-ptx --tile-chip=sm_90a | FileCheck %s --check-prefix=FOLDED
 // RUN: tile-opt %tile_src/examples/rms_norm.mlir -tile-differentiate -canonicalize -cse | tile-translate --tile-to-ptx --tile-chip=sm_80 | FileCheck %s --check-prefix=SM80
 // CHECK: // gpu.module @tile_kernels
 // CHECK: .target sm_90a
@@ -21,6 +22,19 @@
 // PDL-NOT: ld.global
 // PDL: griddepcontrol.wait;
 // PDL: ld.global
+// A folded finalize (finalize = "folded"): no second kernel; each CTA
+// makes its partials visible and takes a ticket, the last ones wait for
+// every arrival, take a second ticket, and the last of them resets the
+// counter.
+// FOLDED-NOT: .entry rms_norm_bwd_finalize(
+// FOLDED-LABEL: .entry rms_norm_bwd(
+// FOLDED: membar.gl;
+// FOLDED-NEXT: atom.global.add.u32
+// FOLDED: atom.global.or.b32 {{.*}}, 0;
+// FOLDED: membar.gl;
+// FOLDED-NEXT: atom.global.add.u32
+// FOLDED: atom.global.exch.b32 {{.*}}, 0;
+// FOLDED-NOT: .entry rms_norm_bwd_finalize(
 // Older chips have no griddepcontrol: the pipeline drops it.
 // SM80: .target sm_80
 // SM80-NOT: griddepcontrol

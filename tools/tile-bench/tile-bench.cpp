@@ -154,6 +154,10 @@ cl::opt<int64_t> ctas("ctas", cl::desc("CTAs of persistent grids"),
 cl::opt<bool> rowGrid("row-grid",
                       cl::desc("one CTA per row for elementwise kernels too"),
                       cl::cat(scheduleCategory));
+cl::opt<bool>
+    foldFinalize("fold-finalize",
+                 cl::desc("RMSNorm's dW summed in the row kernel's last CTAs"),
+                 cl::cat(scheduleCategory));
 cl::opt<bool> noRegisterCaps("no-register-caps",
                              cl::desc("load kernels as the JIT made them"),
                              cl::cat(scheduleCategory));
@@ -216,6 +220,7 @@ int main(int argc, char **argv) {
   schedule.rowsPerCta = rowsPerCta;
   schedule.persistentCtas = ctas;
   schedule.rowGrid = rowGrid;
+  schedule.foldFinalize = foldFinalize;
   schedule.registerCaps = !noRegisterCaps;
   std::vector<DType> dtypes;
   for (const std::string &name : dtypeNames) {
@@ -245,6 +250,8 @@ int main(int argc, char **argv) {
   if (schedule.persistentCtas)
     overrides +=
         ", " + std::to_string(schedule.persistentCtas) + " persistent CTAs";
+  if (schedule.foldFinalize)
+    overrides += ", a folded finalize";
   if (!schedule.registerCaps)
     overrides += ", no register caps";
   std::printf("device: %s (%s, %d SMs), median of %d runs, %s%s\n",

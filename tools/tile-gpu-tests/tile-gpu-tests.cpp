@@ -204,6 +204,31 @@ void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
   suite.expect("rms_norm main_grad = start + g1 + g2 " + at, suite.read(mg),
                want, DType::F32, &scale);
 }
+
+/// RMSNorm's backward with no rows: dW is zero (written over the poison),
+/// and main_grad is left as it was. The finalize kernel sums no partial
+/// rows; a folded one (--fold-finalize) launches one CTA that has none.
+void testEmptyBatch(Suite &suite, DType dtype, int64_t N) {
+  std::string at = std::string(rt::name(dtype)) + " 0x" + std::to_string(N);
+  Tensor x = suite.make({0, N}, dtype, true),
+         dy = suite.make({0, N}, dtype, true);
+  Tensor w = suite.make({N}, dtype, true);
+  Tensor dx = suite.make({0, N}, dtype, false),
+         dw = suite.make({N}, dtype, false);
+  suite.check("rms_norm bwd " + at,
+              suite.ops.rmsNormBackward(x.view, w.view, 1e-6f, 0.0f, dy.view,
+                                        dx.view, dw.view));
+  Tensor mg = suite.make({N}, DType::F32, true);
+  std::vector<double> start = suite.read(mg);
+  suite.check("rms_norm main_grad " + at,
+              suite.ops.rmsNormBackwardAccumulate(x.view, w.view, 1e-6f, 0.0f,
+                                                  dy.view, dx.view, mg.view));
+  suite.check("sync " + at, rt::synchronize(suite.ops.device()));
+  suite.expect("rms_norm bwd dw with no rows " + at, suite.read(dw),
+               std::vector<double>(N, 0.0), dtype);
+  suite.expect("rms_norm main_grad with no rows " + at, suite.read(mg), start,
+               DType::F32);
+}
 } // namespace tile::gputests
 
 namespace {
@@ -250,6 +275,10 @@ cl::opt<int64_t> rowsPerCta("rows-per-cta", cl::desc("rows per CTA"),
 // persistent too.
 cl::opt<int64_t> ctas("ctas", cl::desc("CTAs of persistent grids"),
                       cl::cat(category));
+cl::opt<bool> foldFinalize(
+    "fold-finalize",
+    cl::desc("cross-row partials summed in the row kernel's last CTAs"),
+    cl::cat(category));
 } // namespace
 
 int main(int argc, char **argv) {
@@ -258,7 +287,12 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "Every operator x dtype x shape on GPU 0 "
                               "against a float64 reference\n");
-  auto ops = ops::Operators::create(0, "", {0, rowsPerCta, ctas, rowGrid});
+  ops::ScheduleOverrides overrides;
+  overrides.rowsPerCta = rowsPerCta;
+  overrides.persistentCtas = ctas;
+  overrides.rowGrid = rowGrid;
+  overrides.foldFinalize = foldFinalize;
+  auto ops = ops::Operators::create(0, "", overrides);
   if (!ops) {
     std::fprintf(stderr, "error: %s\n", ops.message().c_str());
     return 1;
@@ -269,7 +303,8 @@ int main(int argc, char **argv) {
                                             " rows per CTA"
                                       : "") +
                (ctas ? ", " + std::to_string(ctas) + " persistent CTAs" : "") +
-               (rowGrid ? ", one CTA per row" : ""))
+               (rowGrid ? ", one CTA per row" : "") +
+               (foldFinalize ? ", a folded finalize" : ""))
                   .c_str());
   Suite suite{**ops};
   testCallerContext(suite);
@@ -297,6 +332,9 @@ int main(int argc, char **argv) {
       for (int64_t N : widths)
         if (!(N == 16384 && M == 4096))
           testOperators(suite, dtype, M, N);
+  for (DType dtype : {DType::BF16, DType::F32})
+    for (int64_t N : {13, 4096})
+      testEmptyBatch(suite, dtype, N);
   // Every buffer one element past 16-byte alignment: the scalar paths of
   // the element grid and of the row kernels, against the same reference.
   suite.shift = 1;

@@ -37,11 +37,13 @@ rt::TensorView tensor(std::vector<int64_t> shape,
 }
 
 LaunchPlan plan(const std::string &kernel, bool mainGrad = false,
-                std::map<unsigned, int64_t> widths = {}) {
+                std::map<unsigned, int64_t> widths = {},
+                bool foldFinalize = false) {
   jit::Jit jit("none");
   jit::CompileOptions options;
   options.differentiate = true;
   options.mainGrad = mainGrad;
+  options.foldFinalize = foldFinalize;
   options.widths = std::move(widths);
   auto compiled = jit.compile(example(kernel), options);
   EXPECT_TRUE(compiled) << compiled.message();
@@ -72,6 +74,7 @@ TEST(LaunchPlanTest, ARightCallBindsSizesAndLaunches) {
   ASSERT_EQ(bound->launches.size(), 2u);
   EXPECT_EQ(bound->launches[0].kernel, "rms_norm_bwd");
   EXPECT_EQ(bound->launches[0].grid, 6u); // min(rows, 264)
+  EXPECT_FALSE(bound->launches[0].cooperative);
   EXPECT_EQ(bound->launches[1].kernel, "rms_norm_bwd_finalize");
   EXPECT_EQ(bound->launches[1].grid, 32u); // ceildiv(1000, 32)
   // The finalize waits for the row kernel itself (griddepcontrol.wait),
@@ -79,13 +82,50 @@ TEST(LaunchPlanTest, ARightCallBindsSizesAndLaunches) {
   // not overlap whatever came before the call.
   EXPECT_FALSE(bound->launches[0].overlapsPrevious);
   EXPECT_TRUE(bound->launches[1].overlapsPrevious);
-  EXPECT_EQ(bound->workspaceBytes, 6u * 1000 * 4);
   // x, w, eps, offset, dy, dx, dw, rows, 3 widths, ctas, workspace.
   EXPECT_EQ(bound->args.size(), 13u);
   std::vector<void *> params = bound->args.pointers();
   EXPECT_EQ(*static_cast<int64_t *>(params[7]), 6);    // rows
   EXPECT_EQ(*static_cast<int64_t *>(params[8]), 1000); // width of x
   EXPECT_EQ(bound->workspaceParam, 12u);
+  EXPECT_FALSE(bound->arrivalsParam);
+  EXPECT_FALSE(rms.countsArrivals());
+}
+
+TEST(LaunchPlanTest, AFoldedFinalizeIsOneCooperativeLaunch) {
+  LaunchPlan rms = plan("rms_norm", false, {}, /*foldFinalize=*/true);
+  // Leading dimensions flatten into rows: [2, 3, 1000] is 6 rows.
+  auto bound = rms.bind(
+      "rms_norm_bwd",
+      {tensor({2, 3, 1000}), tensor({1000}), 1e-6f, 0.0f, tensor({2, 3, 1000})},
+      {tensor({2, 3, 1000}), tensor({1000})});
+  ASSERT_TRUE(bound) << bound.message();
+  ASSERT_EQ(bound->launches.size(), 1u);
+  EXPECT_EQ(bound->launches[0].kernel, "rms_norm_bwd");
+  EXPECT_EQ(bound->launches[0].grid, 6u); // max(min(rows, 264), 1)
+  EXPECT_TRUE(bound->launches[0].cooperative);
+  EXPECT_FALSE(bound->launches[0].overlapsPrevious);
+  EXPECT_EQ(bound->workspaceBytes, 6u * 1000 * 4);
+  // x, w, eps, offset, dy, dx, dw, rows, 3 widths, ctas, workspace,
+  // arrivals.
+  EXPECT_EQ(bound->args.size(), 14u);
+  std::vector<void *> params = bound->args.pointers();
+  EXPECT_EQ(*static_cast<int64_t *>(params[7]), 6);    // rows
+  EXPECT_EQ(*static_cast<int64_t *>(params[8]), 1000); // width of x
+  EXPECT_EQ(*static_cast<int64_t *>(params[11]), 6);   // ctas
+  EXPECT_EQ(bound->workspaceParam, 12u);
+  EXPECT_EQ(bound->arrivalsParam, std::optional<size_t>(13u));
+  EXPECT_TRUE(rms.countsArrivals());
+
+  // No rows: still one CTA, which writes dw (zeros) and has no partials.
+  auto empty = rms.bind(
+      "rms_norm_bwd",
+      {tensor({0, 1000}), tensor({1000}), 1e-6f, 0.0f, tensor({0, 1000})},
+      {tensor({0, 1000}), tensor({1000})});
+  ASSERT_TRUE(empty) << empty.message();
+  EXPECT_EQ(empty->launches[0].grid, 1u);
+  EXPECT_EQ(*static_cast<int64_t *>(empty->args.pointers()[11]), 0); // ctas
+  EXPECT_EQ(empty->workspaceBytes, 0u);
 }
 
 TEST(LaunchPlanTest, ElementwiseKernelsLaunchAnElementGrid) {

@@ -58,6 +58,9 @@ struct CompileOptions {
   /// One CTA per row for purely elementwise kernels too, instead of their
   /// element grid (for comparison).
   bool rowGrid = false;
+  /// Cross-row partials summed in the row kernel's last CTAs instead of a
+  /// finalize kernel of their own (for comparison).
+  bool foldFinalize = false;
   /// Widths to specialize for, by tensor argument index, of every kernel
   /// (forward and derived backward share their leading arguments): the
   /// GPU kernels use them as constants, and calls must match them.

@@ -19,10 +19,16 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <variant>
 #include <vector>
 
 namespace tile::ops {
+
+/// Arrivals counters a launcher keeps for folded finalizes: one per stream
+/// it launches them on, for this many streams at once.
+constexpr size_t kArrivalCounters = 1024;
 
 /// One argument of a call: a tensor, or a scalar (f32 or integer).
 using Argument = std::variant<rt::TensorView, float, int64_t>;
@@ -51,6 +57,9 @@ public:
       /// Launched with programmatic stream serialization (the manifest's
       /// `overlaps_previous`: the kernel waits for its predecessor itself).
       bool overlapsPrevious = false;
+      /// Launched cooperatively (the manifest's `cooperative`: its CTAs
+      /// wait for each other, so the whole grid must be resident).
+      bool cooperative = false;
     };
     std::vector<Launch> launches;
     /// One per kernel parameter, in order: a tensor's pointer, a scalar's
@@ -59,6 +68,10 @@ public:
     size_t workspaceBytes = 0;
     /// The index of the workspace parameter in `args`.
     size_t workspaceParam = 0;
+    /// The index of the arrivals counter's parameter in `args`, where the
+    /// function has one (a folded finalize): the launcher fills it with a
+    /// zeroed counter of its own per stream.
+    std::optional<size_t> arrivalsParam;
   };
 
   /// Checks `arguments` (one per function argument) and `results` against
@@ -86,6 +99,8 @@ public:
 
   /// The kernels the manifest lists and the threads of each one's CTAs.
   std::map<std::string, int64_t> kernelBlocks() const;
+  /// Whether a function takes an arrivals counter (a folded finalize).
+  bool countsArrivals() const;
 
 private:
   struct Impl;
@@ -172,6 +187,20 @@ private:
   std::vector<rt::Module> cappedModules;
   std::map<std::string, Loaded> kernels;
   rt::DeviceBuffer workspace;
+  /// The arrivals counters of folded finalizes, one per stream: launches
+  /// on one stream run one after another, so they can share one; launches
+  /// on two streams may run at once, so they cannot. They are zeroed once,
+  /// when the launcher is created (no allocation or memset at a launch, so
+  /// a stream being captured into a CUDA graph may launch them), and every
+  /// kernel leaves its counter zero.
+  rt::DeviceBuffer arrivals;
+  /// The stream each counter serves; a stream new to the launcher takes the
+  /// next counter round the ring (kArrivalCounters of them).
+  std::map<rt::cu::Stream, size_t> arrivalSlots;
+  size_t nextArrivalSlot = 0;
+  std::mutex arrivalsMutex;
+  /// The counter of `stream`'s launches.
+  rt::cu::DevicePtr arrivalsFor(rt::cu::Stream stream);
 };
 
 } // namespace tile::ops

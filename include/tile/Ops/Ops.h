@@ -54,6 +54,9 @@ struct ScheduleOverrides {
   int64_t persistentCtas = 0;
   /// One CTA per row for purely elementwise kernels (SwiGLU) too.
   bool rowGrid = false;
+  /// RMSNorm's dW (a cross-row reduction) summed in the row kernel's last
+  /// CTAs instead of a finalize kernel of its own.
+  bool foldFinalize = false;
   /// Not a schedule but a load-time choice (LoadOptions::registerCaps):
   /// false keeps every kernel as the driver's JIT compiled it.
   bool registerCaps = true;

@@ -40,9 +40,11 @@ struct PtxOptions {
   unsigned optLevel = 3;
   /// tile-schedule's overrides (0: its choice), for experiments: threads
   /// per CTA, CTAs of persistent grids, rows per CTA, and one CTA per row
-  /// for purely elementwise kernels too.
+  /// for purely elementwise kernels too; cross-row partials summed in the
+  /// row kernel's last CTAs.
   int64_t threads = 0, persistentCtas = 0, rowsPerCta = 0;
   bool rowGrid = false;
+  bool foldFinalize = false;
   /// The GPU tile-schedule sizes persistent grids for.
   ::tile::DeviceDescription device;
 };

@@ -40,7 +40,9 @@ struct LaunchAttribute {
 };
 static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute's layout");
 
+/// CU_LAUNCH_ATTRIBUTE_COOPERATIVE and
 /// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+constexpr int kLaunchAttributeCooperative = 2;
 constexpr int kLaunchAttributeProgrammaticSerialization = 6;
 
 struct LaunchConfig {

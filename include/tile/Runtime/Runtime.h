@@ -207,6 +207,9 @@ struct LaunchConfig {
   /// previous kernel writes: the wait returns once that kernel is complete
   /// and its writes are visible.
   bool overlapPrevious = false;
+  /// A cooperative launch: the driver places every CTA of the grid at once
+  /// (or fails the launch), so CTAs may wait for each other.
+  bool cooperative = false;
 };
 
 /// Launches `kernel`; a zero grid launches nothing (an empty tensor).

@@ -9,6 +9,7 @@
 #include "KernelEmitter.h"
 #include "Evaluator.h"
 #include "FinalizeKernel.h"
+#include "FoldedFinalize.h"
 #include "RowKernel.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -33,7 +34,7 @@ void createKernel(KernelFrame &f, Evaluator &ev, gpu::GPUModuleOp module) {
   using Kind = KernelParam::Kind;
   OpBuilder &b = f.b;
   func::FuncOp func = f.func;
-  SmallVector<KernelParam> layout = f.model.parameters();
+  SmallVector<KernelParam> layout = f.model.parameters(f.plan.foldedFinalize);
   SmallVector<Type> params;
   for (const KernelParam &param : layout) {
     switch (param.kind) {
@@ -49,6 +50,9 @@ void createKernel(KernelFrame &f, Evaluator &ev, gpu::GPUModuleOp module) {
       break;
     case Kind::Workspace:
       params.push_back(flatBuffer(b.getF32Type()));
+      break;
+    case Kind::Arrivals:
+      params.push_back(flatBuffer(b.getI32Type()));
       break;
     default:
       params.push_back(b.getIndexType());
@@ -102,6 +106,9 @@ void createKernel(KernelFrame &f, Evaluator &ev, gpu::GPUModuleOp module) {
       break;
     case Kind::Workspace:
       f.workspace = value;
+      break;
+    case Kind::Arrivals:
+      f.arrivals = value;
       break;
     }
   }
@@ -175,10 +182,18 @@ LogicalResult emitKernel(const KernelModel &model, const WidthClasses &widths,
   if (schedule.vectorWidth > 1 && mode == Mode::Rows)
     f.aligned = ev.alignmentTest();
   layOutWorkspace(f, ev);
-  if (mode == Mode::Rows)
-    emitRowBody(f, ev);
-  else
+  if (mode == Mode::Finalize) {
     emitFinalizeBody(f, ev);
+  } else if (!plan.foldedFinalize) {
+    emitRowBody(f, ev);
+  } else {
+    // Launched with at least one CTA, so that the finalize writes its
+    // results with no rows too; a CTA past the partial rows has none.
+    Value hasRows = arith::CmpIOp::create(b, f.loc, arith::CmpIPredicate::ult,
+                                          f.bid, f.ctas);
+    f.emitIf(hasRows, [&] { emitRowBody(f, ev); });
+    emitFoldedFinalize(f);
+  }
   if (ev.exhausted())
     return f.func.emitOpError("is too large to lower: its values at a column "
                               "take more than ")
@@ -200,7 +215,7 @@ LogicalResult gpu_lowering::emitKernels(const KernelModel &model,
     return failure();
   if (failed(emitKernel(model, widths, *plan, schedule, Mode::Rows, module)))
     return failure();
-  if (plan->hasFinalize())
+  if (plan->hasFinalizeKernel())
     return emitKernel(model, widths, *plan, schedule, Mode::Finalize, module);
   return success();
 }

@@ -53,6 +53,8 @@ struct KernelFrame {
   /// specialized it for.
   DenseMap<Value, Value> argWidths;
   Value rows, ctas, workspace, shared;
+  /// The folded finalize's arrivals counter (null without one).
+  Value arrivals;
   Value tid, threads, bid, grid;
   /// A CTA works on rowsPerCta rows at once: `member` is a thread's index
   /// within its row's group of `groupSize` threads, `rowGroup` the group's

@@ -313,7 +313,7 @@ SmallVector<Value> KernelModel::sameWidthValues(Operation &op) const {
   return values;
 }
 
-SmallVector<KernelParam> KernelModel::parameters() const {
+SmallVector<KernelParam> KernelModel::parameters(bool arrivals) const {
   using Kind = KernelParam::Kind;
   func::FuncOp f = func;
   SmallVector<KernelParam> params;
@@ -329,6 +329,8 @@ SmallVector<KernelParam> KernelModel::parameters() const {
       params.push_back({Kind::Width, i});
   params.push_back({Kind::Ctas});
   params.push_back({Kind::Workspace});
+  if (arrivals)
+    params.push_back({Kind::Arrivals});
   return params;
 }
 

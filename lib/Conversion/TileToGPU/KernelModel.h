@@ -48,6 +48,8 @@ struct KernelParam {
     Width,     // index: the width of tensor argument `index`
     Ctas,      // index: the row kernel's CTA count (partials per column)
     Workspace, // fp32 buffer for cross-row partials
+    Arrivals,  // i32 counter of CTAs done with their partials, zero between
+               // launches (a folded finalize only; the launcher owns it)
   };
   Kind kind;
   unsigned index = 0;
@@ -110,8 +112,9 @@ struct KernelModel {
     return constant && constantTables.contains(constant) ? constant
                                                          : arith::ConstantOp();
   }
-  /// The parameter list of the kernels.
-  SmallVector<KernelParam> parameters() const;
+  /// The parameter list of the kernels; `arrivals`: the row kernel folds
+  /// the finalize in (KernelPlan::foldedFinalize).
+  SmallVector<KernelParam> parameters(bool arrivals) const;
   /// The tensor values `op` requires to be equally wide: the operands of an
   /// elementwise op or cast, a row broadcast's input and shape. The manifest
   /// states each as a constraint the launcher checks, so the emitter may

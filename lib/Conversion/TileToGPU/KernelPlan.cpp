@@ -249,6 +249,22 @@ FailureOr<KernelPlan> gpu_lowering::planKernel(const KernelModel &model,
                         ? std::optional<int64_t>(schedule.gridCtasPerSm())
                         : std::nullopt};
   plan.finalizeKernel = {threads, threads, bigBlock, std::nullopt};
+  // The finalize folds into the row kernel where the schedule asks for it
+  // (not by default: on an H100 RMSNorm's backward was 0.1-7 % slower
+  // folded, docs/Performance.md) and there is one cross-row reduction. With
+  // two (LayerNorm's dW and dB) ptxas spilled the folded kernel at the 128
+  // registers a thread of two resident CTAs may have. The folded finalize
+  // needs the whole grid resident (its last CTAs wait for the others),
+  // which a cooperative launch guarantees, and shared memory for the
+  // finalize's per-thread sums.
+  plan.foldedFinalize = plan.hasFinalize() && persistent &&
+                        model.acrossRowReductions.size() == 1 &&
+                        schedule.foldFinalize;
+  if (plan.foldedFinalize) {
+    plan.rowKernel.cooperative = true;
+    plan.rowKernel.sharedFloats =
+        std::max(plan.rowKernel.sharedFloats, plan.finalizeKernel.sharedFloats);
+  }
   // A warp's share of the grid's partial rows, up to kMaxFinalizeUnroll,
   // is one step: the finalize has a CTA per 32 columns, few to cover the
   // memory latency with (ncu, RMSNorm's backward at 4096 x 1024: 6.9 us at

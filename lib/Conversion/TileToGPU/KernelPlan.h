@@ -133,6 +133,10 @@ struct KernelPlan {
     std::optional<int64_t> knownBlockSize;
     /// `.minnctapersm`, where it is set (a persistent grid).
     std::optional<int64_t> minCtasPerSm;
+    /// Launched cooperatively: the driver places the whole grid at once, or
+    /// fails the launch. For a row kernel whose last CTAs wait for the
+    /// others (a folded finalize).
+    bool cooperative = false;
   };
 
   SmallVector<ColumnLoop> columnLoops;
@@ -141,13 +145,19 @@ struct KernelPlan {
   SmallVector<WorkspaceBlock> workspace;
   Launch rowKernel;
   /// The results the finalize writes (summed across rows or per column);
-  /// none: there is no finalize kernel.
+  /// none: there is no finalize.
   SmallVector<unsigned> finalizeOutputs;
+  /// The finalize runs at the end of the row kernel, in its last CTAs to
+  /// arrive (FoldedFinalize.cpp), instead of as a kernel of its own.
+  bool foldedFinalize = false;
+  /// The separate finalize kernel's launch facts (and the threads of the
+  /// folded finalize, which are the row kernel's).
   Launch finalizeKernel;
   /// Partial rows a finalize warp loads before it adds them.
   int64_t finalizeUnroll = 1;
 
   bool hasFinalize() const { return !finalizeOutputs.empty(); }
+  bool hasFinalizeKernel() const { return hasFinalize() && !foldedFinalize; }
   /// Every sink of every column loop, in loop order.
   SmallVector<Sink> allSinks() const;
 };

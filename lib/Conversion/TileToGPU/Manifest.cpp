@@ -175,12 +175,13 @@ private:
 
 /// The kernels' parameters, in order, with the shapes of their buffers.
 FailureOr<llvm::json::Array> describeParams(const KernelModel &model,
+                                            const KernelPlan &plan,
                                             ShapeNames &names) {
   func::FuncOp func = model.func;
   auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   llvm::json::Array params;
   using Kind = KernelParam::Kind;
-  for (const KernelParam &param : model.parameters()) {
+  for (const KernelParam &param : model.parameters(plan.foldedFinalize)) {
     llvm::json::Object entry;
     switch (param.kind) {
     case Kind::Argument: {
@@ -226,6 +227,10 @@ FailureOr<llvm::json::Array> describeParams(const KernelModel &model,
     case Kind::Workspace:
       entry = llvm::json::Object{
           {"of", "workspace"}, {"kind", "buffer"}, {"dtype", "f32"}};
+      break;
+    case Kind::Arrivals:
+      entry = llvm::json::Object{
+          {"of", "arrivals"}, {"kind", "buffer"}, {"dtype", "i32"}};
       break;
     }
     params.push_back(std::move(entry));
@@ -337,11 +342,17 @@ FailureOr<llvm::json::Array> describeKernels(const KernelModel &model,
     ctas = "ceildiv(rows * " + *w + ", " +
            std::to_string(schedule.threads * schedule.vectorWidth) + ")";
   }
-  kernels.push_back(llvm::json::Object{
+  // A folded finalize writes its results with no rows too (one CTA that
+  // has no partial row).
+  llvm::json::Object rowKernel{
       {"name", func.getSymName()},
-      {"grid", ctas},
+      {"grid", plan.foldedFinalize ? "max(" + ctas + ", 1)" : ctas},
       {"block", plan.rowKernel.threads},
-      {"static_shared_bytes", 4 * plan.rowKernel.sharedFloats}});
+      {"static_shared_bytes", 4 * plan.rowKernel.sharedFloats}};
+  // Its last CTAs wait for the others (the folded finalize).
+  if (plan.rowKernel.cooperative)
+    rowKernel["cooperative"] = true;
+  kernels.push_back(std::move(rowKernel));
   std::string columns;
   for (unsigned number : plan.finalizeOutputs) {
     FailureOr<std::string> w = names.width(returnOp.getOperand(number));
@@ -349,7 +360,7 @@ FailureOr<llvm::json::Array> describeKernels(const KernelModel &model,
       return failure();
     columns = columns.empty() ? *w : "max(" + columns + ", " + *w + ")";
   }
-  if (plan.hasFinalize())
+  if (plan.hasFinalizeKernel())
     kernels.push_back(llvm::json::Object{
         {"name", (func.getSymName() + "_finalize").str()},
         {"grid",
@@ -374,7 +385,7 @@ FailureOr<llvm::json::Object> describe(func::FuncOp func) {
   FailureOr<KernelPlan> plan = planKernel(*model, widths, schedule);
   if (failed(plan))
     return failure();
-  FailureOr<llvm::json::Array> params = describeParams(*model, names);
+  FailureOr<llvm::json::Array> params = describeParams(*model, *plan, names);
   if (failed(params))
     return failure();
   FailureOr<llvm::json::Array> constraints = describeConstraints(*model, names);

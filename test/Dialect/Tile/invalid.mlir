@@ -591,6 +591,23 @@ func.func @schedule_elements_rows(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
 
 // -----
 
+// expected-error@+1 {{'tile.schedule' finalize must be "separate" or "folded"}}
+func.func @schedule_finalize_kind(%x: tensor<?x?xf32>) -> tensor<?xf32>
+    attributes {tile.schedule = {ctas = 8 : i64, finalize = "later", grid = "persistent", threads = 128 : i64}} {
+  %0 = tile.reduce sum %x [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.schedule' finalize belongs to a persistent grid}}
+func.func @schedule_finalize_rows(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.schedule = {finalize = "separate", grid = "rows", threads = 128 : i64}} {
+  return %x : tensor<?x?xf32>
+}
+
+// -----
+
 // expected-error@+1 {{'tile.schedule' must be persistent for a kernel that reduces across rows}}
 func.func @schedule_not_persistent(%x: tensor<?x?xf32>) -> tensor<?xf32>
     attributes {tile.schedule = {grid = "rows", threads = 128 : i64}} {

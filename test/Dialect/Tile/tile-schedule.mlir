@@ -4,6 +4,8 @@
 // RUN: tile-opt %s -tile-schedule=vector-width=1 -convert-tile-to-gpu | FileCheck %s --check-prefix=SCALAR
 // RUN: tile-opt %s -tile-schedule=row-grid=true | FileCheck %s --check-prefix=ROWGRID
 // RUN: tile-opt %s -tile-schedule=rows-per-cta=2 | FileCheck %s --check-prefix=ROWS
+// RUN: tile-opt %s -tile-schedule=fold-finalize | FileCheck %s --check-prefix=FOLDED
+// RUN: tile-opt %s -tile-schedule=fold-finalize -convert-tile-to-gpu | FileCheck %s --check-prefix=FOLDGPU
 
 // An element grid for a purely elementwise kernel; a persistent grid with
 // cross-row work; a schedule written by hand stays unless an option
@@ -27,6 +29,28 @@
 // ROWS-SAME: rows_per_cta = 2 : i64
 // ROWS-LABEL: func.func @chosen
 // ROWS-SAME: tile.schedule = {grid = "rows", rows_per_cta = 2 : i64, threads = 64 : i64, vector_width = 4 : i64}
+// fold-finalize marks the persistent kernel only.
+// FOLDED-LABEL: func.func @rowwise
+// FOLDED-SAME: tile.schedule = {grid = "elements", threads = 128 : i64, vector_width = 4 : i64}
+// FOLDED-LABEL: func.func @colsum
+// FOLDED-SAME: tile.schedule = {ctas = 264 : i64, ctas_per_sm = 2 : i64, finalize = "folded", grid = "persistent", threads = 256 : i64, vector_width = 4 : i64}
+// Folded, the row kernel takes the arrivals counter; a CTA past the partial
+// rows (no rows at all) skips the row body; each CTA takes a ticket after a
+// fence, the last ones wait for every arrival, take a second ticket (the
+// last of them resets the counter) and sum 32-column slices; no second
+// kernel.
+// FOLDGPU-LABEL: gpu.func @colsum(
+// FOLDGPU-SAME: memref<1099511627776xi32>
+// FOLDGPU: arith.cmpi ult, %block_id_x
+// FOLDGPU: step %c256
+// FOLDGPU: nvvm.memory.barrier <gpu>
+// FOLDGPU: memref.atomic_rmw addi
+// FOLDGPU: scf.while
+// FOLDGPU: memref.atomic_rmw ori
+// FOLDGPU: nvvm.memory.barrier <gpu>
+// FOLDGPU: memref.atomic_rmw addi
+// FOLDGPU: memref.atomic_rmw assign
+// FOLDGPU-NOT: gpu.func @colsum_finalize(
 // ROWGRID-LABEL: func.func @rowwise
 // ROWGRID-SAME: tile.schedule = {grid = "rows", threads = 256 : i64, vector_width = 4 : i64}
 // ROWGRID-LABEL: func.func @chosen

@@ -210,6 +210,8 @@ KernelSchedule mlir::tile::getSchedule(func::FuncOp func) {
     schedule.vectorWidth = width.getInt();
   if (auto rows = dyn_cast_or_null<IntegerAttr>(dict.get("rows_per_cta")))
     schedule.rowsPerCta = rows.getInt();
+  auto finalize = dyn_cast_or_null<StringAttr>(dict.get("finalize"));
+  schedule.foldFinalize = finalize && finalize.getValue() == "folded";
   return schedule;
 }
 
@@ -234,6 +236,9 @@ void mlir::tile::setSchedule(func::FuncOp func,
   if (schedule.rowsPerCta != 1)
     entries.push_back(b.getNamedAttr("rows_per_cta",
                                      b.getI64IntegerAttr(schedule.rowsPerCta)));
+  // Only the exception is spelled: a separate finalize is the default.
+  if (schedule.ctas && schedule.foldFinalize)
+    entries.push_back(b.getNamedAttr("finalize", b.getStringAttr("folded")));
   func->setAttr(kScheduleAttr, b.getDictionaryAttr(entries));
 }
 
@@ -247,7 +252,7 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
   auto ctas = dyn_cast_or_null<IntegerAttr>(dict.get("ctas"));
   for (NamedAttribute entry : dict)
     if (!llvm::is_contained({"grid", "threads", "ctas", "ctas_per_sm",
-                             "vector_width", "rows_per_cta"},
+                             "vector_width", "rows_per_cta", "finalize"},
                             entry.getName().getValue()))
       return op->emitError("'tile.schedule' has an unknown entry '")
              << entry.getName().getValue() << "'";
@@ -291,6 +296,15 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
       return op->emitError("'tile.schedule' ctas_per_sm belongs to a "
                            "persistent grid and must be from 1 to 2048 "
                            "threads' worth of CTAs");
+  if (Attribute finalize = dict.get("finalize")) {
+    auto kind = dyn_cast<StringAttr>(finalize);
+    if (!kind || !llvm::is_contained({"separate", "folded"}, kind.getValue()))
+      return op->emitError("'tile.schedule' finalize must be \"separate\" "
+                           "or \"folded\"");
+    if (!persistent)
+      return op->emitError("'tile.schedule' finalize belongs to a "
+                           "persistent grid");
+  }
   if (!persistent && reducesAcrossRows(cast<func::FuncOp>(op)))
     return op->emitError("'tile.schedule' must be persistent for a kernel "
                          "that reduces across rows");

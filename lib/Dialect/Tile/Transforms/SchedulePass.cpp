@@ -78,6 +78,8 @@ struct TileSchedulePass final
       // was written with them.
       if (schedule.ctas && !schedule.ctasPerSm)
         schedule.ctasPerSm = schedule.gridCtasPerSm(device);
+      if (foldFinalize)
+        schedule.foldFinalize = true;
       // An element grid has no rows to group.
       if (schedule.elementGrid)
         schedule.rowsPerCta = 1;

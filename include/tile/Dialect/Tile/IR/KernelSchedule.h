@@ -58,6 +58,11 @@ struct KernelSchedule {
   /// Rows a CTA works on at once, each by threads / rowsPerCta threads
   /// (whole warps): narrow rows leave fewer threads idle.
   int64_t rowsPerCta = 1;
+  /// A kernel that reduces across rows sums its CTAs' partial rows in its
+  /// last CTAs to arrive (`finalize = "folded"`) instead of in a finalize
+  /// kernel of its own. Not the default: on an H100 it was 0.1-7 % slower
+  /// (docs/Performance.md, "the finalize folded into the row kernel").
+  bool foldFinalize = false;
 
   /// The CTAs per SM a persistent grid was sized for (0: not recorded, as
   /// in a hand-written schedule; gridCtasPerSm then assumes the default

@@ -118,6 +118,9 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
     Option<"rowGrid", "row-grid", "bool", "false",
            "one CTA per row for purely elementwise kernels too (for "
            "comparison with the element grid)">,
+    Option<"foldFinalize", "fold-finalize", "bool", "false",
+           "sum cross-row partials in the row kernel's last CTAs instead of "
+           "in a finalize kernel of its own (for comparison)">,
     Option<"rowsPerCta", "rows-per-cta", "int64_t", "0",
            "rows a CTA works on at once (0: keep, or chosen from a "
            "specialized width)">,
