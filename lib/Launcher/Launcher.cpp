@@ -517,16 +517,14 @@ rt::cu::DevicePtr Launcher::arrivalsFor(rt::cu::Stream stream) {
   std::lock_guard<std::mutex> lock(arrivalsMutex);
   auto [slot, added] = arrivalSlots.try_emplace(stream, nextArrivalSlot);
   if (added) {
-    // A ring: after kArrivalCounters streams the oldest stream's counter is
-    // shared, which is safe unless both streams run a folded finalize at
-    // the same moment.
+    // A ring: after kArrivalCounters streams the oldest stream's counter
+    // passes to the new one, which is safe unless both streams run a folded
+    // finalize at the same moment.
+    std::optional<rt::cu::Stream> &owner = arrivalOwners[nextArrivalSlot];
+    if (owner)
+      arrivalSlots.erase(*owner);
+    owner = stream;
     nextArrivalSlot = (nextArrivalSlot + 1) % kArrivalCounters;
-    if (arrivalSlots.size() > kArrivalCounters)
-      for (auto it = arrivalSlots.begin(); it != arrivalSlots.end(); ++it)
-        if (it->second == slot->second && it != slot) {
-          arrivalSlots.erase(it);
-          break;
-        }
   }
   return arrivals.data() + slot->second * sizeof(uint32_t);
 }

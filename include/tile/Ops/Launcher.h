@@ -194,9 +194,12 @@ private:
   /// a stream being captured into a CUDA graph may launch them), and every
   /// kernel leaves its counter zero.
   rt::DeviceBuffer arrivals;
-  /// The stream each counter serves; a stream new to the launcher takes the
-  /// next counter round the ring (kArrivalCounters of them).
+  /// The counter each stream uses, and the stream each counter serves; a
+  /// stream new to the launcher takes the next counter round the ring
+  /// (kArrivalCounters of them) from the stream that had it.
   std::map<rt::cu::Stream, size_t> arrivalSlots;
+  std::vector<std::optional<rt::cu::Stream>> arrivalOwners =
+      std::vector<std::optional<rt::cu::Stream>>(kArrivalCounters);
   size_t nextArrivalSlot = 0;
   std::mutex arrivalsMutex;
   /// The counter of `stream`'s launches.

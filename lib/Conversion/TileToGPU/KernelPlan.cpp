@@ -260,11 +260,9 @@ FailureOr<KernelPlan> gpu_lowering::planKernel(const KernelModel &model,
   plan.foldedFinalize = plan.hasFinalize() && persistent &&
                         model.acrossRowReductions.size() == 1 &&
                         schedule.foldFinalize;
-  if (plan.foldedFinalize) {
-    plan.rowKernel.cooperative = true;
+  if (plan.foldedFinalize)
     plan.rowKernel.sharedFloats =
         std::max(plan.rowKernel.sharedFloats, plan.finalizeKernel.sharedFloats);
-  }
   // A warp's share of the grid's partial rows, up to kMaxFinalizeUnroll,
   // is one step: the finalize has a CTA per 32 columns, few to cover the
   // memory latency with (ncu, RMSNorm's backward at 4096 x 1024: 6.9 us at

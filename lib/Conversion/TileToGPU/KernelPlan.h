@@ -133,10 +133,6 @@ struct KernelPlan {
     std::optional<int64_t> knownBlockSize;
     /// `.minnctapersm`, where it is set (a persistent grid).
     std::optional<int64_t> minCtasPerSm;
-    /// Launched cooperatively: the driver places the whole grid at once, or
-    /// fails the launch. For a row kernel whose last CTAs wait for the
-    /// others (a folded finalize).
-    bool cooperative = false;
   };
 
   SmallVector<ColumnLoop> columnLoops;
@@ -148,7 +144,9 @@ struct KernelPlan {
   /// none: there is no finalize.
   SmallVector<unsigned> finalizeOutputs;
   /// The finalize runs at the end of the row kernel, in its last CTAs to
-  /// arrive (FoldedFinalize.cpp), instead of as a kernel of its own.
+  /// arrive (FoldedFinalize.cpp), instead of as a kernel of its own. Those
+  /// CTAs wait for the others, so the row kernel is launched cooperatively
+  /// (the driver places the whole grid at once, or fails the launch).
   bool foldedFinalize = false;
   /// The separate finalize kernel's launch facts (and the threads of the
   /// folded finalize, which are the row kernel's).

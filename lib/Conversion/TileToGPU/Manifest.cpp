@@ -350,7 +350,7 @@ FailureOr<llvm::json::Array> describeKernels(const KernelModel &model,
       {"block", plan.rowKernel.threads},
       {"static_shared_bytes", 4 * plan.rowKernel.sharedFloats}};
   // Its last CTAs wait for the others (the folded finalize).
-  if (plan.rowKernel.cooperative)
+  if (plan.foldedFinalize)
     rowKernel["cooperative"] = true;
   kernels.push_back(std::move(rowKernel));
   std::string columns;
