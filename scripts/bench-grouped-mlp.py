@@ -11,7 +11,10 @@ share ∝ 1/(e+1), rounded to 16 rows; the last experts get none). Columns:
 
   tile main_grad   tile.nn.GroupedSwiGLUMLP(accumulate_into_main_grad=True):
                    the weight gradients go into fp32 main_grad by the GEMMs
-  tile + accum     the same module returning bf16 gradients to autograd, then
+  tile untiled     the same with recompute=False: g, u and h kept from the
+                   forward (as PyTorch's implementations keep them), no GEMM
+                   recomputed
+  tile + accum     the tiled module returning bf16 gradients to autograd, then
                    main_grad += grad (the separate accumulation the contract
                    avoids)
   grouped_mm       torch._grouped_mm (PyTorch's grouped GEMM) for the three
@@ -28,6 +31,7 @@ step minus what was allocated before it (weights, main_grad, x, dy).
 """
 
 import argparse
+import gc
 import json
 import statistics
 import time
@@ -78,9 +82,13 @@ class Problem:
         self.tile_main_grad = tile.nn.GroupedSwiGLUMLP(
             experts, HIDDEN, inter, accumulate_into_main_grad=True,
             device="meta", dtype=DTYPE)
+        self.tile_untiled = tile.nn.GroupedSwiGLUMLP(
+            experts, HIDDEN, inter, accumulate_into_main_grad=True,
+            recompute=False, device="meta", dtype=DTYPE)
         self.tile_plain = tile.nn.GroupedSwiGLUMLP(experts, HIDDEN, inter,
                                                    device="meta", dtype=DTYPE)
-        for module in (self.tile_main_grad, self.tile_plain):
+        for module in (self.tile_main_grad, self.tile_untiled,
+                       self.tile_plain):
             module.gate_up_proj, module.down_proj = self.gate_up, self.down
 
     def params(self):
@@ -117,6 +125,9 @@ def steps(p):
     def tile_main_grad():
         p.tile_main_grad(p.x, p.splits).backward(p.dy)
 
+    def tile_untiled():
+        p.tile_untiled(p.x, p.splits).backward(p.dy)
+
     def tile_accumulate():
         p.tile_plain(p.x, p.splits).backward(p.dy)
         p.accumulate()
@@ -133,7 +144,8 @@ def steps(p):
         loop_mlp(p.x, p.gate_up, p.down, p.splits).backward(p.dy)
         p.accumulate()
 
-    return {"tile main_grad": tile_main_grad, "tile + accum": tile_accumulate,
+    return {"tile main_grad": tile_main_grad, "tile untiled": tile_untiled,
+            "tile + accum": tile_accumulate,
             "grouped_mm": grouped_mm, "compiled": compiled, "loop": loop}
 
 
@@ -211,6 +223,7 @@ def main():
                     print(label, flush=True)
                     row = {"experts": experts, "inter": inter,
                            "tokens": tokens, "splits": kind, "columns": {}}
+                    step = None
                     for name, step in steps(problem).items():
                         if args.columns and name not in args.columns:
                             continue
@@ -229,7 +242,14 @@ def main():
                               f" ms, spread {low:.3f}–{high:.3f})  "
                               f"{mib:8.0f} MiB", flush=True)
                     results.append(row)
-                    del problem
+                    # `step` is the last column's closure over the problem:
+                    # it too must go before the next shape's tensors.
+                    del problem, step
+                    # The compiled column's graphs hold on to the last
+                    # shape's tensors: without a reset, E = 64, I = 14336
+                    # did not fit after the shape before it.
+                    torch._dynamo.reset()
+                    gc.collect()
                     torch.cuda.empty_cache()
     if args.json:
         with open(args.json, "w") as f:

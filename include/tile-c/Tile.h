@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped when a struct or a signature below changes or a function is
    added. */
-#define TILE_C_API_VERSION 3
+#define TILE_C_API_VERSION 4
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -313,8 +313,12 @@ typedef struct {
      workspace for the backward of the same x, which then recomputes
      nothing) — the baseline the tiled step is measured against. */
   int recompute;
+  /* How many streams the experts' GEMMs of a grouped step spread over, each
+     with its own cuBLASLt workspace (tile_grouped_mlp_plan counts them);
+     0: the default, 4; 1: all on run->stream. One expert uses one. */
+  int streams;
 } tile_mlp_options;
-/* NULL options: recompute, automatic shards, 1 GiB. */
+/* NULL options: recompute, automatic shards, 1 GiB, the default streams. */
 TILE_C_EXPORT tile_status tile_mlp_create(tile_operators ops,
                                           const tile_mlp_options *options,
                                           tile_mlp *mlp);
@@ -354,6 +358,12 @@ TILE_C_EXPORT tile_status tile_mlp_backward(
    gets zero gradients. Shards, workspace (tile_mlp_plan with rows = T),
    stream and threads as for tile_mlp. */
 typedef struct tile_grouped_mlp_t *tile_grouped_mlp;
+/* tile_mlp_plan for a grouped step of `experts` experts: its workspace
+   also holds one cuBLASLt workspace per GEMM stream. */
+TILE_C_EXPORT tile_status tile_grouped_mlp_plan(
+    const tile_mlp_options *options, int64_t rows, int64_t intermediate,
+    int64_t experts, tile_dtype dtype, int64_t *shards,
+    int64_t *rows_per_shard, size_t *workspace_bytes);
 TILE_C_EXPORT tile_status tile_grouped_mlp_create(
     tile_operators ops, const tile_mlp_options *options, tile_grouped_mlp *mlp);
 TILE_C_EXPORT void tile_grouped_mlp_destroy(tile_grouped_mlp mlp);

@@ -31,8 +31,30 @@ tile::ops::MLPOptions toOptions(const tile_mlp_options *options) {
     if (options->memory_budget)
       chosen.memoryBudgetBytes = options->memory_budget;
     chosen.recompute = options->recompute != 0;
+    if (options->streams)
+      chosen.streams = options->streams;
   }
   return chosen;
+}
+
+tile_status writePlan(const tile_mlp_options *options, int64_t rows,
+                      int64_t intermediate, int64_t experts, tile_dtype dtype,
+                      int64_t *shards, int64_t *rows_per_shard,
+                      size_t *workspace_bytes) {
+  StatusOr<tile::rt::DType> type = tile::capi::deviceDType(dtype, "the MLP");
+  if (!type)
+    return tile::capi::toC(type.takeStatus());
+  auto plan = tile::ops::planShards(rows, intermediate, *type,
+                                    toOptions(options), experts);
+  if (!plan)
+    return tile::capi::toC(plan.takeStatus());
+  if (shards)
+    *shards = plan->shards;
+  if (rows_per_shard)
+    *rows_per_shard = plan->rowsPerShard;
+  if (workspace_bytes)
+    *workspace_bytes = plan->workspaceBytes;
+  return nullptr;
 }
 
 /// The experts' weights (or main_grad) from stacked tensors: gate and up
@@ -92,20 +114,17 @@ tile_status tile_mlp_plan(const tile_mlp_options *options, int64_t rows,
                           int64_t intermediate, tile_dtype dtype,
                           int64_t *shards, int64_t *rows_per_shard,
                           size_t *workspace_bytes) {
-  StatusOr<tile::rt::DType> type = tile::capi::deviceDType(dtype, "the MLP");
-  if (!type)
-    return tile::capi::toC(type.takeStatus());
-  auto plan =
-      tile::ops::planShards(rows, intermediate, *type, toOptions(options));
-  if (!plan)
-    return tile::capi::toC(plan.takeStatus());
-  if (shards)
-    *shards = plan->shards;
-  if (rows_per_shard)
-    *rows_per_shard = plan->rowsPerShard;
-  if (workspace_bytes)
-    *workspace_bytes = plan->workspaceBytes;
-  return nullptr;
+  return writePlan(options, rows, intermediate, 1, dtype, shards,
+                   rows_per_shard, workspace_bytes);
+}
+
+tile_status tile_grouped_mlp_plan(const tile_mlp_options *options, int64_t rows,
+                                  int64_t intermediate, int64_t experts,
+                                  tile_dtype dtype, int64_t *shards,
+                                  int64_t *rows_per_shard,
+                                  size_t *workspace_bytes) {
+  return writePlan(options, rows, intermediate, experts, dtype, shards,
+                   rows_per_shard, workspace_bytes);
 }
 
 tile_status tile_mlp_forward(tile_mlp mlp, const tile_run *run,

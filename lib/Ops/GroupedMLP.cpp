@@ -242,20 +242,53 @@ GroupedSwiGLUMLP::create(Operators &ops, MLPOptions options) {
   rt::StatusOr<std::unique_ptr<rt::Blas>> blas = rt::Blas::open(ops.device());
   if (!blas)
     return blas.takeStatus();
+  rt::StatusOr<std::unique_ptr<rt::StreamFork>> lanes =
+      rt::StreamFork::create(ops.device(), options.streams);
+  if (!lanes)
+    return lanes.takeStatus();
   return std::unique_ptr<GroupedSwiGLUMLP>(
-      new GroupedSwiGLUMLP(ops, std::move(*blas), options));
+      new GroupedSwiGLUMLP(ops, std::move(*blas), std::move(*lanes), options));
 }
 
+GroupedSwiGLUMLP::GroupedSwiGLUMLP(Operators &ops,
+                                   std::unique_ptr<rt::Blas> blas,
+                                   std::unique_ptr<rt::StreamFork> lanes,
+                                   MLPOptions options)
+    : ops(ops), blas(std::move(blas)), lanes(std::move(lanes)),
+      options(options) {}
+
+GroupedSwiGLUMLP::~GroupedSwiGLUMLP() = default;
+
 void GroupedSwiGLUMLP::releaseWorkspace() {
+  forget(workspace.data());
   workspace = rt::DeviceBuffer();
-  base = keptInput = keptBase = 0;
-  keptRows = 0;
+  base = 0;
+}
+
+void GroupedSwiGLUMLP::remember(rt::cu::DevicePtr input, int64_t rows) {
+  forget(base);
+  // Bounded: a forward whose backward never comes (an abandoned graph)
+  // must not make the record grow. A backward whose forward was dropped
+  // here fails with a message, never runs on stale g, u and h.
+  if (kept.size() >= kMaxKeptSteps)
+    kept.erase(kept.begin());
+  kept.push_back({base, input, rows});
+}
+
+bool GroupedSwiGLUMLP::forget(rt::cu::DevicePtr workspaceBase) {
+  for (auto it = kept.begin(); it != kept.end(); ++it)
+    if (it->workspace == workspaceBase) {
+      kept.erase(it);
+      return true;
+    }
+  return false;
 }
 
 Status GroupedSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
-                                 const RunOptions &run) {
+                                 size_t experts, const RunOptions &run) {
   rt::StatusOr<ShardPlan> planned =
-      planShards(shape.rows, shape.intermediate, dtype, options);
+      planShards(shape.rows, shape.intermediate, dtype, options,
+                 static_cast<int64_t>(experts));
   if (!planned)
     return planned.takeStatus();
   plan = *planned;
@@ -293,15 +326,16 @@ Status GroupedSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
 /// One shard: its rows of the caller's tensors, the experts among them and
 /// its part of the workspace: cuBLASLt's workspace first, then g, u and h,
 /// [rows, I] each, every one 256-byte aligned.
+struct GroupedSwiGLUMLP::Segment {
+  /// x's rows [first, first + rows), the shard's workspace rows from
+  /// `first - Shard::first`.
+  size_t expert = 0;
+  int64_t first = 0, rows = 0;
+};
+
 struct GroupedSwiGLUMLP::Shard {
   int64_t first = 0, rows = 0;
   MatrixView g, u, h;
-  /// The rows of one expert in this shard: x's rows [first, first + rows),
-  /// the shard's workspace rows from `first - Shard::first`.
-  struct Segment {
-    size_t expert = 0;
-    int64_t first = 0, rows = 0;
-  };
   std::vector<Segment> segments;
   /// A workspace matrix's rows of a segment.
   MatrixView of(const MatrixView &m, const Segment &segment) const {
@@ -317,7 +351,9 @@ GroupedSwiGLUMLP::shard(const MLPShape &shape, DType dtype, int64_t index,
   s.rows = std::min(plan.rowsPerShard, shape.rows - s.first);
   int64_t I = shape.intermediate;
   size_t block = shardBufferBytes(plan.rowsPerShard, I, dtype);
-  rt::cu::DevicePtr first = base + rt::Blas::kWorkspaceBytes;
+  rt::cu::DevicePtr first =
+      base + static_cast<rt::cu::DevicePtr>(plan.gemmStreams) *
+                 rt::Blas::kWorkspaceBytes;
   s.g = {first, dtype, s.rows, I, I};
   s.u = {first + block, dtype, s.rows, I, I};
   s.h = {first + 2 * block, dtype, s.rows, I, I};
@@ -333,10 +369,48 @@ GroupedSwiGLUMLP::shard(const MLPShape &shape, DType dtype, int64_t index,
 
 Status GroupedSwiGLUMLP::gemm(const Operand &a, const Operand &b,
                               const MatrixView &d, float beta,
-                              const RunOptions &run) {
-  // Every GEMM of a step shares one cuBLASLt workspace: they run in order
-  // on one stream.
-  return blas->matmul(a, b, d, beta, base, run.stream);
+                              const Lane &lane) {
+  return blas->matmul(a, b, d, beta, lane.workspace, lane.stream);
+}
+
+Status GroupedSwiGLUMLP::acrossExperts(
+    const Shard &s, const RunOptions &run,
+    const std::function<Status(const Segment &, const Lane &)> &each) {
+  // Lane i: its stream and the i-th cuBLASLt workspace, which no other
+  // lane touches while they run side by side.
+  auto lane = [&](int i) {
+    return Lane{lanes->stream(i, run.stream),
+                base + static_cast<rt::cu::DevicePtr>(i) *
+                           rt::Blas::kWorkspaceBytes};
+  };
+  // Side by side only where the experts' GEMMs are small. At 8192 rows an
+  // expert's GEMM alone is ~6 waves of tiles on an H200 and four at once
+  // only contend (8 % slower at E = 8, I = 1536); at 2048 rows and fewer
+  // the streams fill what one GEMM leaves idle (6-15 % faster):
+  // docs/Performance.md, "the experts' GEMMs side by side".
+  constexpr int64_t kSideBySideRows = 4096;
+  bool small =
+      !s.segments.empty() &&
+      s.rows / static_cast<int64_t>(s.segments.size()) <= kSideBySideRows;
+  int used = small ? static_cast<int>(
+                         std::min<size_t>(plan.gemmStreams, s.segments.size()))
+                   : 1;
+  if (used <= 1) {
+    for (const Segment &seg : s.segments)
+      if (Status st = each(seg, lane(0)); !st)
+        return st;
+    return Status::ok();
+  }
+  if (Status st = lanes->fork(run.stream); !st)
+    return st;
+  // A segment's GEMMs stay on one lane, in order; segments take the lanes
+  // in turn. The lanes are joined even after an error: a capture into a
+  // CUDA graph must end joined.
+  Status first = Status::ok();
+  for (size_t i = 0; i < s.segments.size() && first; ++i)
+    first = each(s.segments[i], lane(static_cast<int>(i % used)));
+  Status joined = lanes->join(run.stream);
+  return !first ? first : joined;
 }
 
 Status GroupedSwiGLUMLP::product(const Shard &s, bool separate,
@@ -362,7 +436,7 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
     return offsets.takeStatus();
   if (shape.rows == 0)
     return Status::ok();
-  if (Status s = prepare(shape, x.dtype, run); !s)
+  if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
     return s;
   rt::ContextScope scope(ops.device());
   if (!scope.status())
@@ -372,32 +446,34 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
   bool keep = !options.recompute;
   for (int64_t index = 0; index < plan.shards; ++index) {
     Shard s = shard(shape, x.dtype, index, *offsets);
-    for (const Shard::Segment &seg : s.segments) {
-      const MLPWeights &w = weights.experts[seg.expert];
-      MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
-      if (Status st =
-              gemm({xs}, {matrix(w.gate), true}, s.of(s.g, seg), 0.0f, run);
-          !st)
-        return st;
-      if (Status st =
-              gemm({xs}, {matrix(w.up), true}, s.of(s.u, seg), 0.0f, run);
-          !st)
-        return st;
-    }
+    if (Status st =
+            acrossExperts(s, run,
+                          [&](const Segment &seg, const Lane &lane) -> Status {
+                            const MLPWeights &w = weights.experts[seg.expert];
+                            MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
+                            if (Status g = gemm({xs}, {matrix(w.gate), true},
+                                                s.of(s.g, seg), 0.0f, lane);
+                                !g)
+                              return g;
+                            return gemm({xs}, {matrix(w.up), true},
+                                        s.of(s.u, seg), 0.0f, lane);
+                          });
+        !st)
+      return st;
     if (Status st = product(s, keep, run); !st)
       return st;
-    for (const Shard::Segment &seg : s.segments) {
-      const MLPWeights &w = weights.experts[seg.expert];
-      if (Status st =
-              gemm({s.of(keep ? s.h : s.g, seg)}, {matrix(w.down), true},
-                   rowsOf(y, seg.first, seg.rows, H), 0.0f, run);
-          !st)
-        return st;
-    }
+    if (Status st = acrossExperts(
+            s, run,
+            [&](const Segment &seg, const Lane &lane) {
+              return gemm({s.of(keep ? s.h : s.g, seg)},
+                          {matrix(weights.experts[seg.expert].down), true},
+                          rowsOf(y, seg.first, seg.rows, H), 0.0f, lane);
+            });
+        !st)
+      return st;
   }
-  keptInput = keep ? x.data : 0;
-  keptBase = keep ? base : 0;
-  keptRows = keep ? shape.rows : 0;
+  if (keep)
+    remember(x.data, shape.rows);
   return Status::ok();
 }
 
@@ -410,42 +486,44 @@ Status GroupedSwiGLUMLP::backwardShard(
   // beta = 0 on an expert's first segment of an overwriting call: its
   // main_grad is replaced, never read (a NaN in it is harmless). An expert
   // has one segment per shard.
-  std::vector<float> betas;
-  for (const Shard::Segment &seg : s.segments) {
-    betas.push_back(overwrite && !written[seg.expert] ? 0.0f : 1.0f);
+  std::vector<float> betas(weights.experts.size(), 1.0f);
+  for (const Segment &seg : s.segments) {
+    betas[seg.expert] = overwrite && !written[seg.expert] ? 0.0f : 1.0f;
     written[seg.expert] = true;
   }
+  if (Status st = acrossExperts(
+          s, run,
+          [&](const Segment &seg, const Lane &lane) -> Status {
+            const MLPWeights &w = weights.experts[seg.expert];
+            MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
+            MatrixView dys = rowsOf(dy, seg.first, seg.rows, H);
+            MatrixView hs = s.of(s.h, seg);
+            if (options.recompute) {
+              // The gate/up projections again (not the down projection,
+              // whose output the backward never needs), and dh = dy · down
+              // into h's buffer.
+              if (Status st = gemm({xs}, {matrix(w.gate), true}, s.of(s.g, seg),
+                                   0.0f, lane);
+                  !st)
+                return st;
+              if (Status st = gemm({xs}, {matrix(w.up), true}, s.of(s.u, seg),
+                                   0.0f, lane);
+                  !st)
+                return st;
+            } else {
+              // The untiled step kept h: main_grad(down) += dyᵀ · h before
+              // dh takes h's place.
+              if (Status st = gemm({dys, true}, {hs},
+                                   matrix(grads.experts[seg.expert].down),
+                                   betas[seg.expert], lane);
+                  !st)
+                return st;
+            }
+            return gemm({dys}, {matrix(w.down)}, hs, 0.0f, lane);
+          });
+      !st)
+    return st;
   TensorView g = tensorOf(s.g), u = tensorOf(s.u), h = tensorOf(s.h);
-  for (size_t i = 0; i < s.segments.size(); ++i) {
-    const Shard::Segment &seg = s.segments[i];
-    const MLPWeights &w = weights.experts[seg.expert];
-    MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
-    MatrixView dys = rowsOf(dy, seg.first, seg.rows, H);
-    MatrixView hs = s.of(s.h, seg);
-    if (options.recompute) {
-      // The gate/up projections again (not the down projection, whose
-      // output the backward never needs), and dh = dy · down into h's
-      // buffer.
-      if (Status st =
-              gemm({xs}, {matrix(w.gate), true}, s.of(s.g, seg), 0.0f, run);
-          !st)
-        return st;
-      if (Status st =
-              gemm({xs}, {matrix(w.up), true}, s.of(s.u, seg), 0.0f, run);
-          !st)
-        return st;
-    } else {
-      // The untiled step kept h: main_grad(down) += dyᵀ · h before dh
-      // takes h's place.
-      if (Status st =
-              gemm({dys, true}, {hs}, matrix(grads.experts[seg.expert].down),
-                   betas[i], run);
-          !st)
-        return st;
-    }
-    if (Status st = gemm({dys}, {matrix(w.down)}, hs, 0.0f, run); !st)
-      return st;
-  }
   if (options.recompute) {
     // One pass over g, u and dh (the derived backward with return-primal)
     // leaves dg over g, du over u and h = swiglu(g, u) over dh: h costs no
@@ -454,38 +532,36 @@ Status GroupedSwiGLUMLP::backwardShard(
             ops.swigluBackwardWithForward(g, u, h, g, u, h, kernelRun(run));
         !st)
       return st;
-    for (size_t i = 0; i < s.segments.size(); ++i) {
-      const Shard::Segment &seg = s.segments[i];
-      // main_grad(down) [H, I] += dyᵀ · h.
-      if (Status st =
-              gemm({rowsOf(dy, seg.first, seg.rows, H), true}, {s.of(s.h, seg)},
-                   matrix(grads.experts[seg.expert].down), betas[i], run);
-          !st)
-        return st;
-    }
   } else if (Status st = ops.swigluBackward(g, u, h, g, u, kernelRun(run));
              !st) {
     return st;
   }
-  for (size_t i = 0; i < s.segments.size(); ++i) {
-    const Shard::Segment &seg = s.segments[i];
-    const MLPWeights &w = weights.experts[seg.expert];
-    const MLPGradients &mg = grads.experts[seg.expert];
-    MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
-    MatrixView dxs = rowsOf(dx, seg.first, seg.rows, H);
-    MatrixView dg = s.of(s.g, seg), du = s.of(s.u, seg);
-    // dx = dg · gate + du · up; main_grad(gate) [I, H] += dgᵀ · x,
-    // main_grad(up) += duᵀ · x.
-    if (Status st = gemm({dg}, {matrix(w.gate)}, dxs, 0.0f, run); !st)
-      return st;
-    if (Status st = gemm({du}, {matrix(w.up)}, dxs, 1.0f, run); !st)
-      return st;
-    if (Status st = gemm({dg, true}, {xs}, matrix(mg.gate), betas[i], run); !st)
-      return st;
-    if (Status st = gemm({du, true}, {xs}, matrix(mg.up), betas[i], run); !st)
-      return st;
-  }
-  return Status::ok();
+  return acrossExperts(
+      s, run, [&](const Segment &seg, const Lane &lane) -> Status {
+        const MLPWeights &w = weights.experts[seg.expert];
+        const MLPGradients &mg = grads.experts[seg.expert];
+        float beta = betas[seg.expert];
+        MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
+        MatrixView dxs = rowsOf(dx, seg.first, seg.rows, H);
+        MatrixView dg = s.of(s.g, seg), du = s.of(s.u, seg);
+        // main_grad(down) [H, I] += dyᵀ · h (the untiled step did it before
+        // h became dh).
+        if (options.recompute)
+          if (Status st = gemm({rowsOf(dy, seg.first, seg.rows, H), true},
+                               {s.of(s.h, seg)}, matrix(mg.down), beta, lane);
+              !st)
+            return st;
+        // dx = dg · gate + du · up; main_grad(gate) [I, H] += dgᵀ · x,
+        // main_grad(up) += duᵀ · x.
+        if (Status st = gemm({dg}, {matrix(w.gate)}, dxs, 0.0f, lane); !st)
+          return st;
+        if (Status st = gemm({du}, {matrix(w.up)}, dxs, 1.0f, lane); !st)
+          return st;
+        if (Status st = gemm({dg, true}, {xs}, matrix(mg.gate), beta, lane);
+            !st)
+          return st;
+        return gemm({du, true}, {xs}, matrix(mg.up), beta, lane);
+      });
 }
 
 Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
@@ -508,13 +584,17 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
   if (!offsets)
     return offsets.takeStatus();
   if (shape.rows > 0) {
-    if (Status s = prepare(shape, x.dtype, run); !s)
+    if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
       return s;
-    if (!options.recompute &&
-        (keptInput != x.data || keptRows != shape.rows || keptBase != base))
-      return Status::error("the untiled backward (recompute = false) needs "
-                           "the forward of the same x, with the same "
-                           "workspace, first: it keeps g, u and h");
+    if (!options.recompute) {
+      auto it = std::find_if(kept.begin(), kept.end(), [&](const Kept &k) {
+        return k.workspace == base;
+      });
+      if (it == kept.end() || it->input != x.data || it->rows != shape.rows)
+        return Status::error("the untiled backward (recompute = false) needs "
+                             "the forward of the same x, with the same "
+                             "workspace, first: it keeps g, u and h");
+    }
   }
   rt::ContextScope scope(ops.device());
   if (!scope.status())
@@ -527,8 +607,8 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
         !s)
       return s;
   // The untiled step's g, u and h are spent (now dg, du and dh).
-  keptInput = keptBase = 0;
-  keptRows = 0;
+  if (!options.recompute && shape.rows > 0)
+    forget(base);
   if (!overwrite)
     return Status::ok();
   // An expert without tokens has zero gradients.

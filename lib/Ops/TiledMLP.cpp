@@ -56,6 +56,10 @@ Status checkMLPOptions(const MLPOptions &options) {
   if (options.shards < 0)
     return Status::error("the shard count must be ≥ 0 (0: automatic), not " +
                          std::to_string(options.shards));
+  if (options.streams < 1)
+    return Status::error("the MLP needs at least one stream for its GEMMs, "
+                         "not " +
+                         std::to_string(options.streams));
   if (!options.recompute && options.shards > 1)
     return Status::error("the untiled step (recompute = false) keeps every "
                          "row; it cannot have " +
@@ -64,15 +68,20 @@ Status checkMLPOptions(const MLPOptions &options) {
 }
 
 rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
-                                   DType dtype, const MLPOptions &options) {
-  if (rows < 0 || intermediate <= 0)
+                                   DType dtype, const MLPOptions &options,
+                                   int64_t experts) {
+  if (rows < 0 || intermediate <= 0 || experts <= 0)
     return Status::error("planShards: " + std::to_string(rows) + " rows of " +
-                         std::to_string(intermediate) + " intermediates");
+                         std::to_string(intermediate) + " intermediates, " +
+                         std::to_string(experts) + " experts");
   if (Status s = checkMLPOptions(options); !s)
     return s;
   // g, u and h of one row (each buffer may round up by < 256 bytes).
   size_t rowBytes = 3 * static_cast<size_t>(intermediate) * rt::byteSize(dtype);
   ShardPlan plan;
+  plan.gemmStreams =
+      static_cast<int>(std::min<int64_t>(options.streams, experts));
+  size_t blasBytes = plan.gemmStreams * rt::Blas::kWorkspaceBytes;
   int64_t work = std::max<int64_t>(rows, 1);
   if (!options.recompute) {
     plan.shards = 1;
@@ -81,7 +90,7 @@ rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
     plan.shards = std::min(options.shards, work);
     plan.rowsPerShard = (work + plan.shards - 1) / plan.shards;
   } else {
-    size_t fixed = rt::Blas::kWorkspaceBytes + 3 * 256;
+    size_t fixed = blasBytes + 3 * 256;
     if (options.memoryBudgetBytes < fixed + rowBytes)
       return Status::error(
           "a memory budget of " + std::to_string(options.memoryBudgetBytes) +
@@ -99,8 +108,7 @@ rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
     plan.shards = (work + plan.rowsPerShard - 1) / plan.rowsPerShard;
   }
   plan.workspaceBytes =
-      rt::Blas::kWorkspaceBytes +
-      3 * shardBufferBytes(plan.rowsPerShard, intermediate, dtype);
+      blasBytes + 3 * shardBufferBytes(plan.rowsPerShard, intermediate, dtype);
   return plan;
 }
 
@@ -178,6 +186,8 @@ TiledSwiGLUMLP::~TiledSwiGLUMLP() = default;
 
 rt::StatusOr<std::unique_ptr<TiledSwiGLUMLP>>
 TiledSwiGLUMLP::create(Operators &ops, MLPOptions options) {
+  // One expert: its GEMMs never run side by side, so no side streams.
+  options.streams = 1;
   auto grouped = GroupedSwiGLUMLP::create(ops, options);
   if (!grouped)
     return grouped.takeStatus();

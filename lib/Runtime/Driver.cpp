@@ -137,6 +137,9 @@ StatusOr<DriverApi> load(const char *path) {
   resolveSymbol(library, "cuEventSynchronize", api.eventSynchronize, missing);
   resolveSymbol(library, "cuEventElapsedTime", api.eventElapsedTime, missing);
   resolveSymbol(library, "cuEventDestroy_v2", api.eventDestroy, missing);
+  resolveSymbol(library, "cuStreamCreate", api.streamCreate, missing);
+  resolveSymbol(library, "cuStreamDestroy_v2", api.streamDestroy, missing);
+  resolveSymbol(library, "cuStreamWaitEvent", api.streamWaitEvent, missing);
   if (!missing.empty())
     return Status::error(std::string("the CUDA driver at ") + path + " lacks " +
                          missing + "; the driver is too old");

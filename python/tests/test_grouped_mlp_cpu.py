@@ -112,14 +112,18 @@ def test_state_dict_loads_from_hugging_face_experts():
     assert_close(ours(x, splits), want, torch.float32, "forward")
 
 
-def test_torch_compile_fullgraph(generator):
+@pytest.mark.parametrize("shards,recompute", [(2, True), (0, False)])
+def test_torch_compile_fullgraph(shards, recompute, generator):
+    # recompute=False goes through its own custom ops (the kept workspace
+    # is an output of the forward's and an input the backward's writes).
     torch._dynamo.reset()
     splits = (3, 0, 2)
     tensors = make(splits, 8, 12, torch.float64, generator)
 
     def step(x, gate_up, down):
         return tile.ops.grouped_swiglu_mlp(x, gate_up, down, splits,
-                                           shards=2).sum()
+                                           shards=shards,
+                                           recompute=recompute).sum()
 
     eager = [leaf(t) for t in tensors]
     step(*eager).backward()
@@ -128,6 +132,18 @@ def test_torch_compile_fullgraph(generator):
         *compiled).backward()
     for e, c in zip(eager, compiled):
         assert_close(c.grad, e.grad, torch.float64, "compiled gradient")
+
+
+def test_untiled_custom_ops_pass_opcheck(generator):
+    from tile import grouped_mlp
+    splits = [3, 0, 2]
+    x, gate_up, down = make(tuple(splits), 8, 12, torch.float32, generator)
+    dy = torch.randn(x.shape, generator=generator)
+    torch.library.opcheck(grouped_mlp._untiled_forward_op,
+                          (x, gate_up, down, splits))
+    kept = torch.empty(0, dtype=torch.uint8)
+    torch.library.opcheck(grouped_mlp._untiled_backward_op,
+                          (x, gate_up, down, dy, splits, kept))
 
 
 def test_errors_name_the_tensor_and_the_rule(generator):
@@ -149,6 +165,13 @@ def test_errors_name_the_tensor_and_the_rule(generator):
         mlp(x[None], gate_up, down, [2, 3])
     with pytest.raises(TypeError, match="down is torch.float16 but x is"):
         mlp(x, gate_up, down.half(), [2, 3])
+    with pytest.raises(ValueError, match="recompute=False keeps every row in "
+                                         "one shard; shards must be 0 or 1"):
+        mlp(x, gate_up, down, [2, 3], shards=2, recompute=False)
+    with pytest.raises(TypeError, match="recompute must be a bool"):
+        mlp(x, gate_up, down, [2, 3], recompute=0)
+    with pytest.raises(ValueError, match="shards must be 'auto' or 1"):
+        tile.nn.GroupedSwiGLUMLP(2, 16, 24, shards=4, recompute=False)
     module = tile.nn.GroupedSwiGLUMLP(2, 16, 24,
                                       accumulate_into_main_grad=True)
     module.down_proj.main_grad = torch.zeros(2, 16, 24, dtype=torch.bfloat16)

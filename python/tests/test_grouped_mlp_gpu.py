@@ -30,13 +30,15 @@ def make(splits, hidden, inter, dtype):
                                    torch.float32])
 @pytest.mark.parametrize("splits", SPLITS)
 @pytest.mark.parametrize("hidden,inter", [(64, 128), (100, 300)])
-@pytest.mark.parametrize("shards", [0, 3])
-def test_matches_float64(dtype, splits, hidden, inter, shards):
+@pytest.mark.parametrize("shards,recompute", [(0, True), (3, True),
+                                              (0, False)])
+def test_matches_float64(dtype, splits, hidden, inter, shards, recompute):
     torch.manual_seed(0)
     tensors = make(splits, hidden, inter, dtype)
     dy = randn((sum(splits), hidden), dtype)
     args = [leaf(t) for t in tensors]
-    y = tile.ops.grouped_swiglu_mlp(*args, splits, shards=shards)
+    y = tile.ops.grouped_swiglu_mlp(*args, splits, shards=shards,
+                                    recompute=recompute)
     y.backward(dy)
     refs = [leaf(t.double()) for t in tensors]
     ref = grouped_swiglu_mlp(*refs, splits)
@@ -45,6 +47,40 @@ def test_matches_float64(dtype, splits, hidden, inter, shards):
     for got, want, name in zip(args, refs, ("x", "gate_up", "down")):
         assert got.grad.dtype == dtype
         assert_close(got.grad, want.grad, dtype, f"d{name}")
+
+
+def test_untiled_layers_keep_their_own_activations():
+    # Two layers' forwards, then their backwards in reverse (what autograd
+    # does): each backward must run on its own forward's g, u and h, which
+    # one operator keeps per workspace; with main_grad, over two micro-
+    # batches.
+    torch.manual_seed(6)
+    splits = (200, 0, 56, 256)
+    layers = [tile.nn.GroupedSwiGLUMLP(4, 128, 256, recompute=False,
+                                       accumulate_into_main_grad=True,
+                                       device="cuda", dtype=torch.bfloat16)
+              for _ in range(2)]
+    expected = {}
+    for _ in range(2):
+        x = leaf(randn((512, 128), torch.bfloat16))
+        dy = randn((512, 128), torch.bfloat16)
+        layers[1](layers[0](x, splits), splits).backward(dy)
+        refs = [leaf(x.double())]
+        hidden = refs[0]
+        for layer in layers:
+            weights = [leaf(p.double()) for p in (layer.gate_up_proj,
+                                                  layer.down_proj)]
+            refs += weights
+            hidden = grouped_swiglu_mlp(hidden, *weights, splits)
+        hidden.backward(dy.double())
+        assert_close(x.grad, refs[0].grad, torch.bfloat16, "dx")
+        params = [p for layer in layers
+                  for p in (layer.gate_up_proj, layer.down_proj)]
+        for p, r in zip(params, refs[1:]):
+            expected[p] = expected.get(p, 0) + r.grad
+    for p, want in expected.items():
+        assert p.grad is None
+        assert_close(p.main_grad, want, torch.bfloat16, "main_grad")
 
 
 def test_main_grad_contract_over_micro_batches():
@@ -84,14 +120,17 @@ def test_splits_on_the_device_give_the_same_bits():
     assert torch.equal(on_host, on_device)
 
 
-def test_cuda_graph_replay_gives_the_eager_bits():
+@pytest.mark.parametrize("shards,recompute", [(2, True), (0, False)])
+def test_cuda_graph_replay_gives_the_eager_bits(shards, recompute):
+    # The experts' GEMM streams fork and join inside the capture.
     torch.manual_seed(3)
     splits = (256, 0, 512, 256)
     x0, *ws0 = make(splits, 512, 1024, torch.bfloat16)
     dy = randn((1024, 512), torch.bfloat16)
 
     def step(x, gate_up, down):
-        y = tile.ops.grouped_swiglu_mlp(x, gate_up, down, splits, shards=2)
+        y = tile.ops.grouped_swiglu_mlp(x, gate_up, down, splits,
+                                        shards=shards, recompute=recompute)
         loss = (y.float() * dy.float()).sum()
         return (y, *torch.autograd.grad(loss, (x, gate_up, down)))
 

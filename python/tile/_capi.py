@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-API_VERSION = 3
+API_VERSION = 4
 
 # tile_dtype
 BF16, F16, F32, F64, I64 = range(5)
@@ -96,6 +96,7 @@ class MLPOptions(ctypes.Structure):
         ("shards", ctypes.c_int64),
         ("memory_budget", ctypes.c_size_t),
         ("recompute", ctypes.c_int),
+        ("streams", ctypes.c_int),
     ]
 
 
@@ -195,6 +196,11 @@ _signatures = {
     "tile_mlp_backward": ([ctypes.c_void_p, ctypes.POINTER(Run)] +
                           [ctypes.POINTER(Tensor)] * 9 + [ctypes.c_int],
                           _status),
+    "tile_grouped_mlp_plan": ([ctypes.POINTER(MLPOptions), ctypes.c_int64,
+                               ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
+                               ctypes.POINTER(ctypes.c_int64),
+                               ctypes.POINTER(ctypes.c_int64),
+                               ctypes.POINTER(ctypes.c_size_t)], _status),
     "tile_grouped_mlp_create": ([ctypes.c_void_p, ctypes.POINTER(MLPOptions),
                                  ctypes.POINTER(ctypes.c_void_p)], _status),
     "tile_grouped_mlp_forward": (

@@ -22,6 +22,11 @@ main_grad=True added to ``gate_up.main_grad`` and ``down.main_grad`` (one
 [E, …] fp32 tensor each) with ``grad_added_to_main_grad`` set and None
 handed to autograd — never a view of main_grad.
 
+recompute=False gives the untiled step: the forward keeps g, u and h
+([T, 3I], in a workspace from torch's allocator that the autograd node
+holds until its backward) and the backward recomputes no GEMM — faster
+where memory allows, as PyTorch's own MoE MLPs run.
+
 CPU tensors run the dense MLP's float64 reference (mlp.py) expert by expert,
 so the layer is tested without a GPU.
 """
@@ -34,17 +39,23 @@ from . import _capi
 from . import autograd as _autograd
 from . import mlp as _mlp
 
-_grouped = {}  # (ordinal, shards, budget) -> tile_grouped_mlp, kept
+_grouped = {}  # (ordinal, shards, budget, recompute) -> tile_grouped_mlp
 
 
-def _handle(device, shards, memory_budget):
-    key = (device.index, shards, memory_budget)
+def _options(shards, memory_budget, recompute):
+    options = _mlp._options(shards, memory_budget)
+    options.recompute = int(recompute)
+    return options
+
+
+def _handle(device, shards, memory_budget, recompute):
+    key = (device.index, shards, memory_budget, recompute)
     with _mlp._lock:
         if key not in _grouped:
             handle = ctypes.c_void_p()
             _capi.check(_capi.lib.tile_grouped_mlp_create(
                 _mlp._operators_of(device),
-                ctypes.byref(_mlp._options(shards, memory_budget)),
+                ctypes.byref(_options(shards, memory_budget, recompute)),
                 ctypes.byref(handle)))
             _grouped[key] = handle.value
         return _grouped[key]
@@ -99,48 +110,70 @@ def _cpu_backward(x, gate_up, down, dy, splits):
     return dx, [grad_gate_up, grad_down]
 
 
-def _plan_bytes(x, gate_up, shards, memory_budget):
-    *_, workspace = _mlp.plan(x.shape[0], gate_up.shape[1] // 2, x.dtype,
-                              shards=shards, memory_budget=memory_budget)
-    return workspace
+def _plan_bytes(x, gate_up, shards, memory_budget, recompute):
+    """The workspace of one step: g, u, h of a shard and one cuBLASLt
+    workspace per GEMM stream (tile_grouped_mlp_plan)."""
+    workspace = ctypes.c_size_t()
+    _capi.check(_capi.lib.tile_grouped_mlp_plan(
+        ctypes.byref(_options(shards, memory_budget, recompute)), x.shape[0],
+        gate_up.shape[1] // 2, gate_up.shape[0],
+        _mlp._kernel._TORCH_DTYPES[x.dtype], None, None,
+        ctypes.byref(workspace)))
+    return workspace.value
 
 
-def _forward(x, gate_up, down, splits, shards, memory_budget):
+def _run_in(workspace):
+    """The stream and `workspace` (a uint8 CUDA tensor) for one call."""
+    run = _capi.Run()
+    run.stream = torch._C._cuda_getCurrentRawStream(workspace.device.index)
+    run.workspace = workspace.data_ptr()
+    run.workspace_bytes = workspace.numel()
+    return run
+
+
+def _forward(x, gate_up, down, splits, shards, memory_budget,
+             recompute=True):
+    """y, and for the untiled step (recompute False) the workspace that
+    holds g, u and h for its backward (None otherwise, and on the CPU)."""
     if x.device.type == "cpu":
-        return _cpu_forward(x, gate_up, down, splits)
+        return _cpu_forward(x, gate_up, down, splits), None
     y = torch.empty_like(x)
-    run, workspace = _mlp._run(
-        x.device, _plan_bytes(x, gate_up, shards, memory_budget))
+    workspace = torch.empty(
+        _plan_bytes(x, gate_up, shards, memory_budget, recompute),
+        dtype=torch.uint8, device=x.device)
     tensors = _mlp._Tensors(gate_up, down, x, y)
     gate_p, down_p, x_p, y_p = tensors.pointers()
     _capi.check(_capi.lib.tile_grouped_mlp_forward(
-        _handle(x.device, shards, memory_budget), ctypes.byref(run), gate_p,
-        None, down_p, x_p, _splits_array(splits), len(splits), y_p))
-    del workspace
-    return y
+        _handle(x.device, shards, memory_budget, recompute),
+        ctypes.byref(_run_in(workspace)), gate_p, None, down_p, x_p,
+        _splits_array(splits), len(splits), y_p))
+    return y, (None if recompute else workspace)
 
 
 def _backward(x, gate_up, down, dy, splits, shards, memory_budget,
-              into=None):
+              into=None, kept=None):
     """dx and the stacked weight gradients (fp32); with `into` (main_grad of
     gate_up and of down) the gradients are added to those and not
-    returned."""
+    returned. `kept` is the untiled forward's workspace (its g, u and h
+    become dg, du and dh here); None runs the tiled step."""
     if x.device.type == "cpu":
         dx, grads = _cpu_backward(x, gate_up, down, dy, splits)
         return _mlp.add_into(into, dx, grads)
+    recompute = kept is None
     dx = torch.empty_like(x)
     grads = into if into is not None else _mlp.grad_buffers(x, (gate_up,
                                                                 down))
-    run, workspace = _mlp._run(
-        x.device, _plan_bytes(x, gate_up, shards, memory_budget))
+    workspace = kept if kept is not None else torch.empty(
+        _plan_bytes(x, gate_up, shards, memory_budget, True),
+        dtype=torch.uint8, device=x.device)
     tensors = _mlp._Tensors(gate_up, down, x, dy, dx, *grads)
     gate_p, down_p, x_p, dy_p, dx_p, grad_gate_p, grad_down_p = \
         tensors.pointers()
     _capi.check(_capi.lib.tile_grouped_mlp_backward(
-        _handle(x.device, shards, memory_budget), ctypes.byref(run), gate_p,
-        None, down_p, x_p, _splits_array(splits), len(splits), dy_p, dx_p,
-        grad_gate_p, None, grad_down_p, int(into is None)))
-    del workspace
+        _handle(x.device, shards, memory_budget, recompute),
+        ctypes.byref(_run_in(workspace)), gate_p, None, down_p, x_p,
+        _splits_array(splits), len(splits), dy_p, dx_p, grad_gate_p, None,
+        grad_down_p, int(into is None)))
     return dx, (None if into is not None else grads)
 
 
@@ -150,12 +183,33 @@ def _backward(x, gate_up, down, dy, splits, shards, memory_budget,
 def _forward_op(x: torch.Tensor, gate_up: torch.Tensor, down: torch.Tensor,
                 splits: list[int], shards: int,
                 memory_budget: int) -> torch.Tensor:
-    return _forward(x, gate_up, down, splits, shards, memory_budget)
+    return _forward(x, gate_up, down, splits, shards, memory_budget)[0]
 
 
 @_forward_op.register_fake
 def _forward_fake(x, gate_up, down, splits, shards, memory_budget):
     return torch.empty_like(x)
+
+
+def _kept_or_empty(x, kept):
+    # A custom op returns tensors: on the CPU, where nothing is kept, an
+    # empty one.
+    return kept if kept is not None else x.new_empty(0, dtype=torch.uint8)
+
+
+@torch.library.custom_op("tile::grouped_swiglu_mlp_untiled", mutates_args=())
+def _untiled_forward_op(x: torch.Tensor, gate_up: torch.Tensor,
+                        down: torch.Tensor, splits: list[int]
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    y, kept = _forward(x, gate_up, down, splits, 0, 0, recompute=False)
+    return y, _kept_or_empty(x, kept)
+
+
+@_untiled_forward_op.register_fake
+def _untiled_forward_fake(x, gate_up, down, splits):
+    size = 0 if x.device.type == "cpu" else _plan_bytes(x, gate_up, 0, 0,
+                                                        False)
+    return torch.empty_like(x), x.new_empty(size, dtype=torch.uint8)
 
 
 @torch.library.custom_op("tile::grouped_swiglu_mlp_backward", mutates_args=())
@@ -172,39 +226,80 @@ def _backward_fake(x, gate_up, down, dy, splits, shards, memory_budget):
     return [torch.empty_like(x)] + _mlp.grad_buffers(x, (gate_up, down))
 
 
+@torch.library.custom_op("tile::grouped_swiglu_mlp_untiled_backward",
+                         mutates_args=("kept",))
+def _untiled_backward_op(x: torch.Tensor, gate_up: torch.Tensor,
+                         down: torch.Tensor, dy: torch.Tensor,
+                         splits: list[int],
+                         kept: torch.Tensor
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    # g, u and h in `kept` become dg, du and dh: the op writes its input.
+    # (A tuple, not a list: torch cannot functionalize a mutating op that
+    # returns a list.)
+    dx, grads = _backward(x, gate_up, down, dy, splits, 0, 0,
+                          kept=kept if kept.numel() else None)
+    return dx, *grads
+
+
+@_untiled_backward_op.register_fake
+def _untiled_backward_fake(x, gate_up, down, dy, splits, kept):
+    return torch.empty_like(x), *_mlp.grad_buffers(x, (gate_up, down))
+
+
 class _GroupedMLPFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, gate_up, down, splits, shards, memory_budget,
-                main_grad):
-        ctx.save_for_backward(x, gate_up, down)
+                main_grad, recompute):
         ctx.options = (splits, shards, memory_budget, main_grad)
-        if _autograd._tracing([x, gate_up, down]):
-            return _forward_op(x, gate_up, down, list(splits), shards,
-                               memory_budget)
-        return _forward(x, gate_up, down, splits, shards, memory_budget)
+        tracing = _autograd._tracing([x, gate_up, down])
+        if recompute:
+            ctx.save_for_backward(x, gate_up, down)
+            if tracing:
+                return _forward_op(x, gate_up, down, list(splits), shards,
+                                   memory_budget)
+            return _forward(x, gate_up, down, splits, shards,
+                            memory_budget)[0]
+        # The untiled step: the node keeps the forward's g, u and h (a
+        # workspace, neither input nor output) until its backward.
+        if tracing:
+            y, kept = _untiled_forward_op(x, gate_up, down, list(splits))
+        else:
+            y, kept = _forward(x, gate_up, down, splits, 0, 0,
+                               recompute=False)
+            kept = _kept_or_empty(x, kept)
+        ctx.save_for_backward(x, gate_up, down, kept)
+        return y
 
     @staticmethod
     def backward(ctx, dy):
-        x, gate_up, down = ctx.saved_tensors
+        x, gate_up, down, *kept = ctx.saved_tensors
+        kept = kept[0] if kept else None
         splits, shards, memory_budget, main_grad = ctx.options
         dy = dy.contiguous()
-        none = (None,) * 4  # splits, shards, memory_budget, main_grad
+        none = (None,) * 5  # splits, shards, budget, main_grad, recompute
+        tracing = _autograd._tracing([x, dy])
         if main_grad:
-            if _autograd._tracing([x, dy]):
+            if tracing:
                 raise NotImplementedError(
                     "tile: main_grad accumulation under torch.compile is not "
                     "supported yet; run the MLP eagerly or without main_grad")
             dx = _mlp.accumulate_main_grads(
                 (gate_up, down), ("gate_up", "down"),
-                lambda into: _backward(x, gate_up, down, dy, splits, shards,
-                                       memory_budget, into)[0])
+                lambda into: _backward(
+                    x, gate_up, down, dy, splits, shards, memory_budget, into,
+                    kept=kept if kept is not None and kept.numel() else
+                    None)[0])
             return dx, None, None, *none
-        if _autograd._tracing([x, dy]):
+        if tracing and kept is not None:
+            dx, *grads = _untiled_backward_op(x, gate_up, down, dy,
+                                              list(splits), kept)
+        elif tracing:
             dx, *grads = _backward_op(x, gate_up, down, dy, list(splits),
                                       shards, memory_budget)
         else:
-            dx, grads = _backward(x, gate_up, down, dy, splits, shards,
-                                  memory_budget)
+            dx, grads = _backward(
+                x, gate_up, down, dy, splits, shards, memory_budget,
+                kept=kept if kept is not None and kept.numel() else None)
         return (dx, *_mlp.autograd_grads(ctx, grads, (gate_up, down)), *none)
 
 
@@ -254,12 +349,14 @@ def check(x, gate_up, down):
 
 
 def grouped_swiglu_mlp(x, gate_up, down, m_splits, *, shards=0,
-                       memory_budget=None, main_grad=False):
+                       memory_budget=None, main_grad=False, recompute=True):
     """The grouped SwiGLU MLP of x [T, H] (tokens grouped by expert,
     m_splits[e] rows for expert e) with gate_up [E, 2I, H] and down
     [E, H, I]; `shards` and `memory_budget` as for tile.ops.swiglu_mlp. With
     main_grad=True the weights' gradients are added in fp32 to their
-    ``.main_grad`` and autograd gets None for them."""
+    ``.main_grad`` and autograd gets None for them. recompute=False runs
+    the untiled step: [T, 3I] kept from the forward to the backward, no
+    GEMM recomputed (one shard: `shards` must be 0 or 1)."""
     check(x, gate_up, down)
     splits = _check_splits(m_splits, gate_up.shape[0], x.shape[0])
     if isinstance(shards, bool) or not isinstance(shards, int) or shards < 0:
@@ -269,14 +366,20 @@ def grouped_swiglu_mlp(x, gate_up, down, m_splits, *, shards=0,
                                       memory_budget <= 0):
         raise ValueError(f"memory_budget must be a positive number of "
                          f"bytes, got {memory_budget!r}")
+    if not isinstance(recompute, bool):
+        raise TypeError(f"recompute must be a bool, got {recompute!r}")
+    if not recompute and shards > 1:
+        raise ValueError(f"recompute=False keeps every row in one shard; "
+                         f"shards must be 0 or 1, got {shards}")
     budget = memory_budget or 0
     if torch.is_grad_enabled() and any(
             t.requires_grad for t in (x, gate_up, down)):
         return _GroupedMLPFunction.apply(x, gate_up, down, splits, shards,
-                                         budget, main_grad)
+                                         budget, main_grad, recompute)
+    # Without autograd nothing is kept: the tiled forward is the same y.
     if _autograd._tracing([x, gate_up, down]):
         return _forward_op(x, gate_up, down, list(splits), shards, budget)
-    return _forward(x, gate_up, down, splits, shards, budget)
+    return _forward(x, gate_up, down, splits, shards, budget)[0]
 
 
 __all__ = ["grouped_swiglu_mlp"]

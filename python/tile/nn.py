@@ -252,13 +252,21 @@ class GroupedSwiGLUMLP(nn.Module):
     accumulate_into_main_grad each carries one fp32 ``main_grad`` [E, …]
     that the backward adds to (an expert without tokens adds nothing).
     `shards` and `memory_budget` sequence-tile the tokens as in
-    TiledSwiGLUMLP."""
+    TiledSwiGLUMLP; recompute=False keeps [T, 3I] from the forward to the
+    backward instead (the untiled step: no GEMM recomputed, one shard)."""
 
     def __init__(self, num_experts, hidden_size, intermediate_size, *,
                  shards="auto", memory_budget=None,
-                 accumulate_into_main_grad=False, device=None, dtype=None):
+                 accumulate_into_main_grad=False, recompute=True, device=None,
+                 dtype=None):
         super().__init__()
         _check_shards(shards)
+        if not isinstance(recompute, bool):
+            raise TypeError(f"recompute must be a bool, got {recompute!r}")
+        if not recompute and shards not in ("auto", 1):
+            raise ValueError(f"recompute=False keeps every row in one shard; "
+                             f"shards must be 'auto' or 1, got {shards!r}")
+        self.recompute = recompute
         if num_experts < 1:
             raise ValueError(f"num_experts must be ≥ 1, got {num_experts}")
         self.num_experts = num_experts
@@ -290,8 +298,10 @@ class GroupedSwiGLUMLP(nn.Module):
             x.contiguous(), self.gate_up_proj, self.down_proj, m_splits,
             shards=0 if self.shards == "auto" else self.shards,
             memory_budget=self.memory_budget,
-            main_grad=self.accumulate_into_main_grad)
+            main_grad=self.accumulate_into_main_grad,
+            recompute=self.recompute)
 
     def extra_repr(self):
         return (f"{self.num_experts}, {self.hidden_size}, "
-                f"{self.intermediate_size}, shards={self.shards!r}")
+                f"{self.intermediate_size}, shards={self.shards!r}"
+                + ("" if self.recompute else ", recompute=False"))

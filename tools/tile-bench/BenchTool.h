@@ -29,7 +29,7 @@ struct MLPBenchOptions {
 int runMLPBench(tile::ops::Operators &ops, const MLPBenchOptions &options);
 
 /// `tile-bench grouped-mlp`: the grouped MLP's step (GroupedMLPBench.cpp).
-int runGroupedMLPBench(tile::ops::Operators &ops, int iterations,
+int runGroupedMLPBench(tile::ops::Operators &ops, int iterations, int streams,
                        const std::string &jsonPath);
 
 /// Fills `buffer` with bf16 values uniform in [-scale, scale] (a random

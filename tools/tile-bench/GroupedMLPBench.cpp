@@ -11,7 +11,10 @@
 // device memory its operator added (its workspace). A shape whose weights,
 // main_grad and activations do not fit is skipped, with the reason.
 //
-//   tile-bench grouped-mlp [--iterations=N] [--json=FILE]
+//   tile-bench grouped-mlp [--iterations=N] [--streams=N] [--json=FILE]
+//
+// --streams is MLPOptions::streams (the GEMM streams the experts spread
+// over; 1: all on one stream).
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,7 +77,8 @@ struct Buffers {
   rt::DeviceBuffer gateUp, down, gradGateUp, gradDown, x, dy, y, dx;
 };
 
-rt::Status measure(ops::Operators &ops, int iterations, Result &result) {
+rt::Status measure(ops::Operators &ops, int iterations, int streams,
+                   Result &result) {
   int64_t E = result.experts, I = result.intermediate, T = result.tokens;
   size_t weightBytes = size_t(E) * I * kHidden * 2;
   size_t activationBytes = size_t(T) * kHidden * 2;
@@ -128,6 +132,7 @@ rt::Status measure(ops::Operators &ops, int iterations, Result &result) {
 
   ops::MLPOptions tiledOptions, untiledOptions;
   untiledOptions.recompute = false;
+  tiledOptions.streams = untiledOptions.streams = streams;
   std::unique_ptr<ops::GroupedSwiGLUMLP> mlps[2];
   double *mib[2] = {&result.tiledMiB, &result.untiledMiB};
   auto step = [&](ops::GroupedSwiGLUMLP &mlp) {
@@ -190,12 +195,13 @@ rt::Status measure(ops::Operators &ops, int iterations, Result &result) {
 }
 } // namespace
 
-int runGroupedMLPBench(ops::Operators &ops, int iterations,
+int runGroupedMLPBench(ops::Operators &ops, int iterations, int streams,
                        const std::string &jsonPath) {
   std::printf("device: %s (%s), grouped SwiGLU MLP H=%lld bf16, forward + "
-              "backward into fp32 main_grad, median of %d steps\n",
+              "backward into fp32 main_grad, median of %d steps, %d GEMM "
+              "streams\n",
               ops.device().name().c_str(), ops.device().chip().c_str(),
-              (long long)kHidden, iterations);
+              (long long)kHidden, iterations, streams);
   std::printf("%4s %6s %6s %9s %6s | %10s %10s | %11s %11s\n", "E", "I", "T",
               "splits", "empty", "tiled ms", "tiled MiB", "untiled ms",
               "untiled MiB");
@@ -205,7 +211,7 @@ int runGroupedMLPBench(ops::Operators &ops, int iterations,
       for (int64_t T : {16384, 65536})
         for (bool skewed : {false, true}) {
           Result r{E, I, T, skewed};
-          if (rt::Status s = measure(ops, iterations, r); !s)
+          if (rt::Status s = measure(ops, iterations, streams, r); !s)
             return fail("E=" + std::to_string(E) + " I=" + std::to_string(I) +
                         " T=" + std::to_string(T) + ": " + s.message());
           const char *kind = skewed ? "skewed" : "balanced";
@@ -226,7 +232,8 @@ int runGroupedMLPBench(ops::Operators &ops, int iterations,
         }
   if (!jsonPath.empty()) {
     std::ofstream json(jsonPath);
-    json << "{\"device\": \"" << ops.device().name() << "\", \"results\": [\n";
+    json << "{\"device\": \"" << ops.device().name()
+         << "\", \"streams\": " << streams << ", \"results\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result &r = results[i];
       json << "  {\"experts\": " << r.experts

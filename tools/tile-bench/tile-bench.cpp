@@ -187,6 +187,9 @@ cl::opt<std::string> groupedJson("json",
                                  cl::sub(groupedCommand));
 cl::opt<int> groupedIterations("iterations", cl::desc("timed steps per row"),
                                cl::init(5), cl::sub(groupedCommand));
+cl::opt<int> groupedStreams(
+    "streams", cl::desc("the streams the experts' GEMMs spread over"),
+    cl::init(ops::MLPOptions().streams), cl::sub(groupedCommand));
 } // namespace
 
 int main(int argc, char **argv) {
@@ -201,7 +204,10 @@ int main(int argc, char **argv) {
     auto created = ops::Operators::create(0, "");
     if (!created)
       return fail(created.message());
-    return runGroupedMLPBench(**created, groupedIterations, groupedJson);
+    if (groupedStreams < 1)
+      return fail("--streams must be at least 1");
+    return runGroupedMLPBench(**created, groupedIterations, groupedStreams,
+                              groupedJson);
   }
   if (mlpCommand) {
     auto created = ops::Operators::create(0, "");

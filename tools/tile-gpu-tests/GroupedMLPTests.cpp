@@ -179,12 +179,19 @@ void testGroupedShape(Suite &suite, DType dtype,
   Reference ref = groupedReference(p.x.host, p.dy.host, p.host, splits, H, I);
   Reference ref2 = groupedReference(p.x.host, p.dy2.host, p.host, splits, H, I);
 
-  ops::MLPOptions one, three, untiled;
-  one.shards = 1;
+  ops::MLPOptions one, oneStream, three, untiled;
+  one.shards = oneStream.shards = 1;
+  oneStream.streams = 1;
   three.shards = 3;
   untiled.recompute = false;
-  for (auto [name, options] :
-       {std::pair{"1 shard", one}, {"3 shards", three}, {"untiled", untiled}}) {
+  // What the default (the experts' GEMMs on several streams) gave: one
+  // stream must give the same bits, the fork orders nothing it should not.
+  std::vector<double> forkedY;
+  Gradients forked;
+  for (auto [name, options] : {std::pair{"1 shard", one},
+                               {"1 shard 1 stream", oneStream},
+                               {"3 shards", three},
+                               {"untiled", untiled}}) {
     std::string what = std::string("grouped mlp ") + name + " " + at;
     auto mlp = ops::GroupedSwiGLUMLP::create(suite.ops, options);
     if (!mlp) {
@@ -200,8 +207,20 @@ void testGroupedShape(Suite &suite, DType dtype,
                 (*mlp)->backward(p.weights, p.x.view, splits, p.dy.view,
                                  p.dx.view, p.grads, true));
     suite.check(what + " sync", rt::synchronize(suite.ops.device()));
-    expectClose(suite, what + " y", suite.read(p.y), ref.y, ref.yTerms, dtype);
-    expectGradients(suite, what, p.read(suite), ref.grads, ref.terms, dtype);
+    std::vector<double> y = suite.read(p.y);
+    Gradients got = p.read(suite);
+    expectClose(suite, what + " y", y, ref.y, ref.yTerms, dtype);
+    expectGradients(suite, what, got, ref.grads, ref.terms, dtype);
+    if (std::string(name) == "1 shard") {
+      forkedY = y;
+      forked = got;
+    }
+    if (std::string(name) == "1 shard 1 stream")
+      suite.report(what + " bitwise equal to several streams",
+                   y == forkedY && got.dx == forked.dx &&
+                       got.gate == forked.gate && got.up == forked.up &&
+                       got.down == forked.down,
+                   "one stream and several gave different bits");
     if (std::string(name) != "3 shards")
       continue;
     // Then + g2 (three shards; an expert without tokens keeps g1's zero).
@@ -257,6 +276,24 @@ void testGroupedErrors(Suite &suite) {
           (*mlp)->forward(mixed, p.x.view, splits, p.y.view),
           "expert 1 has intermediate size 100 but expert 0 has 128; every "
           "expert has one shape");
+  // The untiled step's backward runs on the g, u, h its forward kept: a
+  // forward of other rows in the same workspace since is refused.
+  ops::MLPOptions untiled;
+  untiled.recompute = false;
+  auto keeping = ops::GroupedSwiGLUMLP::create(suite.ops, untiled);
+  if (keeping) {
+    Tensor other = suite.make({5, 64}, DType::BF16, true);
+    suite.check("grouped mlp untiled forward",
+                (*keeping)->forward(p.weights, p.x.view, splits, p.y.view));
+    suite.check("grouped mlp untiled forward of other rows",
+                (*keeping)->forward(p.weights, other.view, splits, p.y.view));
+    refuses("an untiled backward whose g, u, h were overwritten",
+            (*keeping)->backward(p.weights, p.x.view, splits, p.dy.view,
+                                 p.dx.view, p.grads, true),
+            "the untiled backward (recompute = false) needs the forward of "
+            "the same x, with the same workspace, first: it keeps g, u and "
+            "h");
+  }
   Tensor wrong = suite.make({3, 128, 64}, DType::BF16, false);
   auto bf16Grads = ops::GroupedMLPGradients::stacked(wrong.view, wrong.view,
                                                      p.gradDown.view);

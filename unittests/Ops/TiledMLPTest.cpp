@@ -75,6 +75,34 @@ TEST(ShardPlanTest, ImpossiblePlansAreRefused) {
   EXPECT_FALSE(planShards(100, 300, DType::BF16, negative));
 }
 
+TEST(ShardPlanTest, EachGemmStreamOfAGroupedStepHasItsOwnWorkspace) {
+  // Four streams by default, never more than experts: one expert (the
+  // dense MLP) has one cuBLASLt workspace, eight experts four.
+  auto dense = planShards(2048, 1536, DType::BF16, MLPOptions{});
+  auto eight = planShards(2048, 1536, DType::BF16, MLPOptions{}, 8);
+  auto two = planShards(2048, 1536, DType::BF16, MLPOptions{}, 2);
+  ASSERT_TRUE(dense && eight && two);
+  EXPECT_EQ(dense->gemmStreams, 1);
+  EXPECT_EQ(eight->gemmStreams, 4);
+  EXPECT_EQ(two->gemmStreams, 2);
+  EXPECT_EQ(eight->workspaceBytes - dense->workspaceBytes,
+            3 * rt::Blas::kWorkspaceBytes);
+  EXPECT_EQ(eight->shards, dense->shards);
+  // The automatic plan's budget counts every stream's workspace.
+  MLPOptions tight;
+  tight.memoryBudgetBytes = 4 * rt::Blas::kWorkspaceBytes + 64 * kMiB;
+  auto budgeted = planShards(65536, 1536, DType::BF16, tight, 8);
+  ASSERT_TRUE(budgeted) << budgeted.message();
+  EXPECT_LE(budgeted->workspaceBytes, tight.memoryBudgetBytes);
+  MLPOptions none;
+  none.streams = 0;
+  auto refused = planShards(2048, 1536, DType::BF16, none, 8);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("at least one stream"), std::string::npos)
+      << refused.message();
+  EXPECT_FALSE(planShards(2048, 1536, DType::BF16, MLPOptions{}, 0));
+}
+
 rt::TensorView tensor(std::vector<int64_t> shape, DType dtype,
                       rt::cu::DevicePtr data = 0x10000) {
   rt::TensorView view;

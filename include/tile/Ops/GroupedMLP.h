@@ -9,11 +9,13 @@
 //
 // One step runs over shards of the token rows, as the dense tiled MLP does:
 // each shard's rows meet one or more experts, and per (shard, expert)
-// segment the GEMMs run through cuBLASLt one after another on the step's
-// stream, with no host synchronization. CUDA 13.1's cublasLt.h has no
-// grouped GEMM; cuBLAS's cublasGemmGroupedBatchedEx would add libcublas to
-// what Tile loads, for a speed-up only where the experts' GEMMs are too
-// small to fill the GPU (docs/Performance.md measures where that is). SwiGLU
+// segment the GEMMs run through cuBLASLt with no host synchronization. The
+// segments' GEMMs of one phase spread over MLPOptions::streams streams
+// forked from the step's stream and joined back to it (rt::StreamFork),
+// where the experts are small enough for one GEMM to leave the GPU idle.
+// CUDA 13.1's cublasLt.h has no grouped GEMM; cuBLAS's
+// cublasGemmGroupedBatchedEx would add libcublas to what Tile loads
+// (docs/GroupedMLP.md). SwiGLU
 // and its derived backward run once per shard over all of the shard's rows,
 // whatever their experts: they are elementwise. Nothing of size [T, I] is kept
 // between the forward and the backward unless MLPOptions::recompute is false.
@@ -36,7 +38,9 @@
 #define TILE_OPS_GROUPEDMLP_H
 
 #include "tile/Ops/TiledMLP.h"
+#include "tile/Runtime/StreamFork.h"
 
+#include <functional>
 #include <vector>
 
 namespace tile::ops {
@@ -67,6 +71,7 @@ class GroupedSwiGLUMLP {
 public:
   static rt::StatusOr<std::unique_ptr<GroupedSwiGLUMLP>>
   create(Operators &ops, MLPOptions options = {});
+  ~GroupedSwiGLUMLP();
 
   /// y [T, H] (any leading shape flattened into T rows) from x grouped by
   /// `splits` (one per expert, ≥ 0, summing to T).
@@ -75,7 +80,9 @@ public:
                  const RunOptions &run = {});
   /// dx from dy, and every expert's main_grad (+)= its weight gradients
   /// (`overwrite`: replaced; else added). The untiled step (recompute =
-  /// false) needs the forward of the same x, with the same workspace, first.
+  /// false) needs the forward of the same x, with the same workspace, first
+  /// (the last kMaxKeptSteps forwards are known, each by its workspace: a
+  /// caller may run several forwards before their backwards).
   Status backward(const GroupedMLPWeights &weights, const TensorView &x,
                   const std::vector<int64_t> &splits, const TensorView &dy,
                   const TensorView &dx, const GroupedMLPGradients &mainGrad,
@@ -87,20 +94,37 @@ public:
   size_t workspaceBytes() const { return workspace.size(); }
   void releaseWorkspace();
 
+  /// Untiled forwards whose g, u and h a backward may still use.
+  static constexpr size_t kMaxKeptSteps = 64;
+
 private:
   GroupedSwiGLUMLP(Operators &ops, std::unique_ptr<rt::Blas> blas,
-                   MLPOptions options)
-      : ops(ops), blas(std::move(blas)), options(options) {}
+                   std::unique_ptr<rt::StreamFork> lanes, MLPOptions options);
   /// Plans the step and makes sure a workspace holds it: the caller's
   /// (checked) or the one this object keeps. Sets `base`.
-  Status prepare(const MLPShape &shape, rt::DType dtype, const RunOptions &run);
-  struct Shard; // one shard's rows, its experts' segments, its workspace
+  Status prepare(const MLPShape &shape, rt::DType dtype, size_t experts,
+                 const RunOptions &run);
+  struct Segment; // the rows of one expert in a shard
+  struct Shard;   // one shard's rows, its experts' segments, its workspace
   Shard shard(const MLPShape &shape, rt::DType dtype, int64_t index,
               const std::vector<int64_t> &offsets) const;
   /// h = swiglu(g, u) of one shard, into h or (`separate` false) over g.
   Status product(const Shard &s, bool separate, const RunOptions &run);
+  /// Where a GEMM runs: a stream, and the cuBLASLt workspace only that
+  /// stream uses while the lanes run side by side.
+  struct Lane {
+    rt::cu::Stream stream;
+    rt::cu::DevicePtr workspace;
+  };
   Status gemm(const rt::Operand &a, const rt::Operand &b,
-              const rt::MatrixView &d, float beta, const RunOptions &run);
+              const rt::MatrixView &d, float beta, const Lane &lane);
+  /// Calls `each` for every expert segment of `s`, the segments spread over
+  /// the plan's GEMM streams (forked from run.stream and joined back): one
+  /// segment's GEMMs stay on one stream, in order. Segments touch disjoint
+  /// rows and experts, so nothing orders them against each other.
+  Status acrossExperts(
+      const Shard &s, const RunOptions &run,
+      const std::function<Status(const Segment &, const Lane &)> &each);
   /// The backward's GEMMs and kernels for one shard; `written` says which
   /// experts' main_grad already holds this call's gradients.
   Status backwardShard(const GroupedMLPWeights &weights, const Shard &s,
@@ -108,18 +132,27 @@ private:
                        const TensorView &dx, const GroupedMLPGradients &grads,
                        bool overwrite, std::vector<bool> &written,
                        const RunOptions &run);
+  /// Records that the workspace at `base` holds the untiled forward of
+  /// `input` (`rows` rows); forget() drops a workspace's record.
+  void remember(rt::cu::DevicePtr input, int64_t rows);
+  bool forget(rt::cu::DevicePtr workspaceBase);
 
   Operators &ops;
   std::unique_ptr<rt::Blas> blas;
+  std::unique_ptr<rt::StreamFork> lanes;
   MLPOptions options;
   ShardPlan plan;
   rt::DeviceBuffer workspace;
-  /// The workspace of the step under way: cuBLASLt's, then g, u and h.
+  /// The workspace of the step under way: cuBLASLt's (one per GEMM
+  /// stream), then g, u and h.
   rt::cu::DevicePtr base = 0;
-  // The untiled step: the forward whose g, u, h the workspace at keptBase
-  // holds.
-  rt::cu::DevicePtr keptInput = 0, keptBase = 0;
-  int64_t keptRows = 0;
+  /// The untiled step's forwards, oldest first: the workspace whose g, u, h
+  /// hold the forward of `input`.
+  struct Kept {
+    rt::cu::DevicePtr workspace, input;
+    int64_t rows;
+  };
+  std::vector<Kept> kept;
 };
 
 } // namespace tile::ops

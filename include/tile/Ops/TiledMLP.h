@@ -69,20 +69,30 @@ struct MLPOptions {
   /// is measured against: one shard, the forward keeps g, u and h for every
   /// row and the backward (of the same x) recomputes nothing.
   bool recompute = true;
+  /// How many streams the experts' GEMMs of a grouped step spread over
+  /// (GroupedMLP.h): per-expert GEMMs too small to fill the GPU run side by
+  /// side. Each stream has its own cuBLASLt workspace. 1 runs everything on
+  /// the step's stream; a step never uses more streams than experts, so the
+  /// dense MLP (one expert) always uses one.
+  int streams = 4;
 };
 
 /// How one step is split.
 struct ShardPlan {
   int64_t shards = 0;
-  int64_t rowsPerShard = 0;  // the last shard may have fewer
-  size_t workspaceBytes = 0; // g, u, h of one shard + cuBLASLt's workspace
+  int64_t rowsPerShard = 0; // the last shard may have fewer
+  /// Streams the GEMMs run on, each with one cuBLASLt workspace.
+  int gemmStreams = 1;
+  /// cuBLASLt's workspaces (gemmStreams of them), then g, u, h of one shard.
+  size_t workspaceBytes = 0;
 };
 
-/// The plan for `rows` rows of an MLP with intermediate size
-/// `intermediate` in `dtype`. Without a GPU; fails when the budget cannot
-/// hold one row.
+/// The plan for `rows` rows of an MLP of `experts` experts with
+/// intermediate size `intermediate` in `dtype`. Without a GPU; fails when
+/// the budget cannot hold one row.
 rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
-                                   rt::DType dtype, const MLPOptions &options);
+                                   rt::DType dtype, const MLPOptions &options,
+                                   int64_t experts = 1);
 
 /// The sizes of one MLP step.
 struct MLPShape {

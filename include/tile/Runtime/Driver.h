@@ -93,6 +93,9 @@ struct DriverApi {
   cu::Result (*eventSynchronize)(cu::Event);
   cu::Result (*eventElapsedTime)(float *, cu::Event, cu::Event);
   cu::Result (*eventDestroy)(cu::Event);
+  cu::Result (*streamCreate)(cu::Stream *, unsigned);
+  cu::Result (*streamDestroy)(cu::Stream);
+  cu::Result (*streamWaitEvent)(cu::Stream, cu::Event, unsigned);
 };
 
 /// The name of a driver error code, e.g. "CUDA_ERROR_STUB_LIBRARY (34)".
