@@ -225,6 +225,30 @@ static void test_mlp_plan(void) {
       "untiled", "an untiled step with shards");
   fails_with(tile_mlp_plan(NULL, 10, 300, TILE_DTYPE_F64, NULL, NULL, NULL),
              "bf16, f16 or f32", "a host dtype");
+  /* A grouped step has one cuBLASLt workspace per GEMM stream: the default
+     4 streams at 8 experts, 2 when asked for 2, never more than E. */
+  size_t dense = 0, grouped_bytes = 0;
+  tile_mlp_options two_streams = {4, 0, 1, 2};
+  if (ok(tile_mlp_plan(&options, 1000, 300, TILE_DTYPE_BF16, NULL, NULL,
+                       &dense),
+         "plan the dense step") &&
+      ok(tile_grouped_mlp_plan(&options, 1000, 300, 8, TILE_DTYPE_BF16, NULL,
+                               NULL, &grouped_bytes),
+         "plan a grouped step of 8 experts")) {
+    CHECK(grouped_bytes == dense + 3 * (32u << 20));
+    CHECK(ok(tile_grouped_mlp_plan(&two_streams, 1000, 300, 8,
+                                   TILE_DTYPE_BF16, NULL, NULL,
+                                   &grouped_bytes),
+             "plan 2 streams") &&
+          grouped_bytes == dense + (32u << 20));
+    CHECK(ok(tile_grouped_mlp_plan(&options, 1000, 300, 1, TILE_DTYPE_BF16,
+                                   NULL, NULL, &grouped_bytes),
+             "plan one expert") &&
+          grouped_bytes == dense);
+  }
+  fails_with(tile_grouped_mlp_plan(NULL, 10, 300, 0, TILE_DTYPE_BF16, NULL,
+                                   NULL, NULL),
+             "0 experts", "a grouped plan without experts");
   tile_mlp mlp = NULL;
   fails_with(tile_mlp_create(NULL, NULL, &mlp), "null tile_operators",
              "an MLP without operators");

@@ -94,8 +94,12 @@ public:
   size_t workspaceBytes() const { return workspace.size(); }
   void releaseWorkspace();
 
-  /// Untiled forwards whose g, u and h a backward may still use.
-  static constexpr size_t kMaxKeptSteps = 64;
+  /// Untiled forwards whose g, u and h a backward may still use: more than
+  /// the MoE layers of any model (94 in Qwen3-235B) sharing one operator,
+  /// every forward run before the first backward. (A forward whose backward
+  /// never comes stays until its workspace holds another forward, or until
+  /// this many newer ones push it out.)
+  static constexpr size_t kMaxKeptSteps = 4096;
 
 private:
   GroupedSwiGLUMLP(Operators &ops, std::unique_ptr<rt::Blas> blas,
