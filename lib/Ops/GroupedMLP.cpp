@@ -275,13 +275,16 @@ void GroupedSwiGLUMLP::remember(rt::cu::DevicePtr input, int64_t rows) {
   kept.push_back({base, input, rows});
 }
 
-bool GroupedSwiGLUMLP::forget(rt::cu::DevicePtr workspaceBase) {
-  for (auto it = kept.begin(); it != kept.end(); ++it)
-    if (it->workspace == workspaceBase) {
-      kept.erase(it);
-      return true;
-    }
-  return false;
+std::vector<GroupedSwiGLUMLP::Kept>::iterator
+GroupedSwiGLUMLP::keptIn(rt::cu::DevicePtr workspaceBase) {
+  return std::find_if(kept.begin(), kept.end(), [&](const Kept &k) {
+    return k.workspace == workspaceBase;
+  });
+}
+
+void GroupedSwiGLUMLP::forget(rt::cu::DevicePtr workspaceBase) {
+  if (auto it = keptIn(workspaceBase); it != kept.end())
+    kept.erase(it);
 }
 
 Status GroupedSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
@@ -351,9 +354,8 @@ GroupedSwiGLUMLP::shard(const MLPShape &shape, DType dtype, int64_t index,
   s.rows = std::min(plan.rowsPerShard, shape.rows - s.first);
   int64_t I = shape.intermediate;
   size_t block = shardBufferBytes(plan.rowsPerShard, I, dtype);
-  rt::cu::DevicePtr first =
-      base + static_cast<rt::cu::DevicePtr>(plan.gemmStreams) *
-                 rt::Blas::kWorkspaceBytes;
+  // The shard's buffers follow the last lane's cuBLASLt workspace.
+  rt::cu::DevicePtr first = blasWorkspace(plan.gemmStreams);
   s.g = {first, dtype, s.rows, I, I};
   s.u = {first + block, dtype, s.rows, I, I};
   s.h = {first + 2 * block, dtype, s.rows, I, I};
@@ -373,15 +375,29 @@ Status GroupedSwiGLUMLP::gemm(const Operand &a, const Operand &b,
   return blas->matmul(a, b, d, beta, lane.workspace, lane.stream);
 }
 
+rt::cu::DevicePtr GroupedSwiGLUMLP::blasWorkspace(int lane) const {
+  return base +
+         static_cast<rt::cu::DevicePtr>(lane) * rt::Blas::kWorkspaceBytes;
+}
+
+Status GroupedSwiGLUMLP::gateUp(const MLPWeights &w, const TensorView &x,
+                                const Shard &s, const Segment &seg,
+                                const Lane &lane) {
+  MatrixView xs = rowsOf(x, seg.first, seg.rows, x.shape.back());
+  if (Status st =
+          gemm({xs}, {matrix(w.gate), true}, s.of(s.g, seg), 0.0f, lane);
+      !st)
+    return st;
+  return gemm({xs}, {matrix(w.up), true}, s.of(s.u, seg), 0.0f, lane);
+}
+
 Status GroupedSwiGLUMLP::acrossExperts(
     const Shard &s, const RunOptions &run,
     const std::function<Status(const Segment &, const Lane &)> &each) {
   // Lane i: its stream and the i-th cuBLASLt workspace, which no other
   // lane touches while they run side by side.
   auto lane = [&](int i) {
-    return Lane{lanes->stream(i, run.stream),
-                base + static_cast<rt::cu::DevicePtr>(i) *
-                           rt::Blas::kWorkspaceBytes};
+    return Lane{lanes->stream(i, run.stream), blasWorkspace(i)};
   };
   // Side by side only where the experts' GEMMs are small. At 8192 rows an
   // expert's GEMM alone is ~6 waves of tiles on an H200 and four at once
@@ -446,18 +462,11 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
   bool keep = !options.recompute;
   for (int64_t index = 0; index < plan.shards; ++index) {
     Shard s = shard(shape, x.dtype, index, *offsets);
-    if (Status st =
-            acrossExperts(s, run,
-                          [&](const Segment &seg, const Lane &lane) -> Status {
-                            const MLPWeights &w = weights.experts[seg.expert];
-                            MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
-                            if (Status g = gemm({xs}, {matrix(w.gate), true},
-                                                s.of(s.g, seg), 0.0f, lane);
-                                !g)
-                              return g;
-                            return gemm({xs}, {matrix(w.up), true},
-                                        s.of(s.u, seg), 0.0f, lane);
-                          });
+    if (Status st = acrossExperts(s, run,
+                                  [&](const Segment &seg, const Lane &lane) {
+                                    return gateUp(weights.experts[seg.expert],
+                                                  x, s, seg, lane);
+                                  });
         !st)
       return st;
     if (Status st = product(s, keep, run); !st)
@@ -495,20 +504,13 @@ Status GroupedSwiGLUMLP::backwardShard(
           s, run,
           [&](const Segment &seg, const Lane &lane) -> Status {
             const MLPWeights &w = weights.experts[seg.expert];
-            MatrixView xs = rowsOf(x, seg.first, seg.rows, H);
             MatrixView dys = rowsOf(dy, seg.first, seg.rows, H);
             MatrixView hs = s.of(s.h, seg);
             if (options.recompute) {
               // The gate/up projections again (not the down projection,
               // whose output the backward never needs), and dh = dy · down
               // into h's buffer.
-              if (Status st = gemm({xs}, {matrix(w.gate), true}, s.of(s.g, seg),
-                                   0.0f, lane);
-                  !st)
-                return st;
-              if (Status st = gemm({xs}, {matrix(w.up), true}, s.of(s.u, seg),
-                                   0.0f, lane);
-                  !st)
+              if (Status st = gateUp(w, x, s, seg, lane); !st)
                 return st;
             } else {
               // The untiled step kept h: main_grad(down) += dyᵀ · h before
@@ -587,9 +589,7 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
     if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
       return s;
     if (!options.recompute) {
-      auto it = std::find_if(kept.begin(), kept.end(), [&](const Kept &k) {
-        return k.workspace == base;
-      });
+      auto it = keptIn(base);
       if (it == kept.end() || it->input != x.data || it->rows != shape.rows)
         return Status::error("the untiled backward (recompute = false) needs "
                              "the forward of the same x, with the same "

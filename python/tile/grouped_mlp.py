@@ -42,12 +42,6 @@ from . import mlp as _mlp
 _grouped = {}  # (ordinal, shards, budget, recompute) -> tile_grouped_mlp
 
 
-def _options(shards, memory_budget, recompute):
-    options = _mlp._options(shards, memory_budget)
-    options.recompute = int(recompute)
-    return options
-
-
 def _handle(device, shards, memory_budget, recompute):
     key = (device.index, shards, memory_budget, recompute)
     with _mlp._lock:
@@ -55,7 +49,7 @@ def _handle(device, shards, memory_budget, recompute):
             handle = ctypes.c_void_p()
             _capi.check(_capi.lib.tile_grouped_mlp_create(
                 _mlp._operators_of(device),
-                ctypes.byref(_options(shards, memory_budget, recompute)),
+                ctypes.byref(_mlp._options(shards, memory_budget, recompute)),
                 ctypes.byref(handle)))
             _grouped[key] = handle.value
         return _grouped[key]
@@ -112,23 +106,11 @@ def _cpu_backward(x, gate_up, down, dy, splits):
 
 def _plan_bytes(x, gate_up, shards, memory_budget, recompute):
     """The workspace of one step: g, u, h of a shard and one cuBLASLt
-    workspace per GEMM stream (tile_grouped_mlp_plan)."""
-    workspace = ctypes.c_size_t()
-    _capi.check(_capi.lib.tile_grouped_mlp_plan(
-        ctypes.byref(_options(shards, memory_budget, recompute)), x.shape[0],
-        gate_up.shape[1] // 2, gate_up.shape[0],
-        _mlp._kernel._TORCH_DTYPES[x.dtype], None, None,
-        ctypes.byref(workspace)))
-    return workspace.value
-
-
-def _run_in(workspace):
-    """The stream and `workspace` (a uint8 CUDA tensor) for one call."""
-    run = _capi.Run()
-    run.stream = torch._C._cuda_getCurrentRawStream(workspace.device.index)
-    run.workspace = workspace.data_ptr()
-    run.workspace_bytes = workspace.numel()
-    return run
+    workspace per GEMM stream."""
+    *_, workspace = _mlp.plan(x.shape[0], gate_up.shape[1] // 2, x.dtype,
+                              shards=shards, memory_budget=memory_budget,
+                              experts=gate_up.shape[0], recompute=recompute)
+    return workspace
 
 
 def _forward(x, gate_up, down, splits, shards, memory_budget,
@@ -145,7 +127,7 @@ def _forward(x, gate_up, down, splits, shards, memory_budget,
     gate_p, down_p, x_p, y_p = tensors.pointers()
     _capi.check(_capi.lib.tile_grouped_mlp_forward(
         _handle(x.device, shards, memory_budget, recompute),
-        ctypes.byref(_run_in(workspace)), gate_p, None, down_p, x_p,
+        ctypes.byref(_mlp._run_in(workspace)), gate_p, None, down_p, x_p,
         _splits_array(splits), len(splits), y_p))
     return y, (None if recompute else workspace)
 
@@ -171,7 +153,7 @@ def _backward(x, gate_up, down, dy, splits, shards, memory_budget,
         tensors.pointers()
     _capi.check(_capi.lib.tile_grouped_mlp_backward(
         _handle(x.device, shards, memory_budget, recompute),
-        ctypes.byref(_run_in(workspace)), gate_p, None, down_p, x_p,
+        ctypes.byref(_mlp._run_in(workspace)), gate_p, None, down_p, x_p,
         _splits_array(splits), len(splits), dy_p, dx_p, grad_gate_p, None,
         grad_down_p, int(into is None)))
     return dx, (None if into is not None else grads)
@@ -263,15 +245,16 @@ class _GroupedMLPFunction(torch.autograd.Function):
         # workspace, neither input nor output) until its backward.
         if tracing:
             y, kept = _untiled_forward_op(x, gate_up, down, list(splits))
-        else:
+        else:  # kept is None on the CPU, which recomputes in float64
             y, kept = _forward(x, gate_up, down, splits, 0, 0,
                                recompute=False)
-            kept = _kept_or_empty(x, kept)
         ctx.save_for_backward(x, gate_up, down, kept)
         return y
 
     @staticmethod
     def backward(ctx, dy):
+        # The untiled step saved its workspace (a tensor while tracing, the
+        # workspace or, on the CPU, None when eager).
         x, gate_up, down, *kept = ctx.saved_tensors
         kept = kept[0] if kept else None
         splits, shards, memory_budget, main_grad = ctx.options
@@ -285,10 +268,8 @@ class _GroupedMLPFunction(torch.autograd.Function):
                     "supported yet; run the MLP eagerly or without main_grad")
             dx = _mlp.accumulate_main_grads(
                 (gate_up, down), ("gate_up", "down"),
-                lambda into: _backward(
-                    x, gate_up, down, dy, splits, shards, memory_budget, into,
-                    kept=kept if kept is not None and kept.numel() else
-                    None)[0])
+                lambda into: _backward(x, gate_up, down, dy, splits, shards,
+                                       memory_budget, into, kept=kept)[0])
             return dx, None, None, *none
         if tracing and kept is not None:
             dx, *grads = _untiled_backward_op(x, gate_up, down, dy,
@@ -297,9 +278,8 @@ class _GroupedMLPFunction(torch.autograd.Function):
             dx, *grads = _backward_op(x, gate_up, down, dy, list(splits),
                                       shards, memory_budget)
         else:
-            dx, grads = _backward(
-                x, gate_up, down, dy, splits, shards, memory_budget,
-                kept=kept if kept is not None and kept.numel() else None)
+            dx, grads = _backward(x, gate_up, down, dy, splits, shards,
+                                  memory_budget, kept=kept)
         return (dx, *_mlp.autograd_grads(ctx, grads, (gate_up, down)), *none)
 
 

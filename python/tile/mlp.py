@@ -34,24 +34,28 @@ _operators = {}
 _mlps = {}
 
 
-def _options(shards, memory_budget):
+def _options(shards, memory_budget, recompute=True):
     options = _capi.MLPOptions()
     options.shards = shards
     options.memory_budget = memory_budget or 0
-    options.recompute = 1
+    options.recompute = int(recompute)
     return options
 
 
-def plan(rows, intermediate, dtype, *, shards=0, memory_budget=None):
-    """(shards, rows per shard, workspace bytes) of one step; no GPU."""
+def plan(rows, intermediate, dtype, *, shards=0, memory_budget=None,
+         experts=1, recompute=True):
+    """(shards, rows per shard, workspace bytes) of one step of `experts`
+    experts (the grouped MLP's workspace also holds one cuBLASLt workspace
+    per GEMM stream); no GPU."""
     if dtype not in _kernel._DTYPE_NAMES:  # the GPU's dtypes
         raise TypeError(f"the MLP runs in bfloat16, float16 or float32, not "
                         f"{dtype}")
     count, per_shard = ctypes.c_int64(), ctypes.c_int64()
     workspace = ctypes.c_size_t()
-    _capi.check(_capi.lib.tile_mlp_plan(
-        ctypes.byref(_options(shards, memory_budget)), rows, intermediate,
-        _kernel._TORCH_DTYPES[dtype], ctypes.byref(count), ctypes.byref(per_shard),
+    _capi.check(_capi.lib.tile_grouped_mlp_plan(
+        ctypes.byref(_options(shards, memory_budget, recompute)), rows,
+        intermediate, experts, _kernel._TORCH_DTYPES[dtype],
+        ctypes.byref(count), ctypes.byref(per_shard),
         ctypes.byref(workspace)))
     return count.value, per_shard.value, workspace.value
 
@@ -97,11 +101,17 @@ def _run(device, workspace_bytes):
     to keep it alive until the call is queued; torch's allocator orders its
     reuse with the stream)."""
     workspace = torch.empty(workspace_bytes, dtype=torch.uint8, device=device)
+    return _run_in(workspace), workspace
+
+
+def _run_in(workspace):
+    """The current stream and `workspace` (a uint8 CUDA tensor, kept alive
+    by the caller) for one call."""
     run = _capi.Run()
-    run.stream = torch._C._cuda_getCurrentRawStream(device.index)
+    run.stream = torch._C._cuda_getCurrentRawStream(workspace.device.index)
     run.workspace = workspace.data_ptr()
-    run.workspace_bytes = workspace_bytes
-    return run, workspace
+    run.workspace_bytes = workspace.numel()
+    return run
 
 
 def _rows(x):

@@ -122,6 +122,13 @@ private:
   };
   Status gemm(const rt::Operand &a, const rt::Operand &b,
               const rt::MatrixView &d, float beta, const Lane &lane);
+  /// Lane `lane`'s cuBLASLt workspace: the workspace starts with one per
+  /// GEMM stream (blasWorkspace(plan.gemmStreams) is where g, u, h begin).
+  rt::cu::DevicePtr blasWorkspace(int lane) const;
+  /// g = x·gateᵀ and u = x·upᵀ over one segment, into the shard's buffers:
+  /// the forward's projections, and the tiled backward's recompute.
+  Status gateUp(const MLPWeights &w, const TensorView &x, const Shard &s,
+                const Segment &seg, const Lane &lane);
   /// Calls `each` for every expert segment of `s`, the segments spread over
   /// the plan's GEMM streams (forked from run.stream and joined back): one
   /// segment's GEMMs stay on one stream, in order. Segments touch disjoint
@@ -137,9 +144,17 @@ private:
                        bool overwrite, std::vector<bool> &written,
                        const RunOptions &run);
   /// Records that the workspace at `base` holds the untiled forward of
-  /// `input` (`rows` rows); forget() drops a workspace's record.
+  /// `input` (`rows` rows); forget() drops a workspace's record, keptIn()
+  /// finds it (kept.end(): none).
   void remember(rt::cu::DevicePtr input, int64_t rows);
-  bool forget(rt::cu::DevicePtr workspaceBase);
+  void forget(rt::cu::DevicePtr workspaceBase);
+  /// An untiled step's forward: the workspace whose g, u, h hold the
+  /// forward of `input`.
+  struct Kept {
+    rt::cu::DevicePtr workspace, input;
+    int64_t rows;
+  };
+  std::vector<Kept>::iterator keptIn(rt::cu::DevicePtr workspaceBase);
 
   Operators &ops;
   std::unique_ptr<rt::Blas> blas;
@@ -150,12 +165,7 @@ private:
   /// The workspace of the step under way: cuBLASLt's (one per GEMM
   /// stream), then g, u and h.
   rt::cu::DevicePtr base = 0;
-  /// The untiled step's forwards, oldest first: the workspace whose g, u, h
-  /// hold the forward of `input`.
-  struct Kept {
-    rt::cu::DevicePtr workspace, input;
-    int64_t rows;
-  };
+  /// The untiled step's forwards, oldest first.
   std::vector<Kept> kept;
 };
 

@@ -40,7 +40,6 @@ public:
   StreamFork &operator=(const StreamFork &) = delete;
   ~StreamFork();
 
-  int lanes() const { return static_cast<int>(side.size()) + 1; }
   /// Lane 0 is `main`; lane i > 0 is side stream i − 1.
   cu::Stream stream(int lane, cu::Stream main) const {
     return lane == 0 ? main : side[lane - 1];
