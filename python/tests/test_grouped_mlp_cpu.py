@@ -50,15 +50,25 @@ def test_low_precision_matches_float64(dtype, hidden, inter, generator):
         assert_close(got.grad, want.grad, dtype, f"d{name}")
 
 
-def test_main_grad_contract_over_micro_batches(generator):
+@pytest.mark.parametrize("recompute", [True, False],
+                         ids=["tiled", "untiled"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_main_grad_contract_over_micro_batches(recompute, compiled,
+                                               generator):
     """Gradients go into main_grad, grad_added_to_main_grad is set before
     the parameters' hooks run, autograd gets None, and nothing is counted
     twice over three micro-batches — with a hook on every parameter that
     adds .grad to main_grad unless the flag says it is there (Megatron's
-    DDP does this)."""
+    DDP does this). Compiled (fullgraph), the forward sets the flag again
+    after the loop clears it."""
     splits = (4, 0, 6)
     mlp = tile.nn.GroupedSwiGLUMLP(3, 16, 24, accumulate_into_main_grad=True,
-                                   dtype=torch.float64)
+                                   recompute=recompute, dtype=torch.float64)
+    run = mlp
+    if compiled:
+        torch._dynamo.reset()
+        run = torch.compile(tile.nn.attach_main_grads(mlp),
+                            backend="aot_eager", fullgraph=True)
 
     def megatron_hook(p):
         if p.grad is not None and not p.grad_added_to_main_grad:
@@ -74,7 +84,7 @@ def test_main_grad_contract_over_micro_batches(generator):
         x = leaf(torch.randn(10, 16, dtype=torch.float64,
                              generator=generator))
         dy = torch.randn(10, 16, dtype=torch.float64, generator=generator)
-        mlp(x, splits).backward(dy)
+        run(x, splits).backward(dy)
         refs = [leaf(t) for t in (x, mlp.gate_up_proj, mlp.down_proj)]
         grouped_swiglu_mlp(*refs, splits).backward(dy)
         assert_close(x.grad, refs[0].grad, torch.float64, "dx")
@@ -144,6 +154,28 @@ def test_untiled_custom_ops_pass_opcheck(generator):
     kept = torch.empty(0, dtype=torch.uint8)
     torch.library.opcheck(grouped_mlp._untiled_backward_op,
                           (x, gate_up, down, dy, splits, kept))
+
+
+def test_main_grad_custom_ops_pass_opcheck(generator):
+    """The ops a traced main_grad backward runs declare that they write
+    main_grad (and the kept workspace)."""
+    from tile import grouped_mlp, mlp
+    splits = [3, 0, 2]
+    x, gate_up, down = make(tuple(splits), 8, 12, torch.float32, generator)
+    dy = torch.randn(x.shape, generator=generator)
+    into = [torch.zeros(gate_up.shape), torch.zeros(down.shape)]
+    kept = torch.empty(0, dtype=torch.uint8)
+    torch.library.opcheck(grouped_mlp._backward_into_op,
+                          (x, gate_up, down, dy, splits, 0, 0, kept, into))
+    gate, up = gate_up[0, :12], gate_up[0, 12:]
+    into = [torch.zeros(gate.shape), torch.zeros(up.shape),
+            torch.zeros(down[0].shape)]
+    torch.library.opcheck(mlp._backward_into_op,
+                          (x, gate.contiguous(), up.contiguous(),
+                           down[0].contiguous(), dy, 2, 0, into))
+    dg = torch.randn(x.shape[0], 12, generator=generator)
+    torch.library.opcheck(mlp._matmul_into_op,
+                          (torch.zeros(12, 8), dg, x, True, False, 1.0))
 
 
 def test_errors_name_the_tensor_and_the_rule(generator):

@@ -83,12 +83,22 @@ def test_untiled_layers_keep_their_own_activations():
         assert_close(p.main_grad, want, torch.bfloat16, "main_grad")
 
 
-def test_main_grad_contract_over_micro_batches():
+@pytest.mark.parametrize("shards,recompute,compiled", [
+    (3, True, False), (3, True, True), ("auto", False, True)],
+    ids=["eager", "compiled", "compiled-untiled"])
+def test_main_grad_contract_over_micro_batches(shards, recompute, compiled):
+    """Compiled: torch.compile(fullgraph) with Inductor; the traced
+    backward adds to the main_grads the loop attached."""
     torch.manual_seed(1)
     splits = (300, 0, 150, 250)
-    mlp = tile.nn.GroupedSwiGLUMLP(4, 256, 384, shards=3,
+    mlp = tile.nn.GroupedSwiGLUMLP(4, 256, 384, shards=shards,
                                    accumulate_into_main_grad=True,
-                                   device="cuda", dtype=torch.bfloat16)
+                                   recompute=recompute, device="cuda",
+                                   dtype=torch.bfloat16)
+    run = mlp
+    if compiled:
+        torch._dynamo.reset()
+        run = torch.compile(mlp, fullgraph=True)
     params = (mlp.gate_up_proj, mlp.down_proj)
     for p in params:  # a main_grad attached by the training loop
         p.main_grad = torch.full(p.shape, 0.25, device="cuda")
@@ -97,7 +107,7 @@ def test_main_grad_contract_over_micro_batches():
     for _ in range(3):
         x = leaf(randn((700, 256), torch.bfloat16))
         dy = randn((700, 256), torch.bfloat16)
-        mlp(x, splits).backward(dy)
+        run(x, splits).backward(dy)
         refs = [leaf(t.double()) for t in (x, *params)]
         grouped_swiglu_mlp(*refs, splits).backward(dy.double())
         assert_close(x.grad, refs[0].grad, torch.bfloat16, "dx")

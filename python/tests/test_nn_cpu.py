@@ -129,11 +129,19 @@ def _modules(main_grad, generator):
 @pytest.mark.parametrize("index", [0, 1, 2], ids=["RMSNorm", "SwiGLUMLP",
                                                   "TiledSwiGLUMLP"])
 @pytest.mark.parametrize("hooks", [False, True])
-def test_main_grad_contract(index, hooks, generator):
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_main_grad_contract(index, hooks, compiled, generator):
+    """Compiled (fullgraph), the traced backward adds to main_grad as a
+    graph input, and the forward sets the flag."""
     state = torch.Generator().manual_seed(7)
     module = _modules(True, state)[index]
     reference = _modules(False, torch.Generator().manual_seed(7))[index]
     reference.load_state_dict(module.state_dict())
+    run = module
+    if compiled:
+        torch._dynamo.reset()
+        run = torch.compile(tile.nn.attach_main_grads(module),
+                            backend="aot_eager", fullgraph=True)
     fired = []
     if hooks:
         # Megatron's DDP: a hook on each parameter's gradient accumulator
@@ -151,7 +159,7 @@ def test_main_grad_contract(index, hooks, generator):
         x = torch.randn(3, 5, 16, dtype=torch.float64, generator=generator)
         dy = torch.randn(3, 5, 16, dtype=torch.float64, generator=generator)
         a, b = leaf(x), leaf(x)
-        module(a).backward(dy)
+        run(a).backward(dy)
         reference(b).backward(dy)
         assert_close(a.grad, b.grad, torch.float64, "dx")
     for p, r in zip(module.parameters(), reference.parameters()):
@@ -166,6 +174,48 @@ def test_main_grad_contract(index, hooks, generator):
     if hooks:
         assert len(fired) == 3 * len(list(module.parameters()))
     assert not any(fired)
+
+
+def test_main_grad_under_compile_needs_it_attached_first(generator):
+    """A compiled step cannot make main_grad (the backward adds to it as a
+    graph input): the error says what to do, and attach_main_grads does
+    it for every Tile module that uses the contract, and only those."""
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(
+        tile.nn.RMSNorm(16, accumulate_into_main_grad=True,
+                        dtype=torch.float64),
+        tile.nn.RMSNorm(16, dtype=torch.float64))
+    x = leaf(torch.randn(4, 16, dtype=torch.float64, generator=generator))
+    with pytest.raises(Exception, match="attach_main_grads"):
+        torch.compile(model, backend="aot_eager", fullgraph=True)(x)
+    assert getattr(model[0].weight, "main_grad", None) is None
+    assert tile.nn.attach_main_grads(model) is model
+    assert model[0].weight.main_grad.dtype == torch.float64
+    assert torch.count_nonzero(model[0].weight.main_grad) == 0
+    assert getattr(model[1].weight, "main_grad", None) is None
+
+
+def test_main_grad_compiled_by_inductor(generator):
+    """The same contract through Inductor (which may fuse the copy into
+    main_grad): a norm and a tiled MLP, two micro-batches."""
+    torch._dynamo.reset()
+    kwargs = dict(accumulate_into_main_grad=True, dtype=torch.float64)
+    model = torch.nn.Sequential(tile.nn.RMSNorm(16, **kwargs),
+                                tile.nn.TiledSwiGLUMLP(16, 24, 2, **kwargs))
+    reference = torch.nn.Sequential(
+        tile.nn.RMSNorm(16, dtype=torch.float64),
+        tile.nn.TiledSwiGLUMLP(16, 24, 2, dtype=torch.float64))
+    reference.load_state_dict(model.state_dict())
+    run = torch.compile(tile.nn.attach_main_grads(model), fullgraph=True)
+    for _ in range(2):
+        x = torch.randn(6, 16, dtype=torch.float64, generator=generator)
+        a, b = leaf(x), leaf(x)
+        run(a).sum().backward()
+        reference(b).sum().backward()
+        assert_close(a.grad, b.grad, torch.float64, "dx")
+    for p, r in zip(model.parameters(), reference.parameters()):
+        assert p.grad is None and p.grad_added_to_main_grad is True
+        assert_close(p.main_grad, r.grad, torch.float64, "main_grad")
 
 
 def test_tiled_mlp_module_matches_reference(generator):

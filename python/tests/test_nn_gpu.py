@@ -114,18 +114,26 @@ def test_patched_bf16_model_matches_float64(model_type, tiled):
                                    accumulate_into_main_grad=True,
                                    device="cuda", dtype=torch.bfloat16),
 ], ids=["RMSNorm", "SwiGLUMLP", "GeGLUMLP", "TiledSwiGLUMLP"])
-def test_main_grad_on_the_gpu(make):
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_main_grad_on_the_gpu(make, compiled):
+    """Compiled: torch.compile(fullgraph) with Inductor, the main_grads
+    attached first (tile.nn.attach_main_grads)."""
     torch.manual_seed(2)
     module = make()
     with torch.no_grad():
         for p in module.parameters():
             p.copy_(torch.randn_like(p.float()) * p.shape[-1] ** -0.5)
+    run = module
+    if compiled:
+        torch._dynamo.reset()
+        run = torch.compile(tile.nn.attach_main_grads(module),
+                            fullgraph=True)
     exact = [p.detach().double() for p in module.parameters()]
     expected = [torch.zeros_like(e) for e in exact]
     for _ in range(3):
         x = leaf(torch.randn(700, 512, device="cuda").bfloat16())
         dy = torch.randn(700, 512, device="cuda").bfloat16()
-        module(x).backward(dy)
+        run(x).backward(dy)
         # The float64 reference: the same module's math on float64 copies.
         ref_params = [leaf(e) for e in exact]
         ref_x = leaf(x.double())

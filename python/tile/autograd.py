@@ -91,13 +91,17 @@ def _run(kernel, function, args, out=None):
     """Runs `function` of `kernel` on `args`; the results flattened."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     if _tracing(tensors):
-        if out:
-            raise NotImplementedError(
-                "tile: main_grad accumulation under torch.compile is not "
-                "supported yet; run the kernel eagerly or without main_grad")
         kinds, tensors, floats, ints = _pack(args)
-        return list(_launch_op(kernel.key, function, kinds, tensors, floats,
+        flat = list(_launch_op(kernel.key, function, kinds, tensors, floats,
                                ints))
+        # Traced, the launch stays functional and the results asked for in
+        # place are copied there: torch.compile records the copy as a
+        # mutation of the graph's input (a main_grad: the kernel read it as
+        # an argument and returned it with the gradient added, a tensor of
+        # the weight's [N] only) and may fuse or elide it.
+        for index, given in (out or {}).items():
+            flat[index] = given.copy_(flat[index].view(given.shape))
+        return flat
     call, device = _resolve(kernel, function, args)
     try:
         return _kernel.launch(call, args, device, out)
@@ -143,14 +147,25 @@ def _forward(kernel, args):
 
 
 class _KernelFunction(torch.autograd.Function):
+    """apply(key, count, *args, *main_grads): the kernel's `count`
+    arguments, then the main_grad accumulators of the arguments
+    `_main_grad_indices` names. The accumulators are inputs of the node
+    (not looked up on the parameters in the backward) so that a traced
+    backward (torch.compile) sees them as the graph inputs they are; they
+    are kept on ctx, not saved: other gradients are added to them (or to
+    the buffer they are views of, as in Megatron) before this backward,
+    which autograd's saved-tensor version check would refuse."""
+
     @staticmethod
-    def forward(ctx, key, *args):
+    def forward(ctx, key, count, *inputs):
         kernel = _kernel._REGISTRY[key]
+        args, main_grads = inputs[:count], inputs[count:]
         outputs, saved = _forward(kernel, args)
         ctx.key = key
         ctx.kinds = ["t" if isinstance(a, torch.Tensor) else a for a in args]
         ctx.save_for_backward(*[a for a in args
                                 if isinstance(a, torch.Tensor)], *saved)
+        ctx.main_grads = main_grads
         ctx.num_saved = len(saved)
         return tuple(outputs)
 
@@ -161,15 +176,41 @@ class _KernelFunction(torch.autograd.Function):
         saved = stored[len(stored) - ctx.num_saved:]
         tensors = iter(stored[:len(stored) - ctx.num_saved])
         args = [next(tensors) if k == "t" else k for k in ctx.kinds]
-        return (None, *backward(kernel, args, grads, saved))
+        accumulators = dict(zip(_main_grad_indices(kernel), ctx.main_grads))
+        return (None, None,
+                *backward(kernel, args, grads, saved,
+                          main_grads=accumulators),
+                *[None] * len(ctx.main_grads))
 
 
-def backward(kernel, args, grads, saved, into=None):
+def _main_grad_indices(kernel):
+    """The arguments whose gradient the backward adds to a main_grad."""
+    if not kernel.main_grad or kernel.backward_function is None:
+        return []
+    info = kernel._host.functions[kernel.backward_function]
+    return [value.of for value in info.arguments if value.role == MAIN_GRAD]
+
+
+def mark_main_grads(params, in_forward):
+    """Sets ``grad_added_to_main_grad`` on `params` (the main_grad contract)
+    where it reaches the real parameters. Callers call it from the forward
+    (`in_forward`) and from the backward; it acts in one of them: eagerly,
+    in the backward that adds the gradients; under torch.compile, in the
+    forward, since a traced backward runs ahead of time on stand-ins and
+    could set nothing (the compiled forward replays the assignment)."""
+    if in_forward == _tracing(list(params)):
+        for p in params:
+            p.grad_added_to_main_grad = True
+
+
+def backward(kernel, args, grads, saved, into=None, main_grads=None):
     """The gradients of `args` (None where there is none) from the
     gradients of the forward's results. `into` maps an argument's index to
     a tensor its gradient is written into (contiguous, of the argument's
     shape and dtype; it may be the argument itself where the kernel is
-    elementwise: each element is read before the same thread writes it)."""
+    elementwise: each element is read before the same thread writes it).
+    `main_grads` maps an argument's index to the main_grad its gradient is
+    added to (every argument `_main_grad_indices` names)."""
     if kernel.backward_function is None:
         raise RuntimeError(f"{kernel.function} has no derived backward")
     info = kernel._host.functions[kernel.backward_function]
@@ -186,8 +227,7 @@ def backward(kernel, args, grads, saved, into=None):
         elif value.role == SAVED:
             call_args.append(saved[value.of])
         elif value.role == MAIN_GRAD:
-            accumulators[value.of] = main_grad_of(args[value.of],
-                                                  kernel.describe(value.of))
+            accumulators[value.of] = main_grads[value.of]
             call_args.append(accumulators[value.of])
     # Gradients written in place: an accumulated one into main_grad, others
     # where the caller asked.
@@ -202,8 +242,7 @@ def backward(kernel, args, grads, saved, into=None):
     flat = _run(kernel, kernel.backward_function, call_args, out)
     # The main_grad contract (Megatron, TransformerEngine): the gradient is
     # in main_grad, and autograd gets None for it, never a view of it.
-    for of in accumulators:
-        args[of].grad_added_to_main_grad = True
+    mark_main_grads([args[of] for of in accumulators], in_forward=False)
     gradients = [None] * len(args)
     for tensor, value in zip(flat, info.results):
         if value.role != GRADIENT or value.of in accumulators:
@@ -244,7 +283,12 @@ def apply(kernel, args):
                       if isinstance(a, torch.Tensor) and info.differentiable]
     if torch.is_grad_enabled() and any(a.requires_grad
                                        for a in differentiable):
-        outputs = _KernelFunction.apply(kernel.key, *args)
+        indices = _main_grad_indices(kernel)
+        main_grads = [main_grad_of(args[i], kernel.describe(i))
+                      for i in indices]
+        mark_main_grads([args[i] for i in indices], in_forward=True)
+        outputs = _KernelFunction.apply(kernel.key, len(args), *args,
+                                        *main_grads)
     else:
         outputs, _ = _forward(kernel, args)
     return outputs[0] if len(outputs) == 1 else tuple(outputs)

@@ -228,14 +228,40 @@ def _untiled_backward_fake(x, gate_up, down, dy, splits, kept):
     return torch.empty_like(x), *_mlp.grad_buffers(x, (gate_up, down))
 
 
+@torch.library.custom_op("tile::grouped_swiglu_mlp_backward_into",
+                         mutates_args=("kept", "into"))
+def _backward_into_op(x: torch.Tensor, gate_up: torch.Tensor,
+                      down: torch.Tensor, dy: torch.Tensor,
+                      splits: list[int], shards: int, memory_budget: int,
+                      kept: torch.Tensor,
+                      into: list[torch.Tensor]) -> torch.Tensor:
+    """dx; the weight gradients added to `into` (their main_grads) in
+    place. `kept`: the untiled forward's workspace, or an empty tensor for
+    the tiled step (or the CPU)."""
+    return _backward(x, gate_up, down, dy, splits, shards, memory_budget,
+                     into, kept=kept if kept.numel() else None)[0]
+
+
+@_backward_into_op.register_fake
+def _backward_into_fake(x, gate_up, down, dy, splits, shards, memory_budget,
+                        kept, into):
+    return torch.empty_like(x)
+
+
 class _GroupedMLPFunction(torch.autograd.Function):
+    """apply(x, gate_up, down, splits, shards, memory_budget, recompute,
+    *main_grads): with main_grads (of gate_up and of down) the backward
+    adds the weight gradients to them; they are inputs of the node so that
+    a traced backward sees them."""
+
     @staticmethod
     def forward(ctx, x, gate_up, down, splits, shards, memory_budget,
-                main_grad, recompute):
-        ctx.options = (splits, shards, memory_budget, main_grad)
+                recompute, *main_grads):
+        ctx.options = (splits, shards, memory_budget)
+        ctx.main_grads = main_grads  # not saved: see _KernelFunction
         tracing = _autograd._tracing([x, gate_up, down])
         if recompute:
-            ctx.save_for_backward(x, gate_up, down)
+            ctx.save_for_backward(x, gate_up, down, None)
             if tracing:
                 return _forward_op(x, gate_up, down, list(splits), shards,
                                    memory_budget)
@@ -253,23 +279,24 @@ class _GroupedMLPFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dy):
-        # The untiled step saved its workspace (a tensor while tracing, the
-        # workspace or, on the CPU, None when eager).
-        x, gate_up, down, *kept = ctx.saved_tensors
-        kept = kept[0] if kept else None
-        splits, shards, memory_budget, main_grad = ctx.options
+        # `kept`: the untiled step's workspace (a tensor while tracing, the
+        # workspace or, on the CPU, None when eager); None when tiled.
+        x, gate_up, down, kept = ctx.saved_tensors
+        main_grads = list(ctx.main_grads)
+        splits, shards, memory_budget = ctx.options
         dy = dy.contiguous()
-        none = (None,) * 5  # splits, shards, budget, main_grad, recompute
+        # splits, shards, budget, recompute, main_grads
+        none = (None,) * (4 + len(main_grads))
         tracing = _autograd._tracing([x, dy])
-        if main_grad:
+        if main_grads:
             if tracing:
-                raise NotImplementedError(
-                    "tile: main_grad accumulation under torch.compile is not "
-                    "supported yet; run the MLP eagerly or without main_grad")
-            dx = _mlp.accumulate_main_grads(
-                (gate_up, down), ("gate_up", "down"),
-                lambda into: _backward(x, gate_up, down, dy, splits, shards,
-                                       memory_budget, into, kept=kept)[0])
+                dx = _backward_into_op(x, gate_up, down, dy, list(splits),
+                                       shards, memory_budget,
+                                       _kept_or_empty(x, kept), main_grads)
+            else:
+                dx = _backward(x, gate_up, down, dy, splits, shards,
+                               memory_budget, main_grads, kept=kept)[0]
+            _autograd.mark_main_grads((gate_up, down), in_forward=False)
             return dx, None, None, *none
         if tracing and kept is not None:
             dx, *grads = _untiled_backward_op(x, gate_up, down, dy,
@@ -354,8 +381,11 @@ def grouped_swiglu_mlp(x, gate_up, down, m_splits, *, shards=0,
     budget = memory_budget or 0
     if torch.is_grad_enabled() and any(
             t.requires_grad for t in (x, gate_up, down)):
+        main_grads = _mlp.main_grads_of((gate_up, down),
+                                        ("gate_up", "down")) \
+            if main_grad else []
         return _GroupedMLPFunction.apply(x, gate_up, down, splits, shards,
-                                         budget, main_grad, recompute)
+                                         budget, recompute, *main_grads)
     # Without autograd nothing is kept: the tiled forward is the same y.
     if _autograd._tracing([x, gate_up, down]):
         return _forward_op(x, gate_up, down, list(splits), shards, budget)

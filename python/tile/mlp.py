@@ -127,12 +127,20 @@ def matmul_into(d, a, b, *, trans_a=False, trans_b=False, beta=1.0):
         if t.dim() != 2 or not t.is_contiguous():
             raise ValueError(f"matmul_into: {name} must be a dense 2-D "
                              f"tensor, got shape {list(t.shape)}")
+    if _autograd._tracing([d, a, b]):
+        _matmul_into_op(d, a, b, trans_a, trans_b, beta)
+    else:
+        _matmul_into(d, a, b, trans_a, trans_b, beta)
+    return d
+
+
+def _matmul_into(d, a, b, trans_a, trans_b, beta):
     if d.device.type == "cpu":
         f64 = torch.float64
         op_a = a.to(f64).T if trans_a else a.to(f64)
         op_b = b.to(f64).T if trans_b else b.to(f64)
         d.copy_((op_a @ op_b + beta * d.to(f64)).to(d.dtype))
-        return d
+        return
     with _lock:
         operators = _operators_of(d.device)
     run, workspace = _run(d.device, _MATMUL_WORKSPACE)
@@ -142,7 +150,18 @@ def matmul_into(d, a, b, *, trans_a=False, trans_b=False, beta=1.0):
                                       int(trans_a), pb, int(trans_b), pd,
                                       beta))
     del workspace
-    return d
+
+
+@torch.library.custom_op("tile::matmul_into", mutates_args=("d",))
+def _matmul_into_op(d: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                    trans_a: bool, trans_b: bool, beta: float) -> None:
+    """matmul_into traced (torch.compile): it writes d, a graph input."""
+    _matmul_into(d, a, b, trans_a, trans_b, beta)
+
+
+@_matmul_into_op.register_fake
+def _matmul_into_fake(d, a, b, trans_a, trans_b, beta):
+    return None
 
 
 _MATMUL_WORKSPACE = 32 << 20  # TILE_MATMUL_WORKSPACE_BYTES
@@ -205,16 +224,13 @@ def add_into(into, dx, grads):
     return dx, None
 
 
-def accumulate_main_grads(weights, names, backward):
-    """The main_grad contract around `backward(into)`: the weights'
-    main_grads (checked) receive the gradients, their flags are set, and
-    the result (dx) is returned."""
-    into = [_autograd.main_grad_of(w, f"the {name} weight")
-            for w, name in zip(weights, names)]
-    dx = backward(into)
-    for w in weights:
-        w.grad_added_to_main_grad = True
-    return dx
+def main_grads_of(weights, names):
+    """The weights' main_grads (checked), looked up when the forward runs,
+    and the weights marked (autograd.mark_main_grads)."""
+    main_grads = [_autograd.main_grad_of(w, f"the {name} weight")
+                  for w, name in zip(weights, names)]
+    _autograd.mark_main_grads(weights, in_forward=True)
+    return main_grads
 
 
 def autograd_grads(ctx, grads, weights):
@@ -283,11 +299,33 @@ def _backward_fake(x, gate, up, down, dy, shards, memory_budget):
     return [torch.empty_like(x)] + grad_buffers(x, (gate, up, down))
 
 
+@torch.library.custom_op("tile::swiglu_mlp_backward_into",
+                         mutates_args=("into",))
+def _backward_into_op(x: torch.Tensor, gate: torch.Tensor, up: torch.Tensor,
+                      down: torch.Tensor, dy: torch.Tensor, shards: int,
+                      memory_budget: int,
+                      into: list[torch.Tensor]) -> torch.Tensor:
+    """dx; the weight gradients added to `into` (their main_grads) in
+    place, as the eager step does: no gradient tensor of their own."""
+    return _backward(x, gate, up, down, dy, shards, memory_budget, into)[0]
+
+
+@_backward_into_op.register_fake
+def _backward_into_fake(x, gate, up, down, dy, shards, memory_budget, into):
+    return torch.empty_like(x)
+
+
 class _MLPFunction(torch.autograd.Function):
+    """apply(x, gate, up, down, shards, memory_budget, *main_grads): with
+    main_grads (one per weight) the backward adds the weight gradients to
+    them; they are inputs of the node so that a traced backward sees
+    them."""
+
     @staticmethod
-    def forward(ctx, x, gate, up, down, shards, memory_budget, main_grad):
+    def forward(ctx, x, gate, up, down, shards, memory_budget, *main_grads):
         ctx.save_for_backward(x, gate, up, down)
-        ctx.options = (shards, memory_budget, main_grad)
+        ctx.main_grads = main_grads  # not saved: see _KernelFunction
+        ctx.options = (shards, memory_budget)
         if _autograd._tracing([x, gate, up, down]):
             return _forward_op(x, gate, up, down, shards, memory_budget)
         return _forward(x, gate, up, down, shards, memory_budget)
@@ -295,26 +333,28 @@ class _MLPFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         x, gate, up, down = ctx.saved_tensors
-        shards, memory_budget, main_grad = ctx.options
+        main_grads = list(ctx.main_grads)
+        shards, memory_budget = ctx.options
         dy = dy.contiguous()
         weights = (gate, up, down)
-        if main_grad:
-            if _autograd._tracing([x, dy]):
-                raise NotImplementedError(
-                    "tile: main_grad accumulation under torch.compile is not "
-                    "supported yet; run the MLP eagerly or without main_grad")
-            dx = accumulate_main_grads(
-                weights, ("gate", "up", "down"),
-                lambda into: _backward(x, gate, up, down, dy, shards,
-                                       memory_budget, into)[0])
-            return dx, None, None, None, None, None, None
-        if _autograd._tracing([x, dy]):
+        tracing = _autograd._tracing([x, dy])
+        none = (None,) * (2 + len(main_grads))
+        if main_grads:
+            if tracing:
+                dx = _backward_into_op(x, gate, up, down, dy, shards,
+                                       memory_budget, main_grads)
+            else:
+                dx = _backward(x, gate, up, down, dy, shards, memory_budget,
+                               main_grads)[0]
+            _autograd.mark_main_grads(weights, in_forward=False)
+            return dx, None, None, None, *none
+        if tracing:
             dx, *grads = _backward_op(x, gate, up, down, dy, shards,
                                       memory_budget)
         else:
             dx, grads = _backward(x, gate, up, down, dy, shards,
                                   memory_budget)
-        return (dx, *autograd_grads(ctx, grads, weights), None, None, None)
+        return (dx, *autograd_grads(ctx, grads, weights), *none)
 
 
 def check_operands(named):
@@ -389,8 +429,10 @@ def swiglu_mlp(x, gate, up, down, *, shards=0, memory_budget=None,
     budget = memory_budget or 0
     if torch.is_grad_enabled() and any(
             t.requires_grad for t in (x, gate, up, down)):
+        main_grads = main_grads_of((gate, up, down), ("gate", "up", "down")) \
+            if main_grad else []
         return _MLPFunction.apply(x, gate, up, down, shards, budget,
-                                  main_grad)
+                                  *main_grads)
     if _autograd._tracing([x, gate, up, down]):
         return _forward_op(x, gate, up, down, shards, budget)
     return _forward(x, gate, up, down, shards, budget)

@@ -20,21 +20,43 @@ from torch.nn import functional as F
 
 from . import autograd as _autograd
 from . import ops
-from .mlp import matmul_into
+from .mlp import main_grads_of, matmul_into
 
 __all__ = ["RMSNorm", "SwiGLU", "SiluAndMul", "GatedMLP", "SwiGLUMLP",
-           "TiledSwiGLUMLP", "GroupedSwiGLUMLP"]
+           "TiledSwiGLUMLP", "GroupedSwiGLUMLP", "attach_main_grads"]
 
 
 def _ensure_main_grad(param):
     """An fp32 main_grad for `param` (float64 for a float64 one), made zero
-    where the training loop attached none."""
+    where the training loop attached none (eagerly: under torch.compile the
+    backward adds to it as a graph input, so it must exist before)."""
     if getattr(param, "main_grad", None) is None:
+        if torch.compiler.is_compiling():
+            raise RuntimeError(
+                "tile: under torch.compile every main_grad must exist before "
+                "the compiled step (the backward adds to it as an input of "
+                "the graph): call tile.nn.attach_main_grads(model) first, "
+                "attach your own (Megatron's DDP does), or run one step "
+                "eagerly")
         dtype = torch.float64 if param.dtype == torch.float64 \
             else torch.float32
         param.main_grad = torch.zeros(param.shape, dtype=dtype,
                                       device=param.device)
     return param.main_grad
+
+
+def attach_main_grads(model):
+    """Gives every parameter of the Tile modules in `model` that use the
+    main_grad contract (``accumulate_into_main_grad=True``) a zero fp32
+    main_grad where it has none; returns `model`. Their forward does the
+    same on first use, but a compiled model (torch.compile) needs them
+    before its first step."""
+    for module in model.modules():
+        if isinstance(module, _MAIN_GRAD_MODULES) and \
+                module.accumulate_into_main_grad:
+            for param in module.parameters():
+                _ensure_main_grad(param)
+    return model
 
 
 def _check_shards(shards):
@@ -135,33 +157,36 @@ class _GatedActivation(torch.autograd.Function):
 class _MainGradGatedMLP(torch.autograd.Function):
     """The gated MLP's step with the weight gradients added to main_grad:
     the GEMMs' dgrads in torch, the wgrads by GEMMs with beta = 1 straight
-    into fp32, the activation's backward derived by tile-differentiate."""
+    into fp32, the activation's backward derived by tile-differentiate.
+    apply(x, gate, up, down, activation, *main_grads): the main_grads are
+    inputs of the node so that a traced backward sees them."""
 
     @staticmethod
-    def forward(ctx, x, gate, up, down, activation):
+    def forward(ctx, x, gate, up, down, activation, *main_grads):
         g = F.linear(x, gate)
         u = F.linear(x, up)
         h = ops._kernel(_ACTIVATIONS[activation])(g, u)
         ctx.activation = activation
         ctx.save_for_backward(x, gate, up, down, g, u, h)
+        ctx.main_grads = main_grads  # not saved: see _KernelFunction
         return F.linear(h, down)
 
     @staticmethod
     def backward(ctx, dy):
         x, gate, up, down, g, u, h = ctx.saved_tensors
+        into_gate, into_up, into_down = ctx.main_grads
         x2 = x.reshape(-1, x.shape[-1])
         dy2 = dy.reshape(-1, dy.shape[-1]).contiguous()
         h2 = h.reshape(-1, h.shape[-1])
-        matmul_into(_ensure_main_grad(down), dy2, h2, trans_a=True)
+        matmul_into(into_down, dy2, h2, trans_a=True)
         dh = dy2 @ down
         dg, du = _activation_backward(ctx.activation, g.reshape(dh.shape),
                                       u.reshape(dh.shape), dh)
-        matmul_into(_ensure_main_grad(gate), dg, x2, trans_a=True)
-        matmul_into(_ensure_main_grad(up), du, x2, trans_a=True)
+        matmul_into(into_gate, dg, x2, trans_a=True)
+        matmul_into(into_up, du, x2, trans_a=True)
         dx = dg @ gate + du @ up
-        for w in (gate, up, down):
-            w.grad_added_to_main_grad = True
-        return dx.view(x.shape), None, None, None, None
+        _autograd.mark_main_grads((gate, up, down), in_forward=False)
+        return dx.view(x.shape), *(None,) * 7
 
 
 class GatedMLP(nn.Module):
@@ -188,9 +213,13 @@ class GatedMLP(nn.Module):
 
     def forward(self, x):
         if self.accumulate_into_main_grad and torch.is_grad_enabled():
-            return _MainGradGatedMLP.apply(
-                x, self.gate_proj.weight, self.up_proj.weight,
-                self.down_proj.weight, self.activation)
+            weights = (self.gate_proj.weight, self.up_proj.weight,
+                       self.down_proj.weight)
+            for w in weights:
+                _ensure_main_grad(w)
+            main_grads = main_grads_of(weights, ("gate", "up", "down"))
+            return _MainGradGatedMLP.apply(x, *weights, self.activation,
+                                           *main_grads)
         g, u = self.gate_proj(x), self.up_proj(x)
         ops._kernel(_ACTIVATIONS[self.activation]).check((g, u))
         return self.down_proj(_GatedActivation.apply(g, u, self.activation))
@@ -305,3 +334,7 @@ class GroupedSwiGLUMLP(nn.Module):
         return (f"{self.num_experts}, {self.hidden_size}, "
                 f"{self.intermediate_size}, shards={self.shards!r}"
                 + ("" if self.recompute else ", recompute=False"))
+
+
+# The modules with accumulate_into_main_grad (attach_main_grads).
+_MAIN_GRAD_MODULES = (RMSNorm, GatedMLP, TiledSwiGLUMLP, GroupedSwiGLUMLP)

@@ -16,17 +16,22 @@ from .grouped_mlp import grouped_swiglu_mlp  # noqa: F401
 from .mlp import swiglu_mlp  # noqa: F401  (tile.ops.swiglu_mlp)
 
 
-_kernels = {}
+# Every kernel tile.ops runs, made when tile.ops is imported (a
+# millisecond each: the host module is verified and derived, nothing is
+# compiled for a GPU until a call needs it). Made on first use instead, a
+# first call inside torch.compile would trace the construction, whose calls
+# into libtile Dynamo cannot follow: fullgraph=True would fail.
+_OPERATORS = (("swiglu", False), ("geglu", False), ("silu_and_mul", False),
+              ("rms_norm", False), ("rms_norm", True), ("rope", False))
+_kernels = {(name, main_grad): Kernel(_capi.operator_source(name),
+                                      main_grad=main_grad)
+            for name, main_grad in _OPERATORS}
 
 
-def _kernel(name, policy="recompute", main_grad=False):
-    """The operator's Kernel, made on first use (a plain dict: torch.compile
-    traces through it)."""
-    key = (name, policy, main_grad)
-    if key not in _kernels:
-        _kernels[key] = Kernel(_capi.operator_source(name), policy=policy,
-                               main_grad=main_grad)
-    return _kernels[key]
+def _kernel(name, main_grad=False):
+    """The operator's Kernel (a plain dict: torch.compile traces through
+    it)."""
+    return _kernels[(name, main_grad)]
 
 
 def swiglu(a, b):
