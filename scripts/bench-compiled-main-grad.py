@@ -2,7 +2,7 @@
 """Eager vs compiled (Inductor) main_grad steps at Llama-3-8B's MLP sizes:
 time and peak memory. A compiled backward that cloned main_grad (a failed
 reinplace of the mutating op) would show as +0.66 GiB and a copy's time."""
-import torch, tile, time
+import torch, tile
 torch.manual_seed(0)
 S, H, I = 16384, 4096, 14336
 for name, make in [("TiledSwiGLUMLP", lambda: tile.nn.TiledSwiGLUMLP(H, I, accumulate_into_main_grad=True, device="cuda", dtype=torch.bfloat16)),
