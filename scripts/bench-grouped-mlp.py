@@ -28,11 +28,18 @@ GPU time between two events around the step is reported (median). The host
 time per step is printed too: where it exceeds the GPU time the step is
 host-bound and the GPU time flatters it. Memory: peak allocated during the
 step minus what was allocated before it (weights, main_grad, x, dy).
+
+--fresh-splits: a router sends each step's tokens anew, so each step here
+draws new splits (each expert's count moved by up to a quarter of it, any
+integer, the total kept) before it runs, inside the timed host call. Row
+counts a step has not seen cost what a first call costs (Tile's cuBLASLt
+plans are cached by shape); without it every step reuses one split.
 """
 
 import argparse
 import gc
 import json
+import random
 import statistics
 import time
 
@@ -59,11 +66,12 @@ def split_counts(tokens, experts, kind):
 
 
 class Problem:
-    def __init__(self, tokens, experts, inter, splits):
+    def __init__(self, tokens, experts, inter, splits, fresh=False):
         torch.manual_seed(0)
-        self.splits = splits
-        self.offsets = torch.tensor(splits, device="cuda").cumsum(0).to(
-            torch.int32)
+        self.base = splits
+        self.fresh = fresh
+        self.rng = random.Random(0)
+        self.set_splits(splits)
         self.gate_up = torch.nn.Parameter(
             torch.randn(experts, 2 * inter, HIDDEN, device="cuda",
                         dtype=DTYPE) * HIDDEN ** -0.5)
@@ -90,6 +98,23 @@ class Problem:
         for module in (self.tile_main_grad, self.tile_untiled,
                        self.tile_plain):
             module.gate_up_proj, module.down_proj = self.gate_up, self.down
+
+    def set_splits(self, splits):
+        self.splits = splits
+        self.offsets = torch.tensor(splits, device="cuda").cumsum(0).to(
+            torch.int32)
+
+    def route(self):
+        """With --fresh-splits, new splits for the next step (see the
+        module's docstring)."""
+        if not self.fresh:
+            return
+        splits = [max(0, n + self.rng.randint(-(n // 4), n // 4))
+                  for n in self.base]
+        splits[0] += sum(self.base) - sum(splits)
+        if splits[0] < 0:  # the first expert holds the most tokens
+            splits = list(self.base)
+        self.set_splits(splits)
 
     def params(self):
         return (self.gate_up, self.down)
@@ -123,24 +148,30 @@ def loop_mlp(x, gate_up, down, splits):
 
 def steps(p):
     def tile_main_grad():
+        p.route()
         p.tile_main_grad(p.x, p.splits).backward(p.dy)
 
     def tile_untiled():
+        p.route()
         p.tile_untiled(p.x, p.splits).backward(p.dy)
 
     def tile_accumulate():
+        p.route()
         p.tile_plain(p.x, p.splits).backward(p.dy)
         p.accumulate()
 
     def grouped_mm():
+        p.route()
         grouped_mm_mlp(p.x, p.gate_up, p.down, p.offsets).backward(p.dy)
         p.accumulate()
 
     def compiled():
+        p.route()
         _compiled_mlp(p.x, p.gate_up, p.down, p.offsets).backward(p.dy)
         p.accumulate()
 
     def loop():
+        p.route()
         loop_mlp(p.x, p.gate_up, p.down, p.splits).backward(p.dy)
         p.accumulate()
 
@@ -199,12 +230,15 @@ def main():
                         default=["balanced", "skewed"])
     parser.add_argument("--columns", nargs="+")
     parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--fresh-splits", action="store_true",
+                        help="new splits every step (see above)")
     parser.add_argument("--json")
     args = parser.parse_args()
     cycles_per_ms = sleep_cycles_per_ms()
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}"
           f", H={HIDDEN} bf16, forward + backward into fp32 main_grad, "
-          f"median of {args.iterations} steps (GPU ms; host ms per step)")
+          f"median of {args.iterations} steps (GPU ms; host ms per step)"
+          + (", new splits every step" if args.fresh_splits else ""))
     results = []
     for experts in args.experts:
         for inter in args.inter:
@@ -214,7 +248,8 @@ def main():
                     label = (f"E={experts} I={inter} T={tokens} {kind}"
                              f" (empty experts: {splits.count(0)})")
                     try:
-                        problem = Problem(tokens, experts, inter, splits)
+                        problem = Problem(tokens, experts, inter, splits,
+                                          args.fresh_splits)
                     except torch.OutOfMemoryError:
                         print(f"{label}: skipped, the weights and main_grad "
                               "do not fit")

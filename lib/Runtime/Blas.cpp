@@ -52,6 +52,15 @@ uint32_t alignment(const MatrixView &m) {
   return static_cast<uint32_t>(bits & (~bits + 1));
 }
 
+/// `size` rounded up to a quarter octave (300 -> 320, 5000 -> 5120): the
+/// sizes that share a choice of algorithm (Blas::plan).
+int64_t quarterOctave(int64_t size) {
+  int64_t step = 1;
+  while (step * 8 <= size)
+    step *= 2;
+  return (size + step - 1) / step * step;
+}
+
 std::string describe(const MatrixView &m) {
   return formatShape({m.rows, m.cols}) + " " + name(m.dtype) + " (ld " +
          std::to_string(m.ld) + ")";
@@ -117,6 +126,9 @@ struct Blas::Plan {
   void *desc = nullptr, *aLayout = nullptr, *bLayout = nullptr,
        *dLayout = nullptr;
   HeuristicResult choice{};
+  /// Whether `choice` was made for another problem of its quarter octave
+  /// (Blas::plan); if cuBLASLt refuses it here, the plan asks again.
+  bool borrowed = false;
   ~Plan() {
     if (desc)
       api->matmulDescDestroy(desc);
@@ -124,6 +136,10 @@ struct Blas::Plan {
       if (layout)
         api->matrixLayoutDestroy(layout);
   }
+};
+
+struct Blas::Choice {
+  HeuristicResult result;
 };
 
 StatusOr<std::unique_ptr<Blas>> Blas::open(const Device &device) {
@@ -156,6 +172,7 @@ StatusOr<std::unique_ptr<Blas>> Blas::open(const Device &device) {
 
 Blas::~Blas() {
   plans.clear();
+  choices.clear();
   if (handle)
     api.destroy(handle);
 }
@@ -166,20 +183,32 @@ StatusOr<Blas::Plan *> Blas::plan(const Operand &a, const Operand &b,
   const MatrixView &am = a.matrix, &bm = b.matrix;
   int64_t m = d.rows, n = d.cols;
   int64_t k = a.transposed ? am.rows : am.cols;
-  std::string key =
-      std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(k);
+  std::string layouts;
   for (const MatrixView *x : {&am, &bm, &d})
-    key += std::string("/") + name(x->dtype) + ":" + std::to_string(x->ld) +
-           "@" + std::to_string(alignment(*x));
-  key += a.transposed ? "/T" : "/N";
-  key += b.transposed ? "T" : "N";
-  key += workspace ? "/workspace" : "";
+    layouts += std::string("/") + name(x->dtype) + ":" + std::to_string(x->ld) +
+               "@" + std::to_string(alignment(*x));
+  layouts += a.transposed ? "/T" : "/N";
+  layouts += b.transposed ? "T" : "N";
+  layouts += workspace ? "/workspace" : "";
+  auto sizes = [](int64_t m, int64_t n, int64_t k) {
+    return std::to_string(m) + "," + std::to_string(n) + "," +
+           std::to_string(k);
+  };
+  std::string key = sizes(m, n, k) + layouts;
   if (auto it = plans.find(key); it != plans.end())
     return it->second.get();
   // A mixture of experts meets new row counts every step: the plans are a
   // cache, not a record, and start over rather than grow without bound.
-  if (plans.size() >= kMaxPlans)
+  if (plans.size() >= kMaxPlans) {
     plans.clear();
+    choices.clear();
+  }
+  // The heuristic query costs 50-150 us of host time, which a grouped step
+  // paid for each of its GEMMs when the router's row counts were new
+  // (docs/Performance.md). Problems whose sizes round up to the same
+  // quarter octave, with the same layouts, share one query's algorithm.
+  std::string choiceKey =
+      sizes(quarterOctave(m), quarterOctave(n), quarterOctave(k)) + layouts;
 
   auto fail = [&](const char *what, int status) {
     return Status::error(std::string("matmul: ") + what +
@@ -208,9 +237,27 @@ StatusOr<Blas::Plan *> Blas::plan(const Operand &a, const Operand &b,
                                      d.rows, d.ld))
     return fail("cublasLtMatrixLayoutCreate", s);
 
+  if (auto it = choices.find(choiceKey); it != choices.end()) {
+    p.choice = it->second->result;
+    p.borrowed = true;
+  } else if (Status s = choose(p, a, b, d, workspace); !s) {
+    return s;
+  } else {
+    choices[choiceKey] = std::make_unique<Choice>(Choice{p.choice});
+  }
+  Plan *result = made.get();
+  plans[key] = std::move(made);
+  return result;
+}
+
+Status Blas::choose(Plan &p, const Operand &a, const Operand &b,
+                    const MatrixView &d, cu::DevicePtr workspace) {
+  const MatrixView &am = a.matrix, &bm = b.matrix;
   void *preference = nullptr;
   if (int s = api.preferenceCreate(&preference))
-    return fail("cublasLtMatmulPreferenceCreate", s);
+    return Status::error(
+        std::string("matmul: cublasLtMatmulPreferenceCreate failed: ") +
+        api.getStatusName(s));
   uint64_t maxWorkspace = workspace ? kWorkspaceBytes : 0;
   uint32_t aligned[4] = {alignment(bm), alignment(am), alignment(d),
                          alignment(d)};
@@ -225,16 +272,17 @@ StatusOr<Blas::Plan *> Blas::plan(const Operand &a, const Operand &b,
         api.algoGetHeuristic(handle, p.desc, p.aLayout, p.bLayout, p.dLayout,
                              p.dLayout, preference, 1, &p.choice, &found);
   api.preferenceDestroy(preference);
+  p.borrowed = false;
   if (status == kStatusNotSupported || (status == 0 && found == 0))
     return Status::error("matmul: cuBLASLt has no algorithm for op(a) " +
                          describe(am) + (a.transposed ? "ᵀ" : "") +
                          " · op(b) " + describe(bm) +
                          (b.transposed ? "ᵀ" : "") + " into " + describe(d));
   if (status != 0)
-    return fail("cublasLtMatmulAlgoGetHeuristic", status);
-  Plan *result = made.get();
-  plans[key] = std::move(made);
-  return result;
+    return Status::error(
+        std::string("matmul: cublasLtMatmulAlgoGetHeuristic failed: ") +
+        api.getStatusName(status));
+  return Status::ok();
 }
 
 Status Blas::matmul(const Operand &a, const Operand &b, const MatrixView &d,
@@ -276,10 +324,20 @@ Status Blas::matmul(const Operand &a, const Operand &b, const MatrixView &d,
   const void *bPtr = reinterpret_cast<const void *>(bm.data);
   const void *aPtr = reinterpret_cast<const void *>(am.data);
   void *dPtr = reinterpret_cast<void *>(d.data);
-  int status =
-      api.matmul(handle, p.desc, &alpha, bPtr, p.aLayout, aPtr, p.bLayout,
-                 &beta, dPtr, p.dLayout, dPtr, p.dLayout, p.choice.algo,
-                 reinterpret_cast<void *>(workspace), workspaceBytes, stream);
+  auto run = [&] {
+    return api.matmul(handle, p.desc, &alpha, bPtr, p.aLayout, aPtr, p.bLayout,
+                      &beta, dPtr, p.dLayout, dPtr, p.dLayout, p.choice.algo,
+                      reinterpret_cast<void *>(workspace), workspaceBytes,
+                      stream);
+  };
+  int status = run();
+  // cuBLASLt checks the algorithm against the problem before it queues
+  // anything: one chosen for another size it refuses is chosen again.
+  if (status != 0 && p.borrowed) {
+    if (Status s = choose(p, a, b, d, workspace); !s)
+      return s;
+    status = run();
+  }
   if (status != 0)
     return Status::error(std::string("cublasLtMatmul failed: ") +
                          api.getStatusName(status) + " (" + describe(d) +

@@ -99,7 +99,8 @@ public:
   size_t version() const { return api.getVersion(); }
 
 private:
-  struct Plan; // descriptors and the algorithm for one problem
+  struct Plan;   // descriptors and the algorithm for one problem
+  struct Choice; // one heuristic query's algorithm
   /// The most plans kept (a plan is a few descriptors and one heuristic
   /// query, made again when needed).
   static constexpr size_t kMaxPlans = 4096;
@@ -107,11 +108,16 @@ private:
   /// The plan for one problem, made on first use; the caller holds `mutex`.
   StatusOr<Plan *> plan(const Operand &a, const Operand &b, const MatrixView &d,
                         cu::DevicePtr workspace);
+  /// Asks cuBLASLt's heuristic for `p`'s algorithm (the problem's own).
+  Status choose(Plan &p, const Operand &a, const Operand &b,
+                const MatrixView &d, cu::DevicePtr workspace);
 
   BlasApi api{};
   void *handle = nullptr;
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Plan>> plans;
+  /// The algorithm chosen for each quarter octave of sizes (Blas::plan).
+  std::map<std::string, std::unique_ptr<Choice>> choices;
 };
 
 } // namespace tile::rt
