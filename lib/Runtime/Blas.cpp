@@ -61,6 +61,12 @@ int64_t quarterOctave(int64_t size) {
   return (size + step - 1) / step * step;
 }
 
+/// "matmul: <what> failed: <cuBLASLt's name for status>".
+Status failedCall(const BlasApi &api, const char *what, int status) {
+  return Status::error(std::string("matmul: ") + what +
+                       " failed: " + api.getStatusName(status));
+}
+
 std::string describe(const MatrixView &m) {
   return formatShape({m.rows, m.cols}) + " " + name(m.dtype) + " (ld " +
          std::to_string(m.ld) + ")";
@@ -210,32 +216,28 @@ StatusOr<Blas::Plan *> Blas::plan(const Operand &a, const Operand &b,
   std::string choiceKey =
       sizes(quarterOctave(m), quarterOctave(n), quarterOctave(k)) + layouts;
 
-  auto fail = [&](const char *what, int status) {
-    return Status::error(std::string("matmul: ") + what +
-                         " failed: " + api.getStatusName(status));
-  };
   auto made = std::make_unique<Plan>();
   Plan &p = *made;
   p.api = &api;
   // Column-major dᵀ[n,m] = op(b)ᵀ[n,k] · op(a)ᵀ[k,m] (see the file comment).
   if (int s = api.matmulDescCreate(&p.desc, kComputeF32, kCudaR32F))
-    return fail("cublasLtMatmulDescCreate", s);
+    return failedCall(api, "cublasLtMatmulDescCreate", s);
   int transA = b.transposed ? kOpT : kOpN, transB = a.transposed ? kOpT : kOpN;
   if (int s = api.matmulDescSetAttribute(p.desc, kDescTransA, &transA,
                                          sizeof(transA)))
-    return fail("setting TRANSA", s);
+    return failedCall(api, "setting TRANSA", s);
   if (int s = api.matmulDescSetAttribute(p.desc, kDescTransB, &transB,
                                          sizeof(transB)))
-    return fail("setting TRANSB", s);
+    return failedCall(api, "setting TRANSB", s);
   if (int s = api.matrixLayoutCreate(&p.aLayout, cudaType(bm.dtype), bm.cols,
                                      bm.rows, bm.ld))
-    return fail("cublasLtMatrixLayoutCreate", s);
+    return failedCall(api, "cublasLtMatrixLayoutCreate", s);
   if (int s = api.matrixLayoutCreate(&p.bLayout, cudaType(am.dtype), am.cols,
                                      am.rows, am.ld))
-    return fail("cublasLtMatrixLayoutCreate", s);
+    return failedCall(api, "cublasLtMatrixLayoutCreate", s);
   if (int s = api.matrixLayoutCreate(&p.dLayout, cudaType(d.dtype), d.cols,
                                      d.rows, d.ld))
-    return fail("cublasLtMatrixLayoutCreate", s);
+    return failedCall(api, "cublasLtMatrixLayoutCreate", s);
 
   if (auto it = choices.find(choiceKey); it != choices.end()) {
     p.choice = it->second->result;
@@ -255,9 +257,7 @@ Status Blas::choose(Plan &p, const Operand &a, const Operand &b,
   const MatrixView &am = a.matrix, &bm = b.matrix;
   void *preference = nullptr;
   if (int s = api.preferenceCreate(&preference))
-    return Status::error(
-        std::string("matmul: cublasLtMatmulPreferenceCreate failed: ") +
-        api.getStatusName(s));
+    return failedCall(api, "cublasLtMatmulPreferenceCreate", s);
   uint64_t maxWorkspace = workspace ? kWorkspaceBytes : 0;
   uint32_t aligned[4] = {alignment(bm), alignment(am), alignment(d),
                          alignment(d)};
@@ -279,9 +279,7 @@ Status Blas::choose(Plan &p, const Operand &a, const Operand &b,
                          " · op(b) " + describe(bm) +
                          (b.transposed ? "ᵀ" : "") + " into " + describe(d));
   if (status != 0)
-    return Status::error(
-        std::string("matmul: cublasLtMatmulAlgoGetHeuristic failed: ") +
-        api.getStatusName(status));
+    return failedCall(api, "cublasLtMatmulAlgoGetHeuristic", status);
   return Status::ok();
 }
 

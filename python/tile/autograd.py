@@ -149,7 +149,7 @@ def _forward(kernel, args):
 class _KernelFunction(torch.autograd.Function):
     """apply(key, count, *args, *main_grads): the kernel's `count`
     arguments, then the main_grad accumulators of the arguments
-    `_main_grad_indices` names. The accumulators are inputs of the node
+    `kernel.main_grad_arguments` names. The accumulators are inputs of the node
     (not looked up on the parameters in the backward) so that a traced
     backward (torch.compile) sees them as the graph inputs they are; they
     are kept on ctx, not saved: other gradients are added to them (or to
@@ -176,19 +176,11 @@ class _KernelFunction(torch.autograd.Function):
         saved = stored[len(stored) - ctx.num_saved:]
         tensors = iter(stored[:len(stored) - ctx.num_saved])
         args = [next(tensors) if k == "t" else k for k in ctx.kinds]
-        accumulators = dict(zip(_main_grad_indices(kernel), ctx.main_grads))
+        accumulators = dict(zip(kernel.main_grad_arguments, ctx.main_grads))
         return (None, None,
                 *backward(kernel, args, grads, saved,
                           main_grads=accumulators),
                 *[None] * len(ctx.main_grads))
-
-
-def _main_grad_indices(kernel):
-    """The arguments whose gradient the backward adds to a main_grad."""
-    if not kernel.main_grad or kernel.backward_function is None:
-        return []
-    info = kernel._host.functions[kernel.backward_function]
-    return [value.of for value in info.arguments if value.role == MAIN_GRAD]
 
 
 def mark_main_grads(params, in_forward):
@@ -210,7 +202,7 @@ def backward(kernel, args, grads, saved, into=None, main_grads=None):
     shape and dtype; it may be the argument itself where the kernel is
     elementwise: each element is read before the same thread writes it).
     `main_grads` maps an argument's index to the main_grad its gradient is
-    added to (every argument `_main_grad_indices` names)."""
+    added to (every argument `kernel.main_grad_arguments` names)."""
     if kernel.backward_function is None:
         raise RuntimeError(f"{kernel.function} has no derived backward")
     info = kernel._host.functions[kernel.backward_function]
@@ -283,7 +275,7 @@ def apply(kernel, args):
                       if isinstance(a, torch.Tensor) and info.differentiable]
     if torch.is_grad_enabled() and any(a.requires_grad
                                        for a in differentiable):
-        indices = _main_grad_indices(kernel)
+        indices = kernel.main_grad_arguments
         main_grads = [main_grad_of(args[i], kernel.describe(i))
                       for i in indices]
         mark_main_grads([args[i] for i in indices], in_forward=True)

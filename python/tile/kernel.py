@@ -115,6 +115,11 @@ class Kernel:
         backward = [f for f in self._host.functions.values()
                     if f.backward_of == function]
         self.backward_function = backward[0].name if backward else None
+        # The arguments whose gradient the backward adds to a main_grad
+        # (looked up once: every call with autograd needs them).
+        self.main_grad_arguments = [] if not (main_grad and backward) else [
+            value.of for value in backward[0].arguments
+            if value.role == _capi.MAIN_GRAD]
         saving = [f for f in self._host.functions.values()
                   if f.forward_of == function]
         self.saving_function = saving[0].name if saving else None
