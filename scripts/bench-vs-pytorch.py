@@ -15,7 +15,11 @@ For every kernel, dtype and shape of tile-bench's table it times the same
 operation through Python for each side: Tile (tile.ops), PyTorch eager,
 torch.compile (static shapes, one specialization each, as a training step
 sees them) and Liger (LigerSiLUMulFunction; LigerRMSNormFunction with its
-defaults: llama casting, dY overwritten in place). The forward runs under
+defaults: llama casting, dY overwritten in place). SwiGLU also has Tile's
+in-place backward (tile.ops.swiglu(..., inplace_backward=True), column
+tile-inpl): Liger's SwiGLU writes da and db over a and b, which a default
+tile.ops.swiglu may not do, so Tile/best sets the default against every peer
+and inpl/Liger the two in-place sides against each other. The forward runs under
 no_grad; the backward is torch.autograd.grad of the inputs through each
 side's own autograd (retain_graph, so nothing accumulates). Every call is
 timed by gpu_timer.settled_ms: behind queued stream kernels (which also
@@ -52,13 +56,18 @@ torch._functorch.config.donated_buffer = False
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 
 
+IN_PLACE = "tile-inpl"  # Tile's SwiGLU whose backward writes over a and b
+
+
 def implementations():
-    """{kernel: {side: callable}}; Tile first, Liger (which overwrites its
-    inputs in the backward) last."""
+    """{kernel: {side: callable}}; Tile first, the sides that overwrite their
+    inputs in the backward (Tile's in-place SwiGLU, Liger) last."""
     impls = {
         "swiglu": {"tile": tile.ops.swiglu, "eager": peers.swiglu_eager,
                    "compile": torch.compile(peers.swiglu_eager,
-                                            dynamic=False)},
+                                            dynamic=False),
+                   IN_PLACE: lambda a, b: tile.ops.swiglu(
+                       a, b, inplace_backward=True)},
         "rms_norm": {"tile": lambda x, w: tile.ops.rms_norm(x, w, EPS),
                      "eager": peers.rms_norm_eager,
                      "compile": torch.compile(peers.rms_norm_eager,
@@ -67,6 +76,11 @@ def implementations():
     for kernel, fn in (peers.liger() or {}).items():
         impls[kernel]["liger"] = fn
     return impls
+
+
+def all_sides(impls):
+    """Every side of any kernel, in the kernels' order."""
+    return list(dict.fromkeys(s for sides in impls.values() for s in sides))
 
 
 def moved_bytes(kernel, direction, m, n, e):
@@ -110,7 +124,7 @@ def take_run(cases, impls, run):
     cases, printed as it goes."""
     print(f"\nrun {run}: GB/s (depth of the spacer queue where the time "
           f"settled; '!' where the last deepening still changed it > 3 %)")
-    sides = list(next(iter(impls.values())))
+    sides = all_sides(impls)
     print(f"{'kernel':<13} {'dtype':<5} {'shape':<11} " +
           " ".join(f"{s:>12}" for s in sides))
     figures = {}
@@ -131,8 +145,9 @@ def take_run(cases, impls, run):
         figures[key] = row
         del io
         cells = " ".join(
-            f"{g:>7.0f} {d:>3}{'!' if r > 1.03 else ' '}"
-            for g, d, r in row.values())
+            f"{row[s][0]:>7.0f} {row[s][1]:>3}"
+            f"{'!' if row[s][2] > 1.03 else ' '}" if s in row else " " * 12
+            for s in sides)
         print(f"{kernel + ' ' + direction:<13} {dtype_name:<5} "
               f"{f'{m}x{n}':<11} {cells}", flush=True)
         torch.cuda.empty_cache()
@@ -141,17 +156,20 @@ def take_run(cases, impls, run):
 
 def summary(cases, runs, benches):
     """The table over all runs: each side's mean GB/s and Tile's ratios,
-    worst run first; and the largest difference between runs per side."""
+    worst run first; and the largest difference between runs per side.
+    Tile/best is Tile's default (out of place) over the best peer, whatever
+    it does; inpl/Liger sets the sides that overwrite their inputs side by
+    side (SwiGLU)."""
     ceilings = [next(r["gbps"] for r in b["results"]
                      if r["kernel"].startswith("ceiling")) for b in benches]
-    sides = list(next(iter(runs[0].values())))
-    peers = [s for s in sides if s != "tile"]
+    sides = list(dict.fromkeys(s for row in runs[0].values() for s in row))
     print(f"\nsummary over {len(runs)} runs (GB/s: mean of the runs; ratios:"
           f" the lowest run's / the highest's); tile-bench ceiling "
           + " / ".join(f"{c:.0f}" for c in ceilings) + " GB/s")
     print(f"{'kernel':<13} {'dtype':<5} {'shape':<11} {'tile-bench':>10} " +
-          " ".join(f"{s:>8}" for s in sides) +
-          f" {'Tile/best':>11} {'Tile/ceil':>11} {'same-size':>9}")
+          " ".join(f"{s:>9}" for s in sides) +
+          f" {'Tile/best':>11} {'inpl/Liger':>11} {'Tile/ceil':>11}"
+          f" {'same-size':>9}")
     spread = {s: 0.0 for s in sides + ["tile-bench"]}
     table = []
     for key in cases:
@@ -160,9 +178,11 @@ def summary(cases, runs, benches):
                            if r["kernel"] == f"{kernel} {direction}"
                            and r["dtype"] == dtype_name
                            and r["shape"] == f"{m}x{n}") for b in benches]
+        present = [s for s in sides if s in runs[0][key]]
+        peers = [s for s in present if s not in ("tile", IN_PLACE)]
         mean = {s: statistics.mean(run[key][s][0] for run in runs)
-                for s in sides}
-        for s in sides:
+                for s in present}
+        for s in present:
             values = [run[key][s][0] for run in runs]
             spread[s] = max(spread[s], max(values) / min(values) - 1)
         bench_gbps = [r["gbps"] for r in bench_rows]
@@ -170,6 +190,9 @@ def summary(cases, runs, benches):
                                    max(bench_gbps) / min(bench_gbps) - 1)
         over_best = [run[key]["tile"][0] / max(run[key][p][0] for p in peers)
                      for run in runs]
+        in_place = ([run[key][IN_PLACE][0] / run[key]["liger"][0]
+                     for run in runs]
+                    if {IN_PLACE, "liger"} <= set(present) else None)
         over_ceiling = [g / c for g, c in zip(bench_gbps, ceilings)]
         same = [r.get("stream_same_bytes_ratio") or float("nan")
                 for r in bench_rows]
@@ -177,14 +200,19 @@ def summary(cases, runs, benches):
                       "shape": f"{m}x{n}", "gbps": mean,
                       "tile_bench_gbps": bench_gbps,
                       "tile_over_best_peer": over_best,
+                      "in_place_over_liger": in_place,
                       "tile_bench_over_ceiling": over_ceiling,
                       "same_size": same,
-                      "runs": [{s: run[key][s] for s in sides}
+                      "runs": [{s: run[key][s] for s in present}
                                for run in runs]})
+        in_place_cell = (f"{min(in_place):>5.2f}/{max(in_place):<5.2f}"
+                         if in_place else " " * 11)
         print(f"{kernel + ' ' + direction:<13} {dtype_name:<5} "
               f"{f'{m}x{n}':<11} {statistics.mean(bench_gbps):>10.0f} " +
-              " ".join(f"{mean[s]:>8.0f}" for s in sides) +
+              " ".join(f"{mean[s]:>9.0f}" if s in mean else " " * 9
+                       for s in sides) +
               f" {min(over_best):>5.2f}/{max(over_best):<5.2f}"
+              f" {in_place_cell}"
               f" {min(over_ceiling):>5.2f}/{max(over_ceiling):<5.2f}"
               f" {min(same):>9.2f}", flush=True)
     print("largest difference between runs, per side: " +

@@ -57,6 +57,27 @@ def test_gradcheck_operators(generator):
         lambda x, w: tile.ops.rms_norm(x, w, 1e-5, 1.0), (leaf(x), leaf(w)))
 
 
+@pytest.mark.parametrize("name", ["swiglu", "geglu"])
+def test_inplace_backward_writes_the_gradients_over_the_inputs(name,
+                                                               generator):
+    op = getattr(tile.ops, name)
+    a0, b0 = (torch.randn(3, 64, dtype=torch.float64, generator=generator)
+              for _ in range(2))
+    seed = torch.randn(3, 64, dtype=torch.float64, generator=generator)
+    out, grads = grads_of(op, [a0, b0], [seed])
+    a1, b1 = leaf(a0), leaf(b0)
+    # Not leaves: private to the call, as a gated MLP's projections are.
+    a, b = a1 * 1, b1 * 1
+    y = op(a, b, inplace_backward=True)
+    assert torch.equal(y, out[0])
+    y.backward(seed)
+    assert torch.equal(a1.grad, grads[0]) and torch.equal(b1.grad, grads[1])
+    assert torch.equal(a, grads[0]) and torch.equal(b, grads[1])
+    x = torch.randn(4, 8)
+    with pytest.raises(tile.TileError, match=r"#1 \(b\).*dtype"):
+        op(x.half(), x.bfloat16(), inplace_backward=True)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16,
                                    torch.float32])
 def test_operators_low_precision_round_like_the_gpu(dtype, generator):

@@ -172,6 +172,23 @@ def test_two_streams():
         assert torch.equal(got, want)
 
 
+@pytest.mark.parametrize("name", ["swiglu", "geglu"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inplace_backward_gives_the_same_bits(name, dtype):
+    torch.manual_seed(6)
+    op = getattr(tile.ops, name)
+    a0, b0, dy = (randn((4096, 1024), dtype) for _ in range(3))
+    a1, b1 = leaf(a0), leaf(b0)
+    op(a1, b1).backward(dy)
+    a2, b2 = leaf(a0), leaf(b0)
+    a, b = a2 * 1, b2 * 1  # private to the call, as in a gated MLP
+    y = op(a, b, inplace_backward=True)
+    assert torch.equal(y, op(a0, b0))
+    y.backward(dy)
+    assert torch.equal(a2.grad, a1.grad) and torch.equal(b2.grad, b1.grad)
+    assert torch.equal(a, a1.grad) and torch.equal(b, b1.grad)
+
+
 def test_main_grad_on_the_gpu():
     torch.manual_seed(4)
     x = leaf(randn((300, 1024), torch.bfloat16))

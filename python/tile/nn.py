@@ -125,35 +125,6 @@ def _add_projections(module, **factory):
     module.down_proj = nn.Linear(inter, hidden, **factory)
 
 
-def _activation_backward(activation, g, u, dh):
-    """(dg, du) of act(g) * u, written over g and u (as Liger's SwiGLU
-    does): the gated MLP's g and u are its projections' outputs, private to
-    its autograd node (the projections' backward needs their inputs and
-    weights, not their outputs), and the activation is elementwise, so no
-    element is read after it is overwritten. The backward then allocates no
-    [S, I] tensor. Traced (torch.compile), the backward is a functional
-    custom op: it writes new tensors."""
-    into = None if _autograd._tracing([g, u, dh]) else {0: g, 1: u}
-    return _autograd.backward(ops._kernel(_ACTIVATIONS[activation]), [g, u],
-                              (dh,), [], into=into)
-
-
-class _GatedActivation(torch.autograd.Function):
-    """act(g) * u for the gated MLP, its backward in place
-    (_activation_backward)."""
-
-    @staticmethod
-    def forward(ctx, g, u, activation):
-        ctx.activation = activation
-        ctx.save_for_backward(g, u)
-        return _autograd.apply(ops._kernel(_ACTIVATIONS[activation]), (g, u))
-
-    @staticmethod
-    def backward(ctx, dh):
-        g, u = ctx.saved_tensors
-        return (*_activation_backward(ctx.activation, g, u, dh), None)
-
-
 class _MainGradGatedMLP(torch.autograd.Function):
     """The gated MLP's step with the weight gradients added to main_grad:
     the GEMMs' dgrads in torch, the wgrads by GEMMs with beta = 1 straight
@@ -180,8 +151,11 @@ class _MainGradGatedMLP(torch.autograd.Function):
         h2 = h.reshape(-1, h.shape[-1])
         matmul_into(into_down, dy2, h2, trans_a=True)
         dh = dy2 @ down
-        dg, du = _activation_backward(ctx.activation, g.reshape(dh.shape),
-                                      u.reshape(dh.shape), dh)
+        # Written over g and u: the projections' outputs, private to this
+        # node (their backward needs inputs and weights, not outputs).
+        dg, du = ops.gated_backward_in_place(
+            _ACTIVATIONS[ctx.activation], g.reshape(dh.shape),
+            u.reshape(dh.shape), dh)
         matmul_into(into_gate, dg, x2, trans_a=True)
         matmul_into(into_up, du, x2, trans_a=True)
         dx = dg @ gate + du @ up
@@ -221,8 +195,11 @@ class GatedMLP(nn.Module):
             return _MainGradGatedMLP.apply(x, *weights, self.activation,
                                            *main_grads)
         g, u = self.gate_proj(x), self.up_proj(x)
-        ops._kernel(_ACTIVATIONS[self.activation]).check((g, u))
-        return self.down_proj(_GatedActivation.apply(g, u, self.activation))
+        # The backward writes dg and du over g and u, which are private to
+        # this module: the projections' backward needs their inputs and
+        # weights, not their outputs.
+        return self.down_proj(ops._gated(_ACTIVATIONS[self.activation], g, u,
+                                         inplace_backward=True))
 
 
 class SwiGLUMLP(GatedMLP):

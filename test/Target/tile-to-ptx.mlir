@@ -23,17 +23,22 @@
 // PDL: griddepcontrol.wait;
 // PDL: ld.global
 // A folded finalize (finalize = "folded"): no second kernel; each CTA
-// makes its partials visible and takes a ticket, the last ones wait for
-// every arrival, take a second ticket, and the last of them resets the
-// counter.
+// releases its partials and takes a ticket, the last ones poll with acquire
+// loads until every CTA has arrived, sum the partials, then take a second
+// ticket, and the last of them resets the counter. No sequentially
+// consistent fence anywhere.
 // FOLDED-NOT: .entry rms_norm_bwd_finalize(
 // FOLDED-LABEL: .entry rms_norm_bwd(
-// FOLDED: membar.gl;
+// FOLDED-NOT: membar
+// FOLDED: fence.acq_rel.gpu;
 // FOLDED-NEXT: atom.global.add.u32
-// FOLDED: atom.global.or.b32 {{.*}}, 0;
-// FOLDED: membar.gl;
-// FOLDED-NEXT: atom.global.add.u32
-// FOLDED: atom.global.exch.b32 {{.*}}, 0;
+// FOLDED-NOT: membar
+// FOLDED: ld.acquire.gpu.global.b32
+// FOLDED-NOT: membar
+// FOLDED: ld.global.b32
+// FOLDED: st.global.b16
+// FOLDED: atom.global.add.u32
+// FOLDED: st.relaxed.gpu.global.b32 [{{.*}}], 0;
 // FOLDED-NOT: .entry rms_norm_bwd_finalize(
 // Older chips have no griddepcontrol: the pipeline drops it.
 // SM80: .target sm_80

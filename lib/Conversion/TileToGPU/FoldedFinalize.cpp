@@ -2,8 +2,9 @@
 //
 // Where the plan folds the finalize into the row kernel
 // (KernelPlan::foldedFinalize: only under `finalize = "folded"`, which is
-// not the default, since on an H100 it was 0.1-7 % slower than the separate
-// finalize kernel; docs/Performance.md), the row kernel ends here. Each CTA,
+// not the default: on an H100 it was 0-7 % slower than the separate
+// finalize kernel, with membar.gl and with release/acquire alike;
+// docs/Performance.md), the row kernel ends here. Each CTA,
 // once its partial rows are written, takes a ticket from the arrivals counter.
 // The last F CTAs to arrive (F: the finalize's 32-column slices, at least
 // one, at most the grid) wait until every CTA has; CTA j of them sums slices j,
@@ -15,20 +16,28 @@
 //
 // Why the counter needs no memset per launch: the launcher allocates it
 // zeroed, and every launch leaves it zero. Each waiting CTA takes a second
-// ticket once it has seen every arrival; the one that takes the last resets
-// the counter, when all the others have stopped reading it.
+// ticket once its finalize is done; the one that takes the last resets the
+// counter, when all the others have stopped reading it. The second ticket
+// comes after the finalize, not before it: nothing waits on it.
 //
-// The memory ordering is cooperative groups' grid barrier: every thread's
-// stores, a CTA barrier, then thread 0's fence and atomic increment; on the
-// waiting side, thread 0's atomic reads, a fence, and a CTA barrier before
-// any thread loads a partial.
+// The memory ordering is a release/acquire pair at GPU scope, the lightest
+// the PTX memory model allows: every thread's stores, a CTA barrier, then
+// thread 0's release fence (fence.acq_rel.gpu) and a relaxed increment; on
+// the waiting side thread 0 polls with acquire loads (ld.acquire.gpu), and a
+// CTA barrier orders every thread's loads of the partials after it. The
+// barriers carry the other threads' stores and loads (PTX's causality order
+// is cumulative). These are LLVM-dialect atomics: memref.atomic_rmw has no
+// ordering. The release is a fence of its own because LLVM 22's NVPTX back
+// end drops the ordering of an atomicrmw (a plain atom.add). Against
+// membar.gl and read-modify-write polling this saved little: the tail is a
+// chain of dependent L2 round trips either way (docs/Performance.md).
 //
 //===----------------------------------------------------------------------===//
 
 #include "FoldedFinalize.h"
 #include "FinalizeKernel.h"
 
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -37,26 +46,38 @@ using namespace mlir::tile;
 using namespace mlir::tile::gpu_lowering;
 
 namespace {
-/// Thread 0's atomic `kind` of `value` on the arrivals counter; the old
-/// value, as an index.
-Value atomicOnCounter(KernelFrame &f, arith::AtomicRMWKind kind,
-                      int64_t value) {
+constexpr StringLiteral kGpuScope = "device";
+
+/// The arrivals counter as an LLVM pointer, for atomics with a scope and an
+/// ordering.
+Value counterPointer(KernelFrame &f) {
   OpBuilder &b = f.b;
-  Value operand = arith::ConstantIntOp::create(b, f.loc, value, 32);
-  Value old = memref::AtomicRMWOp::create(b, f.loc, kind, operand, f.arrivals,
-                                          ValueRange{f.index(0)});
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, f.loc, f.arrivals);
+  Value word = arith::IndexCastUIOp::create(b, f.loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(
+      b, f.loc, LLVM::LLVMPointerType::get(b.getContext()), word);
+}
+
+/// Thread 0's relaxed increment of the counter; the old value, as an index.
+Value increment(KernelFrame &f, Value counter) {
+  OpBuilder &b = f.b;
+  Value old = LLVM::AtomicRMWOp::create(
+      b, f.loc, LLVM::AtomicBinOp::add, counter,
+      arith::ConstantIntOp::create(b, f.loc, 1, 32),
+      LLVM::AtomicOrdering::monotonic, kGpuScope, /*alignment=*/4);
   return arith::IndexCastUIOp::create(b, f.loc, b.getIndexType(), old);
 }
 
-/// Thread 0 makes the CTA's stores visible to the GPU and takes a ticket;
-/// every thread gets it (through shared memory, which it then frees).
-Value takeTicket(KernelFrame &f, Value threadZero) {
+/// Thread 0 releases the CTA's stores to the GPU and takes a ticket; every
+/// thread gets it (through shared memory, which it then frees).
+Value takeTicket(KernelFrame &f, Value threadZero, Value counter) {
   OpBuilder &b = f.b;
   Location loc = f.loc;
   gpu::BarrierOp::create(b, loc);
   f.emitIf(threadZero, [&] {
-    NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-    Value ticket = atomicOnCounter(f, arith::AtomicRMWKind::addi, 1);
+    LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, kGpuScope);
+    Value ticket = increment(f, counter);
     memref::StoreOp::create(b, loc, f.indexToF32(ticket), f.shared,
                             ValueRange{f.index(0)});
   });
@@ -70,34 +91,52 @@ Value takeTicket(KernelFrame &f, Value threadZero) {
       arith::FPToUIOp::create(b, loc, b.getI32Type(), ticket));
 }
 
-/// Thread 0 waits until all `grid` CTAs have arrived, then takes its second
-/// ticket; the last of the `finalizers` to take one resets the counter.
-void waitForArrivals(KernelFrame &f, Value threadZero, Value finalizers) {
+/// Thread 0 polls, with acquire loads, until all `grid` CTAs have arrived;
+/// the barrier then orders every thread's loads after its last poll.
+void waitForArrivals(KernelFrame &f, Value threadZero, Value counter) {
   OpBuilder &b = f.b;
   Location loc = f.loc;
   f.emitIf(threadZero, [&] {
     auto wait = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      Block *before = b.createBlock(&wait.getBefore());
-      b.setInsertionPointToStart(before);
-      Value arrived = atomicOnCounter(f, arith::AtomicRMWKind::ori, 0);
-      Value waiting = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                            arrived, f.grid);
-      scf::ConditionOp::create(b, loc, waiting, ValueRange{});
-      Block *after = b.createBlock(&wait.getAfter());
-      b.setInsertionPointToStart(after);
-      scf::YieldOp::create(b, loc);
-    }
-    NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-    Value second = atomicOnCounter(f, arith::AtomicRMWKind::addi, 1);
+    OpBuilder::InsertionGuard guard(b);
+    Block *before = b.createBlock(&wait.getBefore());
+    b.setInsertionPointToStart(before);
+    Value arrived = LLVM::LoadOp::create(
+        b, loc, b.getI32Type(), counter, /*alignment=*/4,
+        /*isVolatile=*/false, /*isNonTemporal=*/false, /*isInvariant=*/false,
+        /*isInvariantGroup=*/false, LLVM::AtomicOrdering::acquire, kGpuScope);
+    Value waiting = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult,
+        arith::IndexCastUIOp::create(b, loc, b.getIndexType(), arrived),
+        f.grid);
+    scf::ConditionOp::create(b, loc, waiting, ValueRange{});
+    Block *after = b.createBlock(&wait.getAfter());
+    b.setInsertionPointToStart(after);
+    scf::YieldOp::create(b, loc);
+  });
+  gpu::BarrierOp::create(b, loc);
+}
+
+/// Thread 0 takes its second ticket; the last of the `finalizers` to take
+/// one resets the counter (all the others have stopped reading it).
+void leave(KernelFrame &f, Value threadZero, Value counter, Value finalizers) {
+  OpBuilder &b = f.b;
+  Location loc = f.loc;
+  f.emitIf(threadZero, [&] {
+    Value second = increment(f, counter);
     Value last = arith::SubIOp::create(
         b, loc, arith::AddIOp::create(b, loc, f.grid, finalizers), f.index(1));
     f.emitIf(
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, second, last),
-        [&] { atomicOnCounter(f, arith::AtomicRMWKind::assign, 0); });
+        [&] {
+          LLVM::StoreOp::create(b, loc,
+                                arith::ConstantIntOp::create(b, loc, 0, 32),
+                                counter, /*alignment=*/4, /*isVolatile=*/false,
+                                /*isNonTemporal=*/false,
+                                /*isInvariantGroup=*/false,
+                                LLVM::AtomicOrdering::monotonic, kGpuScope);
+        });
   });
-  gpu::BarrierOp::create(b, loc);
 }
 } // namespace
 
@@ -109,7 +148,8 @@ void gpu_lowering::emitFoldedFinalize(const KernelFrame &rows) {
   Location loc = f.loc;
   Value threadZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                            f.tid, f.index(0));
-  Value ticket = takeTicket(f, threadZero);
+  Value counter = counterPointer(f);
+  Value ticket = takeTicket(f, threadZero, counter);
 
   // The columns the finalize covers: the widest of its results.
   Evaluator ev(f);
@@ -129,13 +169,16 @@ void gpu_lowering::emitFoldedFinalize(const KernelFrame &rows) {
   Value finalizes = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                           ticket, firstFinalizer);
   f.emitIf(finalizes, [&] {
-    waitForArrivals(f, threadZero, finalizers);
+    waitForArrivals(f, threadZero, counter);
     Value first = arith::SubIOp::create(b, loc, ticket, firstFinalizer);
     auto loop = scf::ForOp::create(b, loc, first, slices, finalizers);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Evaluator::MemoScope scope(ev);
-    f.bid = loop.getInductionVar();
-    emitFinalizeBody(f, ev);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Evaluator::MemoScope scope(ev);
+      f.bid = loop.getInductionVar(); // ev reads the frame's slice from f
+      emitFinalizeBody(f, ev);
+    }
+    leave(f, threadZero, counter, finalizers);
   });
 }

@@ -36,20 +36,19 @@
 // FOLDED-SAME: tile.schedule = {ctas = 264 : i64, ctas_per_sm = 2 : i64, finalize = "folded", grid = "persistent", threads = 256 : i64, vector_width = 4 : i64}
 // Folded, the row kernel takes the arrivals counter; a CTA past the partial
 // rows (no rows at all) skips the row body; each CTA takes a ticket after a
-// fence, the last ones wait for every arrival, take a second ticket (the
-// last of them resets the counter) and sum 32-column slices; no second
-// kernel.
+// release fence, the last ones poll with acquire loads until every CTA has
+// arrived, sum 32-column slices and then take a second ticket (the last of
+// them resets the counter); no second kernel.
 // FOLDGPU-LABEL: gpu.func @colsum(
 // FOLDGPU-SAME: memref<1099511627776xi32>
 // FOLDGPU: arith.cmpi ult, %block_id_x
 // FOLDGPU: step %c256
-// FOLDGPU: nvvm.memory.barrier <gpu>
-// FOLDGPU: memref.atomic_rmw addi
+// FOLDGPU: llvm.fence syncscope("device") release
+// FOLDGPU: llvm.atomicrmw add {{.*}} syncscope("device") monotonic
 // FOLDGPU: scf.while
-// FOLDGPU: memref.atomic_rmw ori
-// FOLDGPU: nvvm.memory.barrier <gpu>
-// FOLDGPU: memref.atomic_rmw addi
-// FOLDGPU: memref.atomic_rmw assign
+// FOLDGPU: llvm.load {{.*}} atomic syncscope("device") acquire
+// FOLDGPU: llvm.atomicrmw add {{.*}} syncscope("device") monotonic
+// FOLDGPU: llvm.store {{.*}} atomic syncscope("device") monotonic
 // FOLDGPU-NOT: gpu.func @colsum_finalize(
 // ROWGRID-LABEL: func.func @rowwise
 // ROWGRID-SAME: tile.schedule = {grid = "rows", threads = 256 : i64, vector_width = 4 : i64}
