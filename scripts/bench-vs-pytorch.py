@@ -78,9 +78,10 @@ def implementations():
     return impls
 
 
-def all_sides(impls):
-    """Every side of any kernel, in the kernels' order."""
-    return list(dict.fromkeys(s for sides in impls.values() for s in sides))
+def all_sides(per_kernel):
+    """Every side of any entry of {kernel or case: {side: ...}}, in order."""
+    return list(dict.fromkeys(s for sides in per_kernel.values()
+                              for s in sides))
 
 
 def moved_bytes(kernel, direction, m, n, e):
@@ -162,7 +163,7 @@ def summary(cases, runs, benches):
     side (SwiGLU)."""
     ceilings = [next(r["gbps"] for r in b["results"]
                      if r["kernel"].startswith("ceiling")) for b in benches]
-    sides = list(dict.fromkeys(s for row in runs[0].values() for s in row))
+    sides = all_sides(runs[0])
     print(f"\nsummary over {len(runs)} runs (GB/s: mean of the runs; ratios:"
           f" the lowest run's / the highest's); tile-bench ceiling "
           + " / ".join(f"{c:.0f}" for c in ceilings) + " GB/s")
