@@ -14,7 +14,9 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 using namespace mlir;
 
@@ -48,9 +50,13 @@ struct Context {
     context = std::make_unique<MLIRContext>(registry,
                                             MLIRContext::Threading::DISABLED);
     context->loadAllAvailableDialects();
-    // Bad input is expected: its diagnostics are not findings.
-    context->getDiagEngine().registerHandler(
-        [](Diagnostic &) { return success(); });
+    // Bad input is expected: its diagnostics are not findings, unless an
+    // error comes without a place in the input.
+    context->getDiagEngine().registerHandler([](Diagnostic &diagnostic) {
+      if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
+        ::tile::fuzz::checkLocated(diagnostic.getLocation(), diagnostic.str());
+      return success();
+    });
     inputs = 1;
   }
 };
@@ -59,13 +65,42 @@ Context shared;
 
 namespace tile::fuzz {
 
+namespace {
+/// Whether the input being run names locations of its own (`loc(...)`,
+/// `#loc`): an error at a location it wrote as unknown is its own doing.
+bool inputWritesLocations = false;
+} // namespace
+
+void checkLocated(Location loc, llvm::StringRef message) {
+  if (inputWritesLocations)
+    return;
+  bool located = false;
+  loc->walk([&](Location inner) {
+    located |= isa<FileLineColLoc>(inner);
+    return located ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (located)
+    return;
+  llvm::errs() << "an error without a location: " << message << "\n";
+  std::abort();
+}
+
+void checkLocated(llvm::Error error) {
+  std::string message = llvm::toString(std::move(error));
+  if (inputWritesLocations ||
+      llvm::StringRef(message).starts_with(kInputName.str() + ":"))
+    return;
+  llvm::errs() << "an error without a location: " << message << "\n";
+  std::abort();
+}
+
 OwningOpRef<ModuleOp> parse(const uint8_t *data, size_t size) {
   MLIRContext &context = *shared.context;
   llvm::SourceMgr sourceMgr;
   unsigned id = sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(
           llvm::StringRef(reinterpret_cast<const char *>(data), size),
-          "fuzz.mlir"),
+          kInputName),
       llvm::SMLoc());
   if (mlir::tile::reportExcessiveNesting(sourceMgr, id, &llvm::nulls()))
     return nullptr;
@@ -75,6 +110,8 @@ OwningOpRef<ModuleOp> parse(const uint8_t *data, size_t size) {
 
 int runHarness(const uint8_t *data, size_t size,
                void (*harness)(const uint8_t *, size_t)) {
+  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  inputWritesLocations = text.contains("loc(") || text.contains("#loc");
   return mlir::tile::runWithLargeStack([&] {
     shared.beginInput();
     harness(data, size);

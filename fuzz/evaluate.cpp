@@ -39,7 +39,7 @@ static void evaluate(const uint8_t *data, size_t size) {
         options.roundStorage = round;
         auto results = ::tile::interp::evaluate(func, *inputs, options);
         if (!results)
-          llvm::consumeError(results.takeError());
+          ::tile::fuzz::checkLocated(results.takeError());
       }
     }
   }

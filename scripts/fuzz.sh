@@ -5,16 +5,19 @@
 #   ./scripts/fuzz.sh build          builds the harnesses with clang-22,
 #                                    ASan and UBSan into build-fuzz/
 #   ./scripts/fuzz.sh run SECONDS [HARNESS...]
-#                                    runs each harness (default: all four)
+#                                    runs each harness (default: all five)
 #                                    for SECONDS, two at a time
 #                                    (TILE_FUZZ_JOBS=1: one), on a
 #                                    corpus seeded from examples/, test/Zoo,
 #                                    test/Malformed, test/Robustness and
-#                                    generated kernels
+#                                    generated kernels, as written, in
+#                                    generic form and differentiated (the
+#                                    tile-run harness: command lines over
+#                                    them, fuzz/cli_seeds.py)
 #   ./scripts/fuzz.sh ci             build, then every harness 45 s and 40
 #                                    generated kernels through the
 #                                    differential checks (CI runs this)
-#   ./scripts/fuzz.sh campaign       build, then every harness 15 minutes
+#   ./scripts/fuzz.sh campaign       build, then every harness 12 minutes
 #                                    (one CPU-hour) and 1000 generated
 #                                    kernels
 #
@@ -25,7 +28,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TILE_FUZZ_BUILD_DIR:-$root/build-fuzz}
-harnesses=(parse-verify differentiate lower evaluate)
+harnesses=(parse-verify differentiate lower evaluate tile-run)
 
 build_fuzzers() {
   "$root/scripts/install-deps.sh" clang-22 libclang-rt-22-dev
@@ -38,12 +41,43 @@ build_fuzzers() {
     tile-translate
 }
 
-seed_corpus() { # harness
-  local corpus=$build/corpus/$1
-  mkdir -p "$corpus"
+make_seeds() {
+  # Once per build directory (rm -r build-fuzz/seeds to refresh): the
+  # sources as written, 50 generated kernels, and each one that parses in
+  # generic form and differentiated (generic form can say every malformed
+  # structure the mutator makes; derived functions carry the role
+  # attributes it moves around).
+  local seeds=$build/seeds file
+  [ -d "$seeds" ] && return 0
+  rm -rf "$seeds.new"
+  mkdir -p "$seeds.new"
   cp "$root"/examples/*.mlir "$root"/test/Zoo/*.mlir \
-    "$root"/test/Malformed/*.mlir "$root"/test/Robustness/*.mlir "$corpus/"
-  python3 "$root/fuzz/gen_kernels.py" --count 50 --seed 1 --out "$corpus"
+    "$root"/test/Malformed/*.mlir "$root"/test/Robustness/*.mlir \
+    "$seeds.new/"
+  python3 "$root/fuzz/gen_kernels.py" --count 50 --seed 1 --out "$seeds.new"
+  for file in "$seeds.new"/*.mlir; do
+    "$build/bin/tile-opt" --mlir-print-op-generic "$file" \
+      >"${file%.mlir}.generic.mlir" 2>/dev/null ||
+      rm -f "${file%.mlir}.generic.mlir"
+    "$build/bin/tile-opt" --mlir-print-op-generic -tile-differentiate \
+      "$file" >"${file%.mlir}.derived.mlir" 2>/dev/null ||
+      rm -f "${file%.mlir}.derived.mlir"
+  done
+  mv "$seeds.new" "$seeds"
+}
+
+seed_corpus() { # harness
+  local corpus=$build/corpus/$1 seeds=$build/seeds
+  mkdir -p "$corpus"
+  if [ "$1" = tile-run ]; then
+    # Command lines: --function on every symbol, --args fitting each
+    # signature, every mode (fuzz/cli_seeds.py).
+    python3 "$root/fuzz/cli_seeds.py" "$corpus" "$root"/examples/*.mlir \
+      "$root"/test/Zoo/*.mlir "$root"/test/Robustness/*.mlir \
+      "$seeds"/*.derived.mlir >/dev/null
+  else
+    cp "$seeds"/*.mlir "$corpus/"
+  fi
 }
 
 run_harness() { # harness seconds
@@ -52,10 +86,16 @@ run_harness() { # harness seconds
   mkdir -p "$findings" "$build/logs"
   seed_corpus "$name"
   # -timeout: a hang is any input that takes 20 s; -rss_limit_mb: a runaway
-  # allocation. Both are findings, as crashes are.
+  # allocation. Both are findings, as crashes are. -max_len: the generic
+  # form of a seed is about twice its custom form. tile-run's harness
+  # prints what tile-run prints: only libFuzzer's and the sanitizers'
+  # reports reach the log (-close_fd_mask=3).
+  local quiet=0
+  [ "$name" = tile-run ] && quiet=3
   "$build/bin/tile-fuzz-$name" "$build/corpus/$name" \
     -dict="$root/fuzz/tile.dict" -max_total_time="$seconds" -timeout=20 \
-    -rss_limit_mb=6144 -max_len=8192 -print_final_stats=1 \
+    -rss_limit_mb=6144 -max_len=16384 -print_final_stats=1 \
+    -close_fd_mask=$quiet \
     -artifact_prefix="$findings/" >"$log" 2>&1 && status=0 || status=$?
   local runs; runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" |
     grep -o '[0-9]*$' || echo "?")
@@ -70,6 +110,7 @@ run_harness() { # harness seconds
 
 run_all() { # seconds harness...
   local seconds=$1; shift
+  make_seeds
   local chosen=("$@")
   [ ${#chosen[@]} -gt 0 ] || chosen=("${harnesses[@]}")
   local failed=0 pids=() i j jobs=${TILE_FUZZ_JOBS:-2}
@@ -108,7 +149,7 @@ ci)
 campaign)
   build_fuzzers
   status=0
-  run_all 900 || status=1
+  run_all 720 || status=1
   differential 1000 1 || status=1
   exit $status
   ;;

@@ -49,11 +49,6 @@ inline int64_t asInt(double value) {
   return static_cast<int64_t>(value);
 }
 
-/// The most elements one value may hold (512 MiB of doubles): the
-/// evaluator is a reference for tests, and a kernel that would exceed this
-/// gets an error instead of an abort in the allocator.
-constexpr int64_t kMaxElements = int64_t(1) << 26;
-
 /// Checks that `op`'s results fit in kMaxElements before it is evaluated.
 llvm::Error checkResultSizes(mlir::Operation *op, Env &env);
 

@@ -68,14 +68,14 @@ std::vector<int64_t> detail::stridesOf(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-llvm::Error detail::opError(Operation *op, const llvm::Twine &message) {
+llvm::Error errorAt(Location loc, const llvm::Twine &message) {
   // `file:line:col: error: ...` like every other diagnostic of the tools,
-  // from the first file location the op's location holds.
+  // from the first file location `loc` holds.
   std::string text;
   llvm::raw_string_ostream os(text);
   FileLineColLoc where;
-  op->getLoc()->walk([&](Location loc) {
-    if (auto fileLoc = dyn_cast<FileLineColLoc>(loc)) {
+  loc->walk([&](Location inner) {
+    if (auto fileLoc = dyn_cast<FileLineColLoc>(inner)) {
       where = fileLoc;
       return WalkResult::interrupt();
     }
@@ -84,8 +84,23 @@ llvm::Error detail::opError(Operation *op, const llvm::Twine &message) {
   if (where)
     os << where.getFilename().getValue() << ":" << where.getLine() << ":"
        << where.getColumn() << ": ";
-  os << "error: '" << op->getName() << "': " << message;
+  os << "error: " << message;
   return llvm::createStringError(llvm::inconvertibleErrorCode(), text);
+}
+
+std::optional<int64_t> boundedElements(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t size : shape) {
+    if (size < 0 || (size != 0 && count > kMaxElements / size))
+      return std::nullopt;
+    count *= size;
+  }
+  return count;
+}
+
+llvm::Error detail::opError(Operation *op, const llvm::Twine &message) {
+  return errorAt(op->getLoc(),
+                 "'" + op->getName().getStringRef() + "': " + message);
 }
 
 namespace {
@@ -135,8 +150,7 @@ llvm::Error bindArgument(func::FuncOp func, unsigned index, const Buffer &arg,
     std::string type;
     llvm::raw_string_ostream os(type);
     os << value.getType();
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "argument #" + llvm::Twine(index) + " (" +
+    return errorAt(value.getLoc(), "argument #" + llvm::Twine(index) + " (" +
                                        type + "): " + message);
   };
   Buffer bound = arg;
@@ -174,20 +188,29 @@ llvm::Error bindArgument(func::FuncOp func, unsigned index, const Buffer &arg,
 llvm::Expected<std::vector<Buffer>> evaluate(func::FuncOp func,
                                              const std::vector<Buffer> &args,
                                              const EvalOptions &options) {
+  // Callers hand over verified kernels; a function that is none gets an
+  // error here rather than a crash further in.
   if (func.isExternal())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "function @" + func.getSymName() +
-                                       " has no body");
+    return errorAt(func.getLoc(),
+                   "function @" + func.getSymName() + " has no body");
   if (args.size() != func.getNumArguments())
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "function @" + func.getSymName() + " takes " +
-            llvm::Twine(func.getNumArguments()) + " arguments, got " +
-            llvm::Twine(args.size()));
-  if (!func.getBody().hasOneBlock())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "function @" + func.getSymName() +
-                                       " has more than one block");
+    return errorAt(func.getLoc(),
+                   "function @" + func.getSymName() + " takes " +
+                       llvm::Twine(func.getNumArguments()) + " arguments, got " +
+                       llvm::Twine(args.size()));
+  if (!func.getBody().hasOneBlock() ||
+      func.getBody().front().getNumArguments() != func.getNumArguments())
+    return errorAt(func.getLoc(), "function @" + func.getSymName() +
+                                      " is not a single block that takes its "
+                                      "signature's arguments");
+  if (int64_t work = estimateElementOps(func, args);
+      work > options.maxElementOps)
+    return errorAt(func.getLoc(),
+                   "evaluating @" + func.getSymName() +
+                       " at these shapes takes about " + llvm::Twine(work) +
+                       " element operations, over the evaluator's limit of " +
+                       llvm::Twine(options.maxElementOps) +
+                       " (tile-run --max-element-ops raises it)");
   Env env;
   env.options = options;
   for (unsigned index = 0; index < args.size(); ++index)
@@ -216,9 +239,27 @@ llvm::Expected<std::vector<Buffer>> evaluate(func::FuncOp func,
     }
     return opError(&op, "the reference evaluator does not support this op");
   }
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "function @" + func.getSymName() +
-                                     " does not end in func.return");
+  return errorAt(func.getLoc(),
+                 "function @" + func.getSymName() + " does not end in "
+                                                    "func.return");
+}
+
+int64_t estimateElementOps(func::FuncOp func, const std::vector<Buffer> &args) {
+  int64_t largest = 1, ops = 0;
+  for (const Buffer &arg : args)
+    largest = std::max(largest, arg.numElements());
+  for (Block &block : func.getBody())
+    for (Operation &op : block) {
+      ++ops;
+      for (Type type : op.getResultTypes())
+        if (auto tensor = dyn_cast<RankedTensorType>(type))
+          if (tensor.hasStaticShape())
+            largest = std::max(largest, boundedElements(tensor.getShape())
+                                            .value_or(kMaxElements));
+    }
+  if (ops != 0 && largest > std::numeric_limits<int64_t>::max() / ops)
+    return std::numeric_limits<int64_t>::max();
+  return ops * largest;
 }
 
 } // namespace tile::interp

@@ -14,8 +14,13 @@ using mlir::tile::TileDialect;
 namespace tile::interp {
 
 namespace {
-llvm::Error failure(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+/// An error about argument `index` of `backward`, at that argument.
+llvm::Error argumentError(func::FuncOp backward, unsigned index,
+                          const llvm::Twine &message) {
+  Location loc = backward.isExternal() ? backward.getLoc()
+                                       : backward.getArgument(index).getLoc();
+  return errorAt(loc, "backward argument #" + llvm::Twine(index) + " of @" +
+                          backward.getSymName() + " " + message);
 }
 
 std::optional<int64_t> roleOf(DictionaryAttr attrs, StringRef role) {
@@ -44,6 +49,24 @@ llvm::Expected<std::vector<ArgumentGradientError>>
 checkGradients(func::FuncOp forward, func::FuncOp backward,
                func::FuncOp forwardWithSaved, const std::vector<Buffer> &args,
                const GradientCheckOptions &options) {
+  // Refused before it starts when it would take too long: the forward, the
+  // forward with its saved values and the backward once each, the forward
+  // four times per finite-difference step, direction and argument.
+  int64_t evaluations = 3;
+  for (unsigned arg = 0; arg < forward.getNumArguments(); ++arg)
+    if (mlir::tile::isDifferentiableArgument(forward, arg))
+      evaluations += 4 * int64_t(options.directions) *
+                     int64_t(options.finiteDifferences.steps);
+  int64_t each = estimateElementOps(forward, args);
+  if (each > options.maxElementOps / evaluations)
+    return errorAt(forward.getLoc(),
+                   "the gradient check of @" + forward.getSymName() +
+                       " at these shapes takes " + llvm::Twine(evaluations) +
+                       " evaluations of about " + llvm::Twine(each) +
+                       " element operations each, over its limit of " +
+                       llvm::Twine(options.maxElementOps) +
+                       " in all; check smaller shapes (--rows, --widths) or "
+                       "raise tile-run --max-element-ops");
   Random random(options.seed ^ 0x9e3779b97f4a7c15ULL);
   auto outputs = evaluate(forward, args, exactly());
   if (!outputs)
@@ -70,25 +93,27 @@ checkGradients(func::FuncOp forward, func::FuncOp backward,
     DictionaryAttr attrs = backward.getArgAttrDict(index);
     if (auto r = roleOf(attrs, TileDialect::getCotangentAttrName())) {
       if (*r >= static_cast<int64_t>(cotangents.size()))
-        return failure("backward argument #" + llvm::Twine(index) +
-                       " is the cotangent of a result that does not exist");
+        return argumentError(backward, index,
+                             "is the cotangent of a result that does not "
+                             "exist");
       backwardArgs.push_back(cotangents[*r]);
     } else if (auto k = roleOf(attrs, TileDialect::getSavedAttrName())) {
       if (*k >= static_cast<int64_t>(saved.size()))
-        return failure("backward argument #" + llvm::Twine(index) +
-                       " is saved value #" + llvm::Twine(*k) +
-                       ", which no forward variant returns");
+        return argumentError(backward, index,
+                             "is saved value #" + llvm::Twine(*k) +
+                                 ", which no forward variant returns");
       backwardArgs.push_back(saved[*k]);
     } else if (auto i = roleOf(attrs, TileDialect::getMainGradAttrName())) {
       if (*i >= static_cast<int64_t>(args.size()))
-        return failure("backward argument #" + llvm::Twine(index) +
-                       " accumulates the gradient of a missing argument");
+        return argumentError(backward, index,
+                             "accumulates the gradient of a missing "
+                             "argument");
       mainGrads[*i] = randomLike(args[*i], random);
       backwardArgs.push_back(mainGrads[*i]);
     } else {
       if (index >= args.size())
-        return failure("backward argument #" + llvm::Twine(index) +
-                       " has no role and is no primal argument");
+        return argumentError(backward, index,
+                             "has no role and is no primal argument");
       backwardArgs.push_back(args[index]);
     }
   }
@@ -105,8 +130,10 @@ checkGradients(func::FuncOp forward, func::FuncOp backward,
     auto i = roleOf(backward.getResultAttrDict(index),
                     TileDialect::getGradientAttrName());
     if (!i)
-      return failure("backward result #" + llvm::Twine(index) +
-                     " has no tile.gradient role");
+      return errorAt(backward.getLoc(), "backward result #" +
+                                            llvm::Twine(index) + " of @" +
+                                            backward.getSymName() +
+                                            " has no tile.gradient role");
     Buffer gradient = (*results)[index];
     // With a main_grad the result is main_grad + gradient.
     if (auto acc = mainGrads.find(*i); acc != mainGrads.end())
@@ -121,14 +148,17 @@ checkGradients(func::FuncOp forward, func::FuncOp backward,
       continue;
     auto found = gradients.find(arg);
     if (found == gradients.end())
-      return failure("the backward returns no gradient for argument #" +
-                     llvm::Twine(arg));
+      return errorAt(backward.getLoc(),
+                     "@" + backward.getSymName() +
+                         " returns no gradient for argument #" +
+                         llvm::Twine(arg));
     const Buffer &gradient = found->second;
     if (gradient.values.size() != args[arg].values.size())
-      return failure("the gradient of argument #" + llvm::Twine(arg) + " has " +
-                     llvm::Twine(gradient.values.size()) +
-                     " elements, the argument " +
-                     llvm::Twine(args[arg].values.size()));
+      return errorAt(backward.getLoc(),
+                     "the gradient of argument #" + llvm::Twine(arg) +
+                         " has " + llvm::Twine(gradient.values.size()) +
+                         " elements, the argument " +
+                         llvm::Twine(args[arg].values.size()));
     ArgumentGradientError entry;
     entry.argument = arg;
     std::vector<Buffer> direction;

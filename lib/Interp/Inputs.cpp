@@ -68,6 +68,12 @@ makeInputs(func::FuncOp func, const std::vector<std::string> &specs,
                                        "argument #" + llvm::Twine(index) +
                                            ": " +
                                            llvm::toString(shape.takeError()));
+      if (!boundedElements(*shape))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "argument #" + llvm::Twine(index) + ": shape " + spec +
+                " holds more than the evaluator's limit of " +
+                llvm::Twine(kMaxElements) + " elements");
       StorageType storage = getStorageType(tensorType.getElementType())
                                 .value_or(StorageType::F64);
       Buffer buffer = Buffer::tensor(*shape, storage);

@@ -18,6 +18,7 @@
 
 #include "tile/Conversion/Passes.h"
 #include "tile/Conversion/TileToGPU/Manifest.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "tile/InitTile.h"
@@ -210,6 +211,8 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
       source, ParserConfig(&context), options.sourceName);
   if (!module)
     return fail("parsing the kernel");
+  if (failed(mlir::tile::verifyOnlyKernels(*module, "the tile JIT")))
+    return fail("checking the kernels");
   // The policy's name is checked here: a wrong one would otherwise read
   // as a pipeline syntax error.
   using mlir::tile::RecomputePolicy;

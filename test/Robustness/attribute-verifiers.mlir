@@ -8,7 +8,7 @@ func.func private @declared(tensor<?x?xf32>) attributes {tile.specialize = {w0 =
 
 // -----
 
-// expected-error@+1 {{'tile.schedule' applies to a function with a body}}
+// expected-error@+1 {{has 'tile.schedule' but no body (a declaration)}}
 func.func private @declared_schedule(tensor<?x?xf32>) attributes {tile.schedule = {grid = "elements", threads = 128 : i64}}
 
 // -----
@@ -26,6 +26,17 @@ func.func @wrapping_rows(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {til
 "func.func"() <{sym_name = "untyped"}> ({
 ^bb0(%x: tensor<?x?xf32>):
   "func.return"(%x) : (tensor<?x?xf32>) -> ()
+}) {tile.kernel} : () -> ()
+
+// -----
+
+// Nor its name (found by the structural mutator: the kernel verifier's
+// message read the absent name).
+// expected-error@+1 {{'func.func' op requires attribute 'sym_name'}}
+"func.func"() <{function_type = (tensor<?x?xf32>) -> tensor<?x?xi1>}> ({
+^bb0(%x: tensor<?x?xf32>):
+  %0 = "arith.mulf"(%x, %x) <{fastmath = #arith.fastmath<none>}> : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xi1>
+  "func.return"(%0) : (tensor<?x?xi1>) -> ()
 }) {tile.kernel} : () -> ()
 
 // -----

@@ -29,6 +29,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TileRun.h"
+
 #include "DeviceCheck.h"
 #include "RunData.h"
 
@@ -48,7 +50,6 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -157,6 +158,12 @@ static cl::list<std::string>
              cl::desc("values of M in --args (one run per M and N; "
                       "--gradient-check and --device)"),
              cl::CommaSeparated, cl::cat(gradientCategory));
+static cl::opt<int64_t> maxElementOps(
+    "max-element-ops",
+    cl::desc("refuse an evaluation (default 2^30, ~20 s) or a whole "
+             "--gradient-check (default 2^28) estimated to take more element "
+             "operations than this"),
+    cl::value_desc("count"), cl::cat(gradientCategory));
 static cl::list<std::string> widthsList("widths",
                                         cl::desc("values of N in --args"),
                                         cl::CommaSeparated,
@@ -181,9 +188,23 @@ func::FuncOp pickFunction(ModuleOp module) {
       if (candidate.getSymName() == functionName && !func)
         func = candidate;
     });
-    if (!func)
+    if (!func) {
       llvm::errs() << "error: no function @" << functionName << " in "
                    << inputFile << "\n";
+      return {};
+    }
+    // The tools run kernels: a declaration has nothing to run, and a
+    // function without the attribute was never held to a kernel's rules
+    // (the evaluator and the differentiator rely on them).
+    if (func.isExternal() ||
+        !func->hasAttr(mlir::tile::TileDialect::getKernelAttrName())) {
+      emitError(func.getLoc())
+          << "@" << functionName << " is "
+          << (func.isExternal() ? "a declaration (no body)"
+                                : "not a tile.kernel")
+          << "; tile-run runs functions with `attributes {tile.kernel}`";
+      return {};
+    }
     return func;
   }
   SmallVector<func::FuncOp> kernels;
@@ -299,6 +320,8 @@ int runGradientCheck(const Run &run) {
      << (mainGrad ? ", main-grad" : "") << ", seed " << seed << ", "
      << directions << " directions per argument\n";
   interp::GradientCheckOptions checkOptions;
+  if (maxElementOps.getNumOccurrences())
+    checkOptions.maxElementOps = maxElementOps;
   checkOptions.directions = directions;
   checkOptions.seed = seed;
   checkOptions.finiteDifferences.relativeStep = finiteDifferenceStep;
@@ -340,10 +363,22 @@ int runGradientCheck(const Run &run) {
 /// --widths, as for --gradient-check) on the GPU against the evaluator.
 int runOnDevice(const Run &run, StringRef source) {
   std::vector<::tile::run::DeviceCase> cases;
+  // Every case's inputs are held at once (the GPU check runs them in one
+  // lease of the device): as much as one value may hold, in all.
+  int64_t held = 0;
   for (const std::vector<std::string> &specs : caseSpecs()) {
     auto args = run.makeInputs(specs);
     if (!args) {
       reportError(args.takeError());
+      return 1;
+    }
+    for (const interp::Buffer &arg : *args)
+      held += arg.numElements();
+    if (held > interp::kMaxElements) {
+      llvm::errs() << "error: the cases of --args, --rows and --widths hold "
+                      "more than "
+                   << interp::kMaxElements
+                   << " input elements in all, the limit of --device\n";
       return 1;
     }
     cases.push_back({llvm::join(specs, ","), std::move(*args)});
@@ -377,6 +412,8 @@ int runEvaluator(const Run &run) {
     return 1;
   interp::EvalOptions evalOptions;
   evalOptions.roundStorage = !exact;
+  if (maxElementOps.getNumOccurrences())
+    evalOptions.maxElementOps = maxElementOps;
   auto evaluation =
       ::tile::run::evaluateCase(func, *derived, *args, seed, evalOptions);
   if (!evaluation) {
@@ -409,9 +446,12 @@ int runEvaluator(const Run &run) {
   return 0;
 }
 
+/// The most cases --rows and --widths may make (each is a whole run).
+constexpr size_t kMaxCases = 1024;
+
 /// Option combinations that mean nothing: an error, not a silent no-op.
 bool checkOptionCombinations() {
-  auto reject = [](StringRef message) {
+  auto reject = [](const llvm::Twine &message) {
     llvm::errs() << "error: " << message << "\n";
     return false;
   };
@@ -425,6 +465,12 @@ bool checkOptionCombinations() {
                   "--device");
   if (benchIterations < 1)
     return reject("--bench-iterations must be at least 1");
+  if (maxElementOps.getNumOccurrences() && maxElementOps < 1)
+    return reject("--max-element-ops must be at least 1");
+  if (size_t cases = rowsList.size() * widthsList.size(); cases > kMaxCases)
+    return reject("--rows and --widths give " + std::to_string(cases) +
+                  " cases, over tile-run's limit of " +
+                  std::to_string(kMaxCases));
   if (!outputDir.empty() && (gradientCheck || caseSpecs().size() > 1))
     return reject("--output-dir writes one case: not with --gradient-check, "
                   "--rows or --widths of more than one value");
@@ -432,15 +478,20 @@ bool checkOptionCombinations() {
 }
 } // namespace
 
-namespace {
-int runTool(int argc, char **argv) {
+int ::tile::run::runTileRun(int argc, const char *const *argv) {
+  // Options start from their defaults on every call: the command-line
+  // fuzzer calls this many times in one process.
+  cl::ResetAllOptionOccurrences();
   mlir::tile::prepareCommandLine(
       "tile-run", {&toolCategory, &deviceCategory, &gradientCategory});
-  cl::ParseCommandLineOptions(argc, argv,
-                              "Tile's reference evaluator and GPU check: "
-                              "runs a tile function in float64 on seeded "
-                              "random inputs (or .npy files), and on the "
-                              "GPU with --device\n");
+  // With an error stream, a bad command line returns instead of exiting.
+  if (!cl::ParseCommandLineOptions(argc, argv,
+                                   "Tile's reference evaluator and GPU "
+                                   "check: runs a tile function in float64 "
+                                   "on seeded random inputs (or .npy "
+                                   "files), and on the GPU with --device\n",
+                                   &llvm::errs()))
+    return 1;
   if (!checkOptionCombinations())
     return 1;
   DialectRegistry registry;
@@ -484,10 +535,4 @@ int runTool(int argc, char **argv) {
   if (onDevice)
     return runOnDevice(run, sourceMgr.getMemoryBuffer(bufferId)->getBuffer());
   return runEvaluator(run);
-}
-} // namespace
-
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  return mlir::tile::runWithLargeStack([&] { return runTool(argc, argv); });
 }

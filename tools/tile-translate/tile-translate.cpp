@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/Conversion/TileToGPU/Manifest.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/Transforms/Passes.h"
 #include "tile/InitTile.h"
 #include "tile/Pipelines/Pipelines.h"
@@ -142,7 +143,8 @@ int runTranslate(int argc, char **argv) {
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-  if (!module)
+  if (!module || mlir::failed(mlir::tile::verifyOnlyKernels(
+                     *module, "tile-translate")))
     return 1;
 
   // The output is written only when the translation succeeds: a failed run

@@ -231,9 +231,29 @@ TEST_F(JITTest, ErrorsCarryTheDiagnostics) {
   EXPECT_TRUE(contains(nested.message(), "kernel:1:")) << nested.message();
   EXPECT_TRUE(contains(nested.message(), "nesting deeper than"))
       << nested.message();
+  // Only kernels compile: a declaration, or a function without tile.kernel
+  // beside one, is named in a located error (issue 50).
+  std::string swiglu = readExample("swiglu");
+  auto declared = jit.compile(
+      swiglu + "func.func private @g(tensor<?x?xf32>) -> tensor<?x?xf32>\n",
+      CompileOptions());
+  ASSERT_FALSE(declared);
+  EXPECT_TRUE(contains(declared.message(),
+                       "error: @g is a declaration (no body); the tile JIT "
+                       "compiles kernels only"))
+      << declared.message();
+  EXPECT_TRUE(contains(declared.message(), "kernel:")) << declared.message();
+  auto plain = jit.compile(swiglu + R"mlir(
+    func.func @h(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+      return %x : tensor<?x?xf32>
+    })mlir",
+                           CompileOptions());
+  ASSERT_FALSE(plain);
+  EXPECT_TRUE(contains(plain.message(), "error: @h is not a tile.kernel"))
+      << plain.message();
   CompileOptions badDtype;
   badDtype.dtype = "f8";
-  auto dtype = jit.compile(readExample("swiglu"), badDtype);
+  auto dtype = jit.compile(swiglu, badDtype);
   ASSERT_FALSE(dtype);
   EXPECT_TRUE(contains(dtype.message(), "unknown dtype 'f8'"))
       << dtype.message();

@@ -29,6 +29,12 @@ struct GradientCheckOptions {
   /// Seeds the cotangents, main_grad contents and directions.
   uint64_t seed = 0;
   FiniteDifferenceOptions finiteDifferences;
+  /// The element operations the whole check may take: every evaluation it
+  /// makes (the forward, the backward, four per finite-difference step per
+  /// direction per argument) times estimateElementOps. A check estimated
+  /// above this is refused before it starts. 2^28 is about 5 s of a release
+  /// build: the check is meant for small shapes (docs/Robustness.md).
+  int64_t maxElementOps = int64_t(1) << 28;
 };
 
 struct ArgumentGradientError {

@@ -306,7 +306,7 @@ module attributes {tile.kernel} {}
 
 // -----
 
-// expected-error@+1 {{is a tile kernel but has no body}}
+// expected-error@+1 {{has 'tile.kernel' but no body (a declaration)}}
 func.func private @kernel_external(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel}
 
 // -----
@@ -348,7 +348,7 @@ func.func @kernel_scalar_result(%x: f32) -> f32 attributes {tile.kernel} {
 
 // -----
 
-// expected-error@+1 {{kernel body must be a single block}}
+// expected-error@+1 {{has 'tile.kernel' but a body of 2 blocks; it must be a single block}}
 func.func @kernel_blocks(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel} {
   return %x : tensor<?xf32>
 ^bb1:
@@ -516,6 +516,13 @@ func.func @save_and_recompute(%x: tensor<?xf32>) -> tensor<?xf32> {
 
 // expected-error@+1 {{'tile.backward_of' must be a symbol reference on a func.func}}
 func.func @backward_of_string(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.backward_of = "f"} {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tile.forward_of' marks a derived kernel: the function must carry 'tile.kernel' too}}
+func.func @forward_of_plain(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.forward_of = @f} {
   return %x : tensor<?xf32>
 }
 

@@ -1,6 +1,7 @@
 //===- KernelSchedule.cpp - the tile.schedule attribute ------------------===//
 
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
 #include "llvm/ADT/EquivalenceClasses.h"
@@ -260,8 +261,8 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
       !llvm::is_contained({"elements", "rows", "persistent"}, grid.getValue()))
     return op->emitError("'tile.schedule' needs grid = \"elements\", "
                          "\"rows\" or \"persistent\"");
-  if (cast<func::FuncOp>(op).isExternal())
-    return op->emitError("'tile.schedule' applies to a function with a body");
+  if (failed(verifyFunctionBody(cast<func::FuncOp>(op), kScheduleAttr)))
+    return failure();
   if (grid.getValue() == "elements" &&
       !isPurelyElementwise(cast<func::FuncOp>(op)))
     return op->emitError("'tile.schedule' grid = \"elements\" needs a "

@@ -45,12 +45,55 @@ bool isComputeType(Type type) {
 }
 } // namespace
 
+bool mlir::tile::hasFunctionHeader(func::FuncOp func) {
+  return func.getFunctionTypeAttr() && func.getSymNameAttr();
+}
+
+LogicalResult mlir::tile::verifyFunctionBody(func::FuncOp func,
+                                             StringRef attribute) {
+  // MLIR runs a dialect's attribute verifiers before the op's own verifier
+  // and its regions': nothing func.func checks of its body may be assumed
+  // here. A function without its name or type is the one thing left to
+  // func.func's verifier, which reports it; every rule below reads both.
+  if (!hasFunctionHeader(func))
+    return success();
+  FunctionType type = func.getFunctionType();
+  auto error = [&]() {
+    return func.emitOpError("has '") << attribute << "' but ";
+  };
+  Region &body = func.getBody();
+  if (body.empty())
+    return error() << "no body (a declaration)";
+  if (!body.hasOneBlock())
+    return error() << "a body of " << body.getBlocks().size()
+                   << " blocks; it must be a single block";
+  Block &entry = body.front();
+  if (entry.getNumArguments() != type.getNumInputs())
+    return error() << "its block has " << entry.getNumArguments()
+                   << " arguments where its signature has "
+                   << type.getNumInputs();
+  for (auto [index, argument, expected] :
+       llvm::enumerate(entry.getArguments(), type.getInputs()))
+    if (argument.getType() != expected)
+      return emitError(argument.getLoc())
+             << "block argument #" << index << " of @" << func.getSymName()
+             << " has type " << argument.getType()
+             << " where its signature has " << expected;
+  auto returnOp = entry.empty() ? func::ReturnOp()
+                                : dyn_cast<func::ReturnOp>(entry.back());
+  if (!returnOp)
+    return error() << "its block does not end in func.return";
+  if (returnOp.getOperandTypes() != type.getResults())
+    return returnOp.emitOpError("returns (")
+           << returnOp.getOperandTypes() << ") where the signature of @"
+           << func.getSymName() << " has (" << type.getResults() << ")";
+  return success();
+}
+
 LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
-  if (func.isExternal())
-    return func.emitOpError("is a tile kernel but has no body");
-  // A generic-form func.func may lack its function type; func.func's own
-  // verifier, which runs after the attribute verifiers, reports that.
-  if (!func.getFunctionTypeAttr())
+  if (failed(verifyFunctionBody(func, TileDialect::getKernelAttrName())))
+    return failure();
+  if (!hasFunctionHeader(func))
     return success();
   FunctionType type = func.getFunctionType();
   for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
@@ -68,8 +111,6 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
              << index << " has unsupported type " << resultType
              << "; kernels return ranked tensors of bf16, f16 or f32";
   }
-  if (!func.getBody().hasOneBlock())
-    return func.emitOpError("kernel body must be a single block");
   // The GPU lowering maps a kernel's leading dimension to rows; a batch of
   // sequences is the caller's to flatten, as tile.Kernel does for
   // [..., N] tensors. Said here rather than at lowering time, so that a
@@ -143,6 +184,22 @@ std::string mlir::tile::supportedKernelOps() {
 bool mlir::tile::isDifferentiableArgument(func::FuncOp func, unsigned index) {
   return isa<FloatType>(getElementTypeOrSelf(func.getArgument(index))) &&
          !func.getArgAttr(index, TileDialect::getNoGradAttrName());
+}
+
+LogicalResult mlir::tile::verifyOnlyKernels(ModuleOp module, StringRef tool) {
+  WalkResult walk = module.walk([&](func::FuncOp func) {
+    bool kernel = func->hasAttr(TileDialect::getKernelAttrName());
+    if (kernel && !func.isExternal())
+      return WalkResult::advance();
+    func.emitError("@")
+        << func.getSymName() << " is "
+        << (func.isExternal() ? "a declaration (no body)" : "not a tile.kernel")
+        << "; " << tool
+        << " compiles kernels only (func.func with a body and "
+           "`attributes {tile.kernel}`)";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
 }
 
 void mlir::tile::warnNoKernels(ModuleOp module, StringRef pass) {

@@ -65,11 +65,10 @@ LogicalResult verifyPolicyAttr(Operation *op, NamedAttribute attr) {
 LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  // The rules below read the function's type; a generic-form func.func
-  // without one is reported by func.func's own verifier, which runs after
-  // the attribute verifiers.
-  if (auto func = dyn_cast<func::FuncOp>(op);
-      func && !func.getFunctionTypeAttr())
+  // The rules below read the function's name and type; a generic-form
+  // func.func without them is reported by func.func's own verifier, which
+  // runs after the attribute verifiers.
+  if (auto func = dyn_cast<func::FuncOp>(op); func && !hasFunctionHeader(func))
     return success();
   if (name == getKernelAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))
@@ -108,6 +107,11 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
     if (!isa<func::FuncOp>(op) || !isa<FlatSymbolRefAttr>(attr.getValue()))
       return op->emitError("'")
              << name << "' must be a symbol reference on a func.func";
+    // Derived functions are kernels; the roles mean nothing elsewhere.
+    if (!op->hasAttr(getKernelAttrName()))
+      return op->emitError("'") << name
+                                << "' marks a derived kernel: the function "
+                                   "must carry 'tile.kernel' too";
     return success();
   }
   if (name == getNoGradAttrName())

@@ -125,8 +125,18 @@ void Differentiator::recompute() {
   backward->setAttr(TileDialect::getKernelAttrName(), builder.getUnitAttr());
   backward->setAttr(TileDialect::getBackwardOfAttrName(),
                     FlatSymbolRefAttr::get(forward.getSymNameAttr()));
+  // A primal argument keeps its attributes (tile.nograd) but not a role it
+  // played for another function: a derived function differentiated again
+  // has cotangent and saved arguments, which are plain primals here.
   for (unsigned index = 0; index < numPrimals; ++index)
-    backward.setArgAttrs(index, forward.getArgAttrDict(index));
+    for (NamedAttribute attr : forward.getArgAttrDict(index)
+                                   ? forward.getArgAttrDict(index).getValue()
+                                   : ArrayRef<NamedAttribute>())
+      if (!llvm::is_contained({TileDialect::getCotangentAttrName(),
+                               TileDialect::getSavedAttrName(),
+                               TileDialect::getMainGradAttrName()},
+                              attr.getName().getValue()))
+        backward.setArgAttr(index, attr.getName(), attr.getValue());
   for (unsigned index = 0; index < numCotangents; ++index)
     backward.setArgAttr(numPrimals + index, TileDialect::getCotangentAttrName(),
                         builder.getI64IntegerAttr(index));

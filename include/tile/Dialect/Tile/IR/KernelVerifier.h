@@ -8,9 +8,23 @@
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::tile {
-/// Checks the rules a kernel obeys beyond its ops' own verifiers: supported
-/// argument and result types, a single block of supported ops, and all
-/// arithmetic in f32.
+/// Whether `func` has the inherent attributes every Tile rule reads: its
+/// `function_type` and `sym_name`. A generic-form func.func may lack them;
+/// func.func's own verifier reports that after the attribute verifiers have
+/// run, so they pass such a function without reading it.
+bool hasFunctionHeader(func::FuncOp func);
+
+/// Checks what every rule that reads a function's body relies on: one block
+/// whose arguments have the signature's types, ending in a func.return of
+/// the signature's result types. Attribute verifiers run before func.func's
+/// own verifier, so each Tile attribute that reads the body (`attribute`,
+/// named in the message) calls this first. A function without its header
+/// passes (hasFunctionHeader).
+LogicalResult verifyFunctionBody(func::FuncOp func, StringRef attribute);
+
+/// Checks the rules a kernel obeys beyond its ops' own verifiers: a body
+/// (verifyFunctionBody), supported argument and result types, supported
+/// ops, and all arithmetic in f32.
 LogicalResult verifyKernel(func::FuncOp func);
 
 /// True if argument `index` of `func` gets a cotangent: a floating-point
@@ -26,6 +40,13 @@ bool isKernelOp(Operation *op);
 /// The upstream ops of KernelOps.def by name ("arith.addf, ..."), for
 /// messages and documentation.
 std::string supportedKernelOps();
+
+/// Checks that every func.func in `module` (nested modules included) is a
+/// kernel with a body, as the compiling tools and the JIT require: a
+/// declaration or a function without `tile.kernel` gets an error at that
+/// function naming it and `tool`. Such a function was never held to the
+/// kernel rules, and skipping it would hide a forgotten attribute.
+LogicalResult verifyOnlyKernels(ModuleOp module, StringRef tool);
 
 /// Warns, at the module's first op, that `pass` found no function with the
 /// `tile.kernel` attribute to work on when that is so: a file without the
