@@ -32,6 +32,8 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -39,8 +41,7 @@
 
 using namespace mlir;
 
-extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size,
-                                   size_t maxSize);
+extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t maxSize);
 
 namespace {
 /// Mutations made in one context before it is replaced (it interns every
@@ -89,7 +90,10 @@ private:
       if (op == module.getOperation())
         return;
       ops.push_back(op);
-      if (op->hasAttr("function_type"))
+      // Registered ops only: an unregistered op keeps its properties as one
+      // dictionary, and removing an entry there leaves a null value that
+      // MLIR's printer dereferences.
+      if (op->isRegistered() && op->hasAttr("function_type"))
         functions.push_back(op);
       for (Type type : op->getResultTypes())
         types.push_back(type);
@@ -104,8 +108,8 @@ private:
     MLIRContext *context = module.getContext();
     Type f32 = Float32Type::get(context);
     for (Type type :
-         {Type(RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                     f32)),
+         {Type(RankedTensorType::get(
+              {ShapedType::kDynamic, ShapedType::kDynamic}, f32)),
           Type(RankedTensorType::get({ShapedType::kDynamic}, f32)),
           Type(RankedTensorType::get({2, 3, 4}, f32)),
           Type(RankedTensorType::get({ShapedType::kDynamic},
@@ -170,8 +174,7 @@ private:
     for (OpOperand &use : llvm::make_early_inc_range(value.getUses())) {
       if (isDying(use.getOwner(), dying, dyingOps))
         continue;
-      Value replacement =
-          substitute(value.getType(), block, dying, dyingOps);
+      Value replacement = substitute(value.getType(), block, dying, dyingOps);
       if (!replacement)
         return false;
       use.set(replacement);
@@ -289,8 +292,8 @@ private:
 
   bool changeSignature(Operation *function) {
     auto typeAttr = dyn_cast<TypeAttr>(function->getAttr("function_type"));
-    auto type = typeAttr ? dyn_cast<FunctionType>(typeAttr.getValue())
-                         : FunctionType();
+    auto type =
+        typeAttr ? dyn_cast<FunctionType>(typeAttr.getValue()) : FunctionType();
     if (!type)
       return false;
     SmallVector<Type> inputs(type.getInputs()), results(type.getResults());
@@ -314,9 +317,9 @@ private:
         return false;
       std::swap(list[pick(list.size())], list[pick(list.size())]);
     }
-    function->setAttr("function_type",
-                      TypeAttr::get(FunctionType::get(module.getContext(),
-                                                      inputs, results)));
+    function->setAttr(
+        "function_type",
+        TypeAttr::get(FunctionType::get(module.getContext(), inputs, results)));
     return true;
   }
 
@@ -368,9 +371,9 @@ private:
     if (!found.empty() && pick(4)) {
       std::tie(from, attr) = found[pick(found.size())];
     }
-    Operation *to =
-        pick(2) && !functions.empty() ? choose<Operation *>(functions)
-                                      : choose<Operation *>(ops);
+    Operation *to = pick(2) && !functions.empty()
+                        ? choose<Operation *>(functions)
+                        : choose<Operation *>(ops);
     if (from && pick(2))
       from->removeAttr(attr.getName());
     to->setAttr(attr.getName(), attr.getValue());
@@ -448,8 +451,7 @@ private:
       for (Operation *op : ops)
         if (!op->hasAttr("function_type"))
           candidates.push_back(op);
-      return !candidates.empty() &&
-             eraseOps({choose<Operation *>(candidates)});
+      return !candidates.empty() && eraseOps({choose<Operation *>(candidates)});
     }
     }
   }
@@ -504,6 +506,16 @@ size_t mutateOnLargeStack(uint8_t *data, size_t size, size_t maxSize,
   if (seed % 2 == 0)
     return LLVMFuzzerMutate(data, size, maxSize);
   llvm::StringRef input(reinterpret_cast<const char *>(data), size);
+  // A crash in the mutator itself leaves no input behind; with
+  // TILE_FUZZ_MUTATOR_TRACE=FILE each input is written there first, and
+  // the seed printed, so that the last one reproduces it.
+  if (const char *trace = std::getenv("TILE_FUZZ_MUTATOR_TRACE")) {
+    if (FILE *file = std::fopen(trace, "wb")) {
+      std::fwrite(data, 1, size, file);
+      std::fprintf(file, "\n// mutator seed %u\n", seed);
+      std::fclose(file);
+    }
+  }
   if (mlir::tile::findExcessiveNesting(input))
     return LLVMFuzzerMutate(data, size, maxSize);
   std::string text;

@@ -37,8 +37,7 @@
 #include <unistd.h>
 #include <vector>
 
-extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size,
-                                   size_t maxSize);
+extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t maxSize);
 
 namespace {
 /// The element operations an evaluation or gradient check may take here:
@@ -124,15 +123,23 @@ private:
 /// arguments and functions printed without `file:line:col:` before them.
 /// Errors about the command line name their option and need no place.
 bool isUnlocatedIRError(llvm::StringRef line) {
-  if (line.contains("<unknown>"))
+  // (Diagnostics echo the source line after theirs: only a line that
+  // starts as a diagnostic counts.)
+  if (line.starts_with("<unknown>") || line.starts_with("loc("))
     return true;
   if (!line.consume_front("error: "))
     return false;
   for (llvm::StringRef prefix :
-       {"'", "argument #", "backward ", "function @", "evaluating @",
+       {"'", "backward ", "function @", "evaluating @",
         "the gradient check of @", "the gradient of ", "block argument"})
     if (line.starts_with(prefix))
       return true;
+  // The evaluator's "argument #0 (tensor<...>): ..." is about the IR; the
+  // spec errors of --args ("argument #0: '7by13' is not a shape") are not.
+  if (line.consume_front("argument #")) {
+    line = line.ltrim("0123456789");
+    return line.starts_with(" (");
+  }
   return line.starts_with("@") && (line.contains(" is a declaration") ||
                                    line.contains(" is not a tile.kernel"));
 }
@@ -143,8 +150,8 @@ void runCommandLine(const uint8_t *data, size_t size) {
     return std::string(dir ? dir : "/tmp") + "/tile-fuzz-run-" +
            std::to_string(getpid()) + ".mlir";
   }();
-  Input input = split(llvm::StringRef(reinterpret_cast<const char *>(data),
-                                      size));
+  Input input =
+      split(llvm::StringRef(reinterpret_cast<const char *>(data), size));
   {
     FILE *file = std::fopen(path.c_str(), "wb");
     if (!file)
@@ -199,21 +206,59 @@ std::string randomArgument(std::mt19937 &random,
   auto pick = [&](size_t n) {
     return std::uniform_int_distribution<size_t>(0, n - 1)(random);
   };
-  static const char *const specs[] = {
-      "",       "_",       "0",     "1",         "1x1",    "7x13",
-      "0x0",    "0x5",     "3x0",   "MxN",       "M",      "N",
-      "Mx1",    "2xN",     "-1x3",  "3x-1",      "1x1x1",  "x",
-      "nan",    "inf",     "-inf",  "1e309",     "1e-6",   "-0",
-      "65536x1025",        "99999999999x99999999999", "9223372036854775807",
-      "4096x4096",         "1x67108865"};
-  static const char *const flags[] = {
-      "--gradient",       "--gradient-check", "--exact",
-      "--print-values",   "--device",         "--bench",
-      "--specialize-widths", "--main-grad",   "--policy=save-row-stats",
-      "--policy=recompute", "--policy=keep",  "--mlir-print-op-on-diagnostic"};
-  static const char *const numbers[] = {"0",   "1",     "-1", "7",    "1e-300",
-                                        "nan", "inf",   "-3", "1e12", "",
-                                        "18446744073709551616", "0.5"};
+  static const char *const specs[] = {"",
+                                      "_",
+                                      "0",
+                                      "1",
+                                      "1x1",
+                                      "7x13",
+                                      "0x0",
+                                      "0x5",
+                                      "3x0",
+                                      "MxN",
+                                      "M",
+                                      "N",
+                                      "Mx1",
+                                      "2xN",
+                                      "-1x3",
+                                      "3x-1",
+                                      "1x1x1",
+                                      "x",
+                                      "nan",
+                                      "inf",
+                                      "-inf",
+                                      "1e309",
+                                      "1e-6",
+                                      "-0",
+                                      "65536x1025",
+                                      "99999999999x99999999999",
+                                      "9223372036854775807",
+                                      "4096x4096",
+                                      "1x67108865"};
+  static const char *const flags[] = {"--gradient",
+                                      "--gradient-check",
+                                      "--exact",
+                                      "--print-values",
+                                      "--device",
+                                      "--bench",
+                                      "--specialize-widths",
+                                      "--main-grad",
+                                      "--policy=save-row-stats",
+                                      "--policy=recompute",
+                                      "--policy=keep",
+                                      "--mlir-print-op-on-diagnostic"};
+  static const char *const numbers[] = {"0",
+                                        "1",
+                                        "-1",
+                                        "7",
+                                        "1e-300",
+                                        "nan",
+                                        "inf",
+                                        "-3",
+                                        "1e12",
+                                        "",
+                                        "18446744073709551616",
+                                        "0.5"};
   auto specList = [&] {
     std::string list;
     for (size_t i = 0, n = pick(5); i < n; ++i)
@@ -239,15 +284,20 @@ std::string randomArgument(std::mt19937 &random,
   case 5:
     return flags[pick(std::size(flags))];
   case 6: {
-    static const char *const valued[] = {
-        "--seed=",   "--low=",       "--high=",   "--directions=",
-        "--tolerance=", "--fd-step=", "--bench-iterations="};
+    static const char *const valued[] = {"--seed=",
+                                         "--low=",
+                                         "--high=",
+                                         "--directions=",
+                                         "--tolerance=",
+                                         "--fd-step=",
+                                         "--bench-iterations="};
     return valued[pick(std::size(valued))] +
            std::string(numbers[pick(std::size(numbers))]);
   }
   default:
     return "--input=" +
-           (symbols.empty() ? std::string("x") : symbols[pick(symbols.size())]) +
+           (symbols.empty() ? std::string("x")
+                            : symbols[pick(symbols.size())]) +
            "=/dev/null";
   }
 }
@@ -255,16 +305,15 @@ std::string randomArgument(std::mt19937 &random,
 size_t mutateCommandLine(uint8_t *data, size_t size, size_t maxSize,
                          unsigned seed) {
   std::mt19937 random(seed);
-  Input input = split(llvm::StringRef(reinterpret_cast<const char *>(data),
-                                      size));
+  Input input =
+      split(llvm::StringRef(reinterpret_cast<const char *>(data), size));
   switch (random() % 4) {
   case 0: { // the module's structure or bytes
     std::vector<uint8_t> module(input.module.begin(), input.module.end());
     module.resize(std::max<size_t>(maxSize, module.size()));
     size_t length = tile::fuzz::mutateStructure(
         module.data(), input.module.size(), module.size(), random());
-    input.module.assign(reinterpret_cast<const char *>(module.data()),
-                        length);
+    input.module.assign(reinterpret_cast<const char *>(module.data()), length);
     break;
   }
   case 1: // the whole input's bytes

@@ -55,12 +55,15 @@ make_seeds() {
     "$root"/test/Malformed/*.mlir "$root"/test/Robustness/*.mlir \
     "$seeds.new/"
   python3 "$root/fuzz/gen_kernels.py" --count 50 --seed 1 --out "$seeds.new"
+  # The instrumented tile-opt needs the harnesses' ASan options
+  # (fuzz/FuzzTarget.cpp says why).
+  local opt=(env ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0
+    "$build/bin/tile-opt" --mlir-print-op-generic)
   for file in "$seeds.new"/*.mlir; do
-    "$build/bin/tile-opt" --mlir-print-op-generic "$file" \
-      >"${file%.mlir}.generic.mlir" 2>/dev/null ||
+    "${opt[@]}" "$file" >"${file%.mlir}.generic.mlir" 2>/dev/null ||
       rm -f "${file%.mlir}.generic.mlir"
-    "$build/bin/tile-opt" --mlir-print-op-generic -tile-differentiate \
-      "$file" >"${file%.mlir}.derived.mlir" 2>/dev/null ||
+    "${opt[@]}" -tile-differentiate "$file" \
+      >"${file%.mlir}.derived.mlir" 2>/dev/null ||
       rm -f "${file%.mlir}.derived.mlir"
   done
   mv "$seeds.new" "$seeds"

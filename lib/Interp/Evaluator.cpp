@@ -194,10 +194,10 @@ llvm::Expected<std::vector<Buffer>> evaluate(func::FuncOp func,
     return errorAt(func.getLoc(),
                    "function @" + func.getSymName() + " has no body");
   if (args.size() != func.getNumArguments())
-    return errorAt(func.getLoc(),
-                   "function @" + func.getSymName() + " takes " +
-                       llvm::Twine(func.getNumArguments()) + " arguments, got " +
-                       llvm::Twine(args.size()));
+    return errorAt(func.getLoc(), "function @" + func.getSymName() + " takes " +
+                                      llvm::Twine(func.getNumArguments()) +
+                                      " arguments, got " +
+                                      llvm::Twine(args.size()));
   if (!func.getBody().hasOneBlock() ||
       func.getBody().front().getNumArguments() != func.getNumArguments())
     return errorAt(func.getLoc(), "function @" + func.getSymName() +
@@ -239,9 +239,9 @@ llvm::Expected<std::vector<Buffer>> evaluate(func::FuncOp func,
     }
     return opError(&op, "the reference evaluator does not support this op");
   }
-  return errorAt(func.getLoc(),
-                 "function @" + func.getSymName() + " does not end in "
-                                                    "func.return");
+  return errorAt(func.getLoc(), "function @" + func.getSymName() +
+                                    " does not end in "
+                                    "func.return");
 }
 
 int64_t estimateElementOps(func::FuncOp func, const std::vector<Buffer> &args) {
@@ -254,8 +254,9 @@ int64_t estimateElementOps(func::FuncOp func, const std::vector<Buffer> &args) {
       for (Type type : op.getResultTypes())
         if (auto tensor = dyn_cast<RankedTensorType>(type))
           if (tensor.hasStaticShape())
-            largest = std::max(largest, boundedElements(tensor.getShape())
-                                            .value_or(kMaxElements));
+            largest = std::max(
+                largest,
+                boundedElements(tensor.getShape()).value_or(kMaxElements));
     }
   if (ops != 0 && largest > std::numeric_limits<int64_t>::max() / ops)
     return std::numeric_limits<int64_t>::max();

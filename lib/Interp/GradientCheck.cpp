@@ -130,10 +130,9 @@ checkGradients(func::FuncOp forward, func::FuncOp backward,
     auto i = roleOf(backward.getResultAttrDict(index),
                     TileDialect::getGradientAttrName());
     if (!i)
-      return errorAt(backward.getLoc(), "backward result #" +
-                                            llvm::Twine(index) + " of @" +
-                                            backward.getSymName() +
-                                            " has no tile.gradient role");
+      return errorAt(backward.getLoc(),
+                     "backward result #" + llvm::Twine(index) + " of @" +
+                         backward.getSymName() + " has no tile.gradient role");
     Buffer gradient = (*results)[index];
     // With a main_grad the result is main_grad + gradient.
     if (auto acc = mainGrads.find(*i); acc != mainGrads.end())
@@ -155,8 +154,8 @@ checkGradients(func::FuncOp forward, func::FuncOp backward,
     const Buffer &gradient = found->second;
     if (gradient.values.size() != args[arg].values.size())
       return errorAt(backward.getLoc(),
-                     "the gradient of argument #" + llvm::Twine(arg) +
-                         " has " + llvm::Twine(gradient.values.size()) +
+                     "the gradient of argument #" + llvm::Twine(arg) + " has " +
+                         llvm::Twine(gradient.values.size()) +
                          " elements, the argument " +
                          llvm::Twine(args[arg].values.size()));
     ArgumentGradientError entry;

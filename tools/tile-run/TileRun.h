@@ -1,4 +1,4 @@
-//===- TileRun.h - tile-run as a function ------------------------*- C++ -*-===//
+//===- TileRun.h - tile-run as a function -----------------------*- C++ -*-===//
 //
 // tile-run's whole command line in one call, so that its main (main.cpp)
 // and the command-line fuzzer (fuzz/tile-run.cpp) run the same code.

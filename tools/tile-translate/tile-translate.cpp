@@ -143,8 +143,8 @@ int runTranslate(int argc, char **argv) {
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-  if (!module || mlir::failed(mlir::tile::verifyOnlyKernels(
-                     *module, "tile-translate")))
+  if (!module ||
+      mlir::failed(mlir::tile::verifyOnlyKernels(*module, "tile-translate")))
     return 1;
 
   // The output is written only when the translation succeeds: a failed run

@@ -361,8 +361,8 @@ TEST_F(EvaluatorTest, ArgumentErrorsSayWhatIsWrong) {
   EXPECT_TRUE(
       isErrorAt(errorOf(interp::evaluate(func, {w, w, eps, eps})), "5:21",
                 "argument #0 (tensor<?x?xbf16>): expected rank 2, got rank 1"));
-  EXPECT_TRUE(isErrorAt(errorOf(interp::evaluate(func, {x, w, w, eps})),
-                        "6:21", "argument #2 (f32): expected a scalar"));
+  EXPECT_TRUE(isErrorAt(errorOf(interp::evaluate(func, {x, w, w, eps})), "6:21",
+                        "argument #2 (f32): expected a scalar"));
   EXPECT_TRUE(isErrorAt(
       errorOf(interp::evaluate(func, {eps, w, eps, eps})), "5:21",
       "argument #0 (tensor<?x?xbf16>): expected a tensor, got a scalar"));
@@ -389,7 +389,8 @@ TEST_F(EvaluatorTest, StaticShapesAreChecked) {
                             "s");
   ASSERT_TRUE(func);
   EXPECT_TRUE(isErrorAt(
-      errorOf(interp::evaluate(func, {Buffer::tensor({2, 7}, StorageType::F32)})),
+      errorOf(
+          interp::evaluate(func, {Buffer::tensor({2, 7}, StorageType::F32)})),
       "2:18", "argument #0 (tensor<?x8xf32>): dimension 1 must be 8, got 7"));
 }
 

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -57,6 +58,20 @@ LogicalResult mlir::tile::verifyFunctionBody(func::FuncOp func,
   // func.func's verifier, which reports it; every rule below reads both.
   if (!hasFunctionHeader(func))
     return success();
+  // The name becomes the GPU kernel's (and its derived kernels', with
+  // suffixes) in PTX, whose identifiers are these; LLVM's NVPTX back end
+  // aborts on any other (found by the structural mutator: a name with
+  // spaces).
+  StringRef name = func.getSymName();
+  if (name.empty() || llvm::isDigit(name.front()) ||
+      !llvm::all_of(name, [](char c) {
+        return llvm::isAlnum(c) || c == '_' || c == '$';
+      }))
+    return func.emitOpError("kernel name '")
+           << name
+           << "' is not an identifier: kernels are named with letters, "
+              "digits, '_' and '$', not starting with a digit (the name "
+              "is the GPU kernel's in PTX)";
   FunctionType type = func.getFunctionType();
   auto error = [&]() {
     return func.emitOpError("has '") << attribute << "' but ";
@@ -79,8 +94,8 @@ LogicalResult mlir::tile::verifyFunctionBody(func::FuncOp func,
              << "block argument #" << index << " of @" << func.getSymName()
              << " has type " << argument.getType()
              << " where its signature has " << expected;
-  auto returnOp = entry.empty() ? func::ReturnOp()
-                                : dyn_cast<func::ReturnOp>(entry.back());
+  auto returnOp =
+      entry.empty() ? func::ReturnOp() : dyn_cast<func::ReturnOp>(entry.back());
   if (!returnOp)
     return error() << "its block does not end in func.return";
   if (returnOp.getOperandTypes() != type.getResults())
@@ -95,6 +110,20 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
     return failure();
   if (!hasFunctionHeader(func))
     return success();
+  // The name becomes the GPU kernel's (and its derived kernels', with
+  // suffixes) in PTX, whose identifiers are these; LLVM's NVPTX back end
+  // aborts on any other (found by the structural mutator: a name with
+  // spaces).
+  StringRef name = func.getSymName();
+  if (name.empty() || llvm::isDigit(name.front()) ||
+      !llvm::all_of(name, [](char c) {
+        return llvm::isAlnum(c) || c == '_' || c == '$';
+      }))
+    return func.emitOpError("kernel name '")
+           << name
+           << "' is not an identifier: kernels are named with letters, "
+              "digits, '_' and '$', not starting with a digit (the name "
+              "is the GPU kernel's in PTX)";
   FunctionType type = func.getFunctionType();
   for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
     if (!isStorageTensor(argType) && !isScalarParameter(argType))
@@ -191,12 +220,12 @@ LogicalResult mlir::tile::verifyOnlyKernels(ModuleOp module, StringRef tool) {
     bool kernel = func->hasAttr(TileDialect::getKernelAttrName());
     if (kernel && !func.isExternal())
       return WalkResult::advance();
-    func.emitError("@")
-        << func.getSymName() << " is "
-        << (func.isExternal() ? "a declaration (no body)" : "not a tile.kernel")
-        << "; " << tool
-        << " compiles kernels only (func.func with a body and "
-           "`attributes {tile.kernel}`)";
+    func.emitError("@") << func.getSymName() << " is "
+                        << (func.isExternal() ? "a declaration (no body)"
+                                              : "not a tile.kernel")
+                        << "; " << tool
+                        << " compiles kernels only (func.func with a body and "
+                           "`attributes {tile.kernel}`)";
     return WalkResult::interrupt();
   });
   return failure(walk.wasInterrupted());
