@@ -102,7 +102,7 @@ OwningOpRef<ModuleOp> parse(const uint8_t *data, size_t size) {
           llvm::StringRef(reinterpret_cast<const char *>(data), size),
           kInputName),
       llvm::SMLoc());
-  if (mlir::tile::reportExcessiveNesting(sourceMgr, id, &llvm::nulls()))
+  if (mlir::tile::reportUnparsableInput(sourceMgr, id, &llvm::nulls()))
     return nullptr;
   // parseSourceFile verifies what it parsed.
   return parseSourceFile<ModuleOp>(sourceMgr, &context);

@@ -151,12 +151,17 @@ private:
                    ArrayRef<Operation *> dyingOps) {
     Region *region = functionRegion(block);
     SmallVector<Value> candidates;
-    region->walk([&](Operation *op) {
-      if (isDying(op, dying, dyingOps))
-        return;
-      for (Value result : op->getResults())
-        if (result.getType() == type)
-          candidates.push_back(result);
+    // Not below an isolated op (a function inside the module's region):
+    // its values must not be used from outside it, or erasing its body
+    // (toDeclaration) would leave those uses dangling.
+    region->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (op->hasTrait<OpTrait::IsIsolatedFromAbove>())
+        return WalkResult::skip();
+      if (!isDying(op, dying, dyingOps))
+        for (Value result : op->getResults())
+          if (result.getType() == type)
+            candidates.push_back(result);
+      return WalkResult::advance();
     });
     if (!candidates.empty() && pick(2))
       return choose<Value>(candidates);
@@ -348,6 +353,20 @@ private:
     if (function->getNumRegions() == 0 || function->getRegion(0).empty())
       return false;
     Region &body = function->getRegion(0);
+    // A value of the body used outside the function (unregistered ops are
+    // not isolated from above) would dangle: give up instead.
+    bool usedOutside = false;
+    body.walk([&](Operation *op) {
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers())
+          usedOutside |= !function->isProperAncestor(user);
+    });
+    for (Block &block : body)
+      for (BlockArgument arg : block.getArguments())
+        for (Operation *user : arg.getUsers())
+          usedOutside |= !function->isProperAncestor(user);
+    if (usedOutside)
+      return false;
     body.dropAllReferences();
     body.getBlocks().clear();
     if (pick(2))
@@ -516,7 +535,7 @@ size_t mutateOnLargeStack(uint8_t *data, size_t size, size_t maxSize,
       std::fclose(file);
     }
   }
-  if (mlir::tile::findExcessiveNesting(input))
+  if (mlir::tile::findUnparsableInput(input))
     return LLVMFuzzerMutate(data, size, maxSize);
   std::string text;
   {

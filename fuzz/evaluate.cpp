@@ -37,6 +37,9 @@ static void evaluate(const uint8_t *data, size_t size) {
       for (bool round : {true, false}) {
         ::tile::interp::EvalOptions options;
         options.roundStorage = round;
+        // About a second under ASan (the default is ~20 s of a release
+        // build, over libFuzzer's -timeout here).
+        options.maxElementOps = int64_t(1) << 24;
         auto results = ::tile::interp::evaluate(func, *inputs, options);
         if (!results)
           ::tile::fuzz::checkLocated(results.takeError());

@@ -44,6 +44,8 @@ namespace {
 /// about a second under ASan, well inside libFuzzer's -timeout. The
 /// fuzzer's own --max-element-ops lines are dropped for this one.
 constexpr const char *kWorkLimit = "--max-element-ops=16777216";
+/// The most --rows x --widths cases run (each may take the work limit).
+constexpr size_t kMaxCases = 16;
 
 struct Input {
   std::vector<std::string> args;
@@ -78,7 +80,7 @@ std::string join(const Input &input) {
 /// elsewhere (response files, --output-dir), or set the work limit.
 bool isExcluded(llvm::StringRef arg) {
   llvm::StringRef name = arg.ltrim('-');
-  return arg.starts_with("@") || name.starts_with("h") ||
+  return arg.starts_with("@") || name.starts_with("help") ||
          name.starts_with("version") || name.starts_with("output-dir") ||
          name.starts_with("max-element-ops") || name.starts_with("print-all") ||
          name.starts_with("print-options");
@@ -160,9 +162,24 @@ void runCommandLine(const uint8_t *data, size_t size) {
     std::fclose(file);
   }
   std::vector<const char *> argv{"tile-run"};
-  for (const std::string &arg : input.args)
-    if (!isExcluded(arg))
-      argv.push_back(arg.c_str());
+  // The work limit is per case: more than kMaxCases cases could take longer
+  // than libFuzzer's -timeout without anything being wrong.
+  size_t rows = 0, widths = 0;
+  size_t *valueOf = nullptr; // `--rows 1,2`: the list is the next argument
+  for (const std::string &arg : input.args) {
+    if (isExcluded(arg))
+      continue;
+    llvm::StringRef name = llvm::StringRef(arg).ltrim('-');
+    size_t values = llvm::count(arg, ',') + 1;
+    if (valueOf)
+      *valueOf += values;
+    valueOf = name == "rows" ? &rows : name == "widths" ? &widths : nullptr;
+    rows += name.starts_with("rows=") ? values : 0;
+    widths += name.starts_with("widths=") ? values : 0;
+    argv.push_back(arg.c_str());
+  }
+  if (std::max<size_t>(rows, 1) * std::max<size_t>(widths, 1) > kMaxCases)
+    return;
   argv.push_back(kWorkLimit);
   argv.push_back(path.c_str());
 

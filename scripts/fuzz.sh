@@ -49,6 +49,8 @@ make_seeds() {
   # attributes it moves around).
   local seeds=$build/seeds file
   [ -d "$seeds" ] && return 0
+  [ -x "$build/bin/tile-opt" ] ||
+    { echo "fuzz: no $build/bin/tile-opt: run '$0 build' first" >&2; return 1; }
   rm -rf "$seeds.new"
   mkdir -p "$seeds.new"
   cp "$root"/examples/*.mlir "$root"/test/Zoo/*.mlir \
@@ -75,9 +77,7 @@ seed_corpus() { # harness
   if [ "$1" = tile-run ]; then
     # Command lines: --function on every symbol, --args fitting each
     # signature, every mode (fuzz/cli_seeds.py).
-    python3 "$root/fuzz/cli_seeds.py" "$corpus" "$root"/examples/*.mlir \
-      "$root"/test/Zoo/*.mlir "$root"/test/Robustness/*.mlir \
-      "$seeds"/*.derived.mlir >/dev/null
+    python3 "$root/fuzz/cli_seeds.py" "$corpus" "$seeds"/*.mlir >/dev/null
   else
     cp "$seeds"/*.mlir "$corpus/"
   fi
@@ -90,11 +90,11 @@ run_harness() { # harness seconds
   seed_corpus "$name"
   # -timeout: a hang is any input that takes 20 s; -rss_limit_mb: a runaway
   # allocation. Both are findings, as crashes are. -max_len: the generic
-  # form of a seed is about twice its custom form. tile-run's harness
-  # prints what tile-run prints: only libFuzzer's and the sanitizers'
-  # reports reach the log (-close_fd_mask=3).
+  # form of a seed is about twice its custom form. tile-run's results on
+  # stdout stay out of the log (-close_fd_mask=1; the harness reads its
+  # stderr itself).
   local quiet=0
-  [ "$name" = tile-run ] && quiet=3
+  [ "$name" = tile-run ] && quiet=1
   "$build/bin/tile-fuzz-$name" "$build/corpus/$name" \
     -dict="$root/fuzz/tile.dict" -max_total_time="$seconds" -timeout=20 \
     -rss_limit_mb=6144 -max_len=16384 -print_final_stats=1 \

@@ -3,6 +3,7 @@
 #include "tile/Interp/FiniteDifferences.h"
 
 #include <cmath>
+#include <limits>
 
 namespace tile::interp {
 
@@ -26,15 +27,17 @@ llvm::Expected<Weighted> weightedOutput(mlir::func::FuncOp func,
       moved[i].values[j] += t * direction[i].values[j];
   EvalOptions exact;
   exact.roundStorage = false;
+  // The caller bounds the whole check's work (checkGradients).
+  exact.maxElementOps = std::numeric_limits<int64_t>::max();
   auto results = evaluate(func, moved, exact);
   if (!results)
     return results.takeError();
   if (results->size() != cotangents.size())
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "@" + func.getSymName() + " has " + llvm::Twine(results->size()) +
-            " results but " + llvm::Twine(cotangents.size()) +
-            " cotangents were given");
+    return errorAt(func.getLoc(), "@" + func.getSymName() + " has " +
+                                      llvm::Twine(results->size()) +
+                                      " results but " +
+                                      llvm::Twine(cotangents.size()) +
+                                      " cotangents were given");
   Weighted total;
   for (size_t r = 0; r < results->size(); ++r) {
     const Buffer &out = (*results)[r];

@@ -6,6 +6,7 @@
 #include "tile/Interp/Inputs.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -41,6 +42,8 @@ Buffer randomLike(const Buffer &shape, Random &random) {
 EvalOptions exactly() {
   EvalOptions options;
   options.roundStorage = false;
+  // checkGradients bounds the work of all its evaluations at once.
+  options.maxElementOps = std::numeric_limits<int64_t>::max();
   return options;
 }
 } // namespace
@@ -52,16 +55,18 @@ checkGradients(func::FuncOp forward, func::FuncOp backward,
   // Refused before it starts when it would take too long: the forward, the
   // forward with its saved values and the backward once each, the forward
   // four times per finite-difference step, direction and argument.
-  int64_t evaluations = 3;
+  // Counted in double: directions and steps are the caller's and could
+  // overflow a product of integers.
+  double evaluations = 3;
   for (unsigned arg = 0; arg < forward.getNumArguments(); ++arg)
     if (mlir::tile::isDifferentiableArgument(forward, arg))
-      evaluations += 4 * int64_t(options.directions) *
-                     int64_t(options.finiteDifferences.steps);
+      evaluations += 4.0 * options.directions * options.finiteDifferences.steps;
   int64_t each = estimateElementOps(forward, args);
-  if (each > options.maxElementOps / evaluations)
+  if (double(each) * evaluations > double(options.maxElementOps))
     return errorAt(forward.getLoc(),
                    "the gradient check of @" + forward.getSymName() +
-                       " at these shapes takes " + llvm::Twine(evaluations) +
+                       " at these shapes takes " +
+                       llvm::Twine(static_cast<uint64_t>(evaluations)) +
                        " evaluations of about " + llvm::Twine(each) +
                        " element operations each, over its limit of " +
                        llvm::Twine(options.maxElementOps) +

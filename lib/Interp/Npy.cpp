@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/Interp/Npy.h"
+#include "tile/Interp/Evaluator.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -80,6 +81,18 @@ const ElementReader *readerFor(llvm::StringRef descr) {
 } // namespace
 
 llvm::Expected<NpyArray> tile::interp::readNpy(llvm::StringRef path) {
+  // Only a regular file of a size the evaluator can hold: a FIFO, a device
+  // (/dev/zero, /dev/stdin) or a terminal would be read without end.
+  llvm::sys::fs::file_status status;
+  if (std::error_code error = llvm::sys::fs::status(path, status))
+    return fileError(path, error.message());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return fileError(path, "not a regular file");
+  constexpr uint64_t kMaxBytes = uint64_t(kMaxElements) * 8 + (1u << 20);
+  if (status.getSize() > kMaxBytes)
+    return fileError(path, "holds " + llvm::Twine(status.getSize()) +
+                               " bytes, more than the evaluator's limit of " +
+                               llvm::Twine(kMaxElements) + " elements");
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                           /*RequiresNullTerminator=*/false);
   if (!file)

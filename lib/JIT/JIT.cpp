@@ -204,7 +204,7 @@ rt::StatusOr<CompiledKernels> compileNow(const std::string &source,
                                          /*RequiresNullTerminator=*/false),
         llvm::SMLoc());
     llvm::raw_string_ostream os(diagnostics);
-    if (mlir::tile::reportExcessiveNesting(sourceMgr, id, &os))
+    if (mlir::tile::reportUnparsableInput(sourceMgr, id, &os))
       return fail("parsing the kernel");
   }
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(

@@ -1,20 +1,41 @@
-//===- ToolSupport.cpp - nesting bound and a large stack for the tools ---===//
+//===- ToolSupport.cpp - the gate before the parser, and a large stack ---===//
 //
-// The nesting scan is a lexer's view, not a parser's: it needs to be right
-// only about text that nests deeply, and errs on the safe side elsewhere
-// (an unbalanced `<` in some odd attribute only makes a count larger).
+// The scan before MLIR's parser is a lexer's view, not a parser's: it needs
+// to be right only about text that nests deeply or that MLIR's parser
+// crashes on, and errs on the safe side elsewhere (an unbalanced `<` in some
+// odd attribute only makes a count larger).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tile/Tools/ToolSupport.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/thread.h"
 
 using namespace mlir;
 
-std::optional<size_t> tile::findExcessiveNesting(llvm::StringRef text) {
+namespace {
+bool isIdentifierChar(char c) {
+  return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
+}
+
+/// Whether `text` at `i` starts `array<index` (spaces allowed before the
+/// type): a dense array of index, on which MLIR 22's parser crashes (it asks
+/// index for a bit width).
+bool isIndexDenseArray(llvm::StringRef text, size_t i) {
+  if (!text.substr(i).starts_with("array<") ||
+      (i > 0 && isIdentifierChar(text[i - 1])))
+    return false;
+  llvm::StringRef rest = text.substr(i + 6).ltrim(" \t\r\n");
+  return rest.starts_with("index") &&
+         (rest.size() == 5 || !isIdentifierChar(rest[5]));
+}
+} // namespace
+
+std::optional<tile::UnparsableInput>
+tile::findUnparsableInput(llvm::StringRef text) {
   int64_t depth = 0;
   for (size_t i = 0, e = text.size(); i < e; ++i) {
     char c = text[i];
@@ -35,7 +56,10 @@ std::optional<size_t> tile::findExcessiveNesting(llvm::StringRef text) {
     case '{':
     case '<':
       if (++depth > kMaxNesting)
-        return i;
+        return UnparsableInput{i, "nesting deeper than " +
+                                      std::to_string(kMaxNesting) +
+                                      " levels of brackets; Tile refuses "
+                                      "input this deep"};
       break;
     case '>':
       if (i > 0 && text[i - 1] == '-')
@@ -46,6 +70,12 @@ std::optional<size_t> tile::findExcessiveNesting(llvm::StringRef text) {
     case '}':
       depth = depth > 0 ? depth - 1 : 0;
       break;
+    case 'a':
+      if (isIndexDenseArray(text, i))
+        return UnparsableInput{
+            i, "a dense array of index (array<index: ...>) is not "
+               "supported: MLIR 22's parser crashes on it; use i64"};
+      break;
     default:
       break;
     }
@@ -53,18 +83,17 @@ std::optional<size_t> tile::findExcessiveNesting(llvm::StringRef text) {
   return std::nullopt;
 }
 
-bool tile::reportExcessiveNesting(llvm::SourceMgr &sourceMgr, unsigned bufferId,
-                                  llvm::raw_ostream *os) {
+bool tile::reportUnparsableInput(llvm::SourceMgr &sourceMgr, unsigned bufferId,
+                                 llvm::raw_ostream *os) {
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
-  std::optional<size_t> at = findExcessiveNesting(buffer->getBuffer());
-  if (!at)
+  std::optional<UnparsableInput> found =
+      findUnparsableInput(buffer->getBuffer());
+  if (!found)
     return false;
-  llvm::SMLoc loc = llvm::SMLoc::getFromPointer(buffer->getBufferStart() + *at);
+  llvm::SMLoc loc =
+      llvm::SMLoc::getFromPointer(buffer->getBufferStart() + found->offset);
   sourceMgr.PrintMessage(os ? *os : llvm::errs(), loc,
-                         llvm::SourceMgr::DK_Error,
-                         "nesting deeper than " + std::to_string(kMaxNesting) +
-                             " levels of brackets; Tile refuses input this "
-                             "deep");
+                         llvm::SourceMgr::DK_Error, found->message);
   return true;
 }
 

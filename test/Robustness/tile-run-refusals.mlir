@@ -15,8 +15,8 @@
 // RUN: not tile-run --function=wide --gradient-check --args=MxN --rows=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33 --widths=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33 %s 2>&1 | FileCheck %s --check-prefix=CASES
 // RUN: not tile-run --function=wide --args=2x2 --max-element-ops=0 %s 2>&1 | FileCheck %s --check-prefix=ZERO
 
-// DECLARED: tile-run-refusals.mlir:[[# @LINE + 10]]:1: error: @declared is a declaration (no body); tile-run runs functions with `attributes {tile.kernel}`
-// PLAIN: tile-run-refusals.mlir:[[# @LINE + 11]]:1: error: @plain is not a tile.kernel; tile-run runs functions with `attributes {tile.kernel}`
+// DECLARED: tile-run-refusals.mlir:[[# @LINE + 10]]:1: error: @declared is a declaration (no body); tile-run takes kernels only (func.func with a body and `attributes {tile.kernel}`)
+// PLAIN: tile-run-refusals.mlir:[[# @LINE + 11]]:1: error: @plain is not a tile.kernel; tile-run takes kernels only (func.func with a body and `attributes {tile.kernel}`)
 // HUGE: error: argument #0: shape 100000000x100 holds more than the evaluator's limit of 67108864 elements
 // CHECK-LIMIT: tile-run-refusals.mlir:[[# @LINE + 19]]:1: error: the gradient check of @tall at these shapes takes 115 evaluations of about 3145776 element operations each, over its limit of 268435456 in all; check smaller shapes (--rows, --widths) or raise tile-run --max-element-ops
 // RAISED: 1 gradients checked, 0 failed

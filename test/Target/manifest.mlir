@@ -84,7 +84,7 @@
 // SWIGLU: "block": 128,
 // SWIGLU-NEXT: "grid": "ceildiv(rows * w0, 1024)",
 
-// NONE: error: @not_a_kernel is not a tile.kernel; tile-translate compiles kernels only
+// NONE: error: @not_a_kernel is not a tile.kernel; tile-translate takes kernels only
 func.func @not_a_kernel(%x: f32) -> f32 {
   return %x : f32
 }

@@ -79,7 +79,7 @@ TOOLS = {
     "tile-run": ["tile-run", "--function=f", "--args=2x3"],
 }
 
-LOCATED = re.compile(r"^\S+\.mlir:\d+:\d+: error: ", re.MULTILINE)
+LOCATED = re.compile(r"\S+\.mlir:\d+:\d+: error: ")
 
 
 def source(shape, attribute):
@@ -115,11 +115,15 @@ def main() -> int:
                 result = subprocess.run(
                     [str(bin_dir / command[0])] + command[1:] + [str(path)],
                     capture_output=True, text=True, timeout=60)
+                errors = [line for line in result.stderr.splitlines()
+                          if "error:" in line]
                 problem = None
                 if result.returncode != 1:
                     problem = f"exit status {result.returncode}"
-                elif not LOCATED.search(result.stderr):
-                    problem = "no located error"
+                elif not errors:
+                    problem = "no error"
+                elif not all(LOCATED.match(line) for line in errors):
+                    problem = "an error without a location"
                 if problem:
                     failures += 1
                     print(f"FAIL {shape} + {attribute} through {tool}: "

@@ -35,7 +35,7 @@
 // DERIVED: "of": 1,
 // DERIVED-NEXT: "role": "gradient",
 
-// NONE: error: @not_a_kernel is not a tile.kernel; tile-translate compiles kernels only
+// NONE: error: @not_a_kernel is not a tile.kernel; tile-translate takes kernels only
 func.func @not_a_kernel(%x: f32) -> f32 {
   return %x : f32
 }

@@ -54,7 +54,7 @@ int runOpt(int argc, char **argv) {
       llvm::MemoryBuffer::getMemBufferCopy(input->getBuffer(),
                                            input->getBufferIdentifier()),
       llvm::SMLoc());
-  if (mlir::tile::reportExcessiveNesting(sourceMgr, id))
+  if (mlir::tile::reportUnparsableInput(sourceMgr, id))
     return 1;
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFilename, &error);

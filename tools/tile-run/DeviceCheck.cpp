@@ -287,8 +287,10 @@ checkCase(Session &session, FuncOp func,
           const std::vector<interp::Buffer> &inputs) {
   const run::DeviceCheckOptions &options = session.options;
   // The evaluator rounds at storage types, as the GPU does.
-  auto reference = run::evaluateCase(func, derived, inputs, options.seed,
-                                     interp::EvalOptions());
+  interp::EvalOptions evalOptions;
+  evalOptions.maxElementOps = options.maxElementOps;
+  auto reference =
+      run::evaluateCase(func, derived, inputs, options.seed, evalOptions);
   if (!reference)
     return rt::Status::error(llvm::toString(reference.takeError()));
   std::vector<interp::Buffer> forward;

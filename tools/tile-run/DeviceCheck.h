@@ -43,6 +43,9 @@ struct DeviceCheckOptions {
   bool specializeWidths = false;
   /// Timed runs per kernel for --bench; 0 times nothing.
   int benchIterations = 0;
+  /// The evaluator's work limit for each case's reference
+  /// (interp::EvalOptions::maxElementOps).
+  int64_t maxElementOps = interp::kDefaultMaxElementOps;
 };
 
 /// One set of inputs, and how to name it ("7x13,13").

@@ -34,6 +34,7 @@
 #include "DeviceCheck.h"
 #include "RunData.h"
 
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "tile/InitTile.h"
@@ -160,9 +161,9 @@ static cl::list<std::string>
              cl::CommaSeparated, cl::cat(gradientCategory));
 static cl::opt<int64_t> maxElementOps(
     "max-element-ops",
-    cl::desc("refuse an evaluation (default 2^30, ~20 s) or a whole "
-             "--gradient-check (default 2^28) estimated to take more element "
-             "operations than this"),
+    cl::desc("refuse a case (one of --rows x --widths) estimated to take "
+             "more element operations than this (default 2^30, ~20 s; 2^28 "
+             "for --gradient-check)"),
     cl::value_desc("count"), cl::cat(gradientCategory));
 static cl::list<std::string> widthsList("widths",
                                         cl::desc("values of N in --args"),
@@ -193,18 +194,11 @@ func::FuncOp pickFunction(ModuleOp module) {
                    << inputFile << "\n";
       return {};
     }
-    // The tools run kernels: a declaration has nothing to run, and a
-    // function without the attribute was never held to a kernel's rules
-    // (the evaluator and the differentiator rely on them).
-    if (func.isExternal() ||
-        !func->hasAttr(mlir::tile::TileDialect::getKernelAttrName())) {
-      emitError(func.getLoc())
-          << "@" << functionName << " is "
-          << (func.isExternal() ? "a declaration (no body)"
-                                : "not a tile.kernel")
-          << "; tile-run runs functions with `attributes {tile.kernel}`";
+    // A declaration has nothing to run, and a function without the
+    // attribute was never held to a kernel's rules (the evaluator and the
+    // differentiator rely on them).
+    if (failed(mlir::tile::verifyIsKernel(func, "tile-run")))
       return {};
-    }
     return func;
   }
   SmallVector<func::FuncOp> kernels;
@@ -273,6 +267,20 @@ std::vector<std::vector<std::string>> caseSpecs() {
   return cases;
 }
 
+/// How many cases --rows and --widths make, without making them (the
+/// lists may be long: the limit is checked first).
+uint64_t caseCount() {
+  return uint64_t(std::max<size_t>(1, rowsList.size())) *
+         uint64_t(std::max<size_t>(1, widthsList.size()));
+}
+
+/// The element operations one case may take: --max-element-ops, or
+/// `otherwise` (the library's default for the mode).
+int64_t caseWorkLimit(int64_t otherwise) {
+  return maxElementOps.getNumOccurrences() ? int64_t(maxElementOps)
+                                           : otherwise;
+}
+
 /// What every mode needs besides the options: the function, its
 /// arguments' names and the --input files.
 struct Run {
@@ -320,8 +328,7 @@ int runGradientCheck(const Run &run) {
      << (mainGrad ? ", main-grad" : "") << ", seed " << seed << ", "
      << directions << " directions per argument\n";
   interp::GradientCheckOptions checkOptions;
-  if (maxElementOps.getNumOccurrences())
-    checkOptions.maxElementOps = maxElementOps;
+  checkOptions.maxElementOps = caseWorkLimit(checkOptions.maxElementOps);
   checkOptions.directions = directions;
   checkOptions.seed = seed;
   checkOptions.finiteDifferences.relativeStep = finiteDifferenceStep;
@@ -393,6 +400,7 @@ int runOnDevice(const Run &run, StringRef source) {
   options.outputDir = outputDir;
   options.specializeWidths = specializeWidths;
   options.benchIterations = benchmark ? benchIterations : 0;
+  options.maxElementOps = caseWorkLimit(interp::kDefaultMaxElementOps);
   return ::tile::run::runDeviceCheck(run.func, *derived, source.str(), cases,
                                      options, llvm::outs());
 }
@@ -412,8 +420,7 @@ int runEvaluator(const Run &run) {
     return 1;
   interp::EvalOptions evalOptions;
   evalOptions.roundStorage = !exact;
-  if (maxElementOps.getNumOccurrences())
-    evalOptions.maxElementOps = maxElementOps;
+  evalOptions.maxElementOps = caseWorkLimit(evalOptions.maxElementOps);
   auto evaluation =
       ::tile::run::evaluateCase(func, *derived, *args, seed, evalOptions);
   if (!evaluation) {
@@ -467,7 +474,7 @@ bool checkOptionCombinations() {
     return reject("--bench-iterations must be at least 1");
   if (maxElementOps.getNumOccurrences() && maxElementOps < 1)
     return reject("--max-element-ops must be at least 1");
-  if (size_t cases = rowsList.size() * widthsList.size(); cases > kMaxCases)
+  if (uint64_t cases = caseCount(); cases > kMaxCases)
     return reject("--rows and --widths give " + std::to_string(cases) +
                   " cases, over tile-run's limit of " +
                   std::to_string(kMaxCases));
@@ -509,7 +516,7 @@ int ::tile::run::runTileRun(int argc, const char *const *argv) {
   }
   unsigned bufferId =
       sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  if (mlir::tile::reportExcessiveNesting(sourceMgr, bufferId))
+  if (mlir::tile::reportUnparsableInput(sourceMgr, bufferId))
     return 1;
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)

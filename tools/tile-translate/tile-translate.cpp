@@ -132,7 +132,7 @@ int runTranslate(int argc, char **argv) {
   }
   llvm::SourceMgr sourceMgr;
   unsigned id = sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  if (mlir::tile::reportExcessiveNesting(sourceMgr, id))
+  if (mlir::tile::reportUnparsableInput(sourceMgr, id))
     return 1;
 
   mlir::DialectRegistry registry;

@@ -114,8 +114,12 @@ TEST_F(FiniteDifferencesTest, MismatchesAreErrors) {
   Buffer a = Buffer::tensor({2, 3}, StorageType::BF16);
   auto tooMany = interp::finiteDifferenceVJP(func, {a, a}, {a, a}, 0);
   ASSERT_FALSE(static_cast<bool>(tooMany));
-  EXPECT_EQ(llvm::toString(tooMany.takeError()),
-            "@swiglu has 1 results but 2 cotangents were given");
+  // At the function's place in swiglu.mlir.
+  std::string message = llvm::toString(tooMany.takeError());
+  EXPECT_NE(message.find("swiglu.mlir:3:1: error: @swiglu has 1 results but "
+                         "2 cotangents were given"),
+            std::string::npos)
+      << message;
   Buffer small = Buffer::tensor({2, 2}, StorageType::BF16);
   auto wrongSize = interp::finiteDifferenceVJP(func, {a, a}, {small}, 0);
   ASSERT_FALSE(static_cast<bool>(wrongSize));

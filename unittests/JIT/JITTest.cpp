@@ -240,7 +240,7 @@ TEST_F(JITTest, ErrorsCarryTheDiagnostics) {
   ASSERT_FALSE(declared);
   EXPECT_TRUE(contains(declared.message(),
                        "error: @g is a declaration (no body); the tile JIT "
-                       "compiles kernels only"))
+                       "takes kernels only"))
       << declared.message();
   EXPECT_TRUE(contains(declared.message(), "kernel:")) << declared.message();
   auto plain = jit.compile(swiglu + R"mlir(

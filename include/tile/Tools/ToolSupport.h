@@ -1,4 +1,5 @@
-//===- ToolSupport.h - what every Tile tool does before MLIR runs -*- C++ -*-===//
+//===- ToolSupport.h - what every Tile tool does before MLIR runs -*- C++
+//-*-===//
 //
 // MLIR's parser, verifier and printer recurse once per level of nesting,
 // and several of Tile's passes once per op along a use-def chain. So the
@@ -30,15 +31,24 @@ namespace mlir::tile {
 /// few levels; MLIR's generic form of a lowered module about twenty.
 constexpr int64_t kMaxNesting = 512;
 
-/// Where `text` first nests deeper than kMaxNesting: its offset, or nothing.
-/// Strings and `//` comments are skipped; `->` closes nothing.
-std::optional<size_t> findExcessiveNesting(llvm::StringRef text);
+/// Where and why input must not reach MLIR's parser.
+struct UnparsableInput {
+  size_t offset;
+  std::string message;
+};
 
-/// Reports excessive nesting in buffer `bufferId` of `sourceMgr` as
-/// `file:line:col: error: ...` with the line, on `os` (default: stderr);
-/// true if there was any.
-bool reportExcessiveNesting(llvm::SourceMgr &sourceMgr, unsigned bufferId,
-                            llvm::raw_ostream *os = nullptr);
+/// The first place in `text` that MLIR 22's parser cannot take safely:
+/// nesting deeper than kMaxNesting (the parser recurses per level), or a
+/// dense array of `index` (the parser crashes on it; found by the fuzzers).
+/// Strings and `//` comments are skipped; `->` closes nothing. Every tool,
+/// the JIT and the fuzz harnesses call this before they parse.
+std::optional<UnparsableInput> findUnparsableInput(llvm::StringRef text);
+
+/// Reports findUnparsableInput's finding in buffer `bufferId` of
+/// `sourceMgr` as `file:line:col: error: ...` with the line, on `os`
+/// (default: stderr); true if there was one.
+bool reportUnparsableInput(llvm::SourceMgr &sourceMgr, unsigned bufferId,
+                           llvm::raw_ostream *os = nullptr);
 
 /// The stack the tools run on (the main thread's is 8 MiB by default).
 constexpr unsigned kToolStackBytes = 512u << 20;

@@ -306,7 +306,7 @@ module attributes {tile.kernel} {}
 
 // -----
 
-// expected-error@+1 {{kernel name 'k6 bwd' is not an identifier: kernels are named with letters, digits, '_' and '$', not starting with a digit (the name is the GPU kernel's in PTX)}}
+// expected-error@+1 {{kernel name 'k6 bwd' is not an identifier: kernels are named with letters, digits, '_' and '$', starting with a letter, or with '_' or '$' and more (the name is the GPU kernel's in PTX)}}
 func.func @"k6 bwd"(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel} {
   return %x : tensor<?xf32>
 }
@@ -315,6 +315,13 @@ func.func @"k6 bwd"(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel}
 
 // expected-error@+1 {{kernel name '2x' is not an identifier}}
 func.func @"2x"(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel} {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{kernel name '_' is not an identifier}}
+func.func @_(%x: tensor<?xf32>) -> tensor<?xf32> attributes {tile.kernel} {
   return %x : tensor<?xf32>
 }
 

@@ -58,20 +58,6 @@ LogicalResult mlir::tile::verifyFunctionBody(func::FuncOp func,
   // func.func's verifier, which reports it; every rule below reads both.
   if (!hasFunctionHeader(func))
     return success();
-  // The name becomes the GPU kernel's (and its derived kernels', with
-  // suffixes) in PTX, whose identifiers are these; LLVM's NVPTX back end
-  // aborts on any other (found by the structural mutator: a name with
-  // spaces).
-  StringRef name = func.getSymName();
-  if (name.empty() || llvm::isDigit(name.front()) ||
-      !llvm::all_of(name, [](char c) {
-        return llvm::isAlnum(c) || c == '_' || c == '$';
-      }))
-    return func.emitOpError("kernel name '")
-           << name
-           << "' is not an identifier: kernels are named with letters, "
-              "digits, '_' and '$', not starting with a digit (the name "
-              "is the GPU kernel's in PTX)";
   FunctionType type = func.getFunctionType();
   auto error = [&]() {
     return func.emitOpError("has '") << attribute << "' but ";
@@ -111,19 +97,23 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
   if (!hasFunctionHeader(func))
     return success();
   // The name becomes the GPU kernel's (and its derived kernels', with
-  // suffixes) in PTX, whose identifiers are these; LLVM's NVPTX back end
-  // aborts on any other (found by the structural mutator: a name with
-  // spaces).
+  // suffixes) in PTX, whose identifiers are [a-zA-Z][a-zA-Z0-9_$]* or
+  // [_$][a-zA-Z0-9_$]+; LLVM's NVPTX back end aborts on any other (found by
+  // the structural mutator: a name with spaces).
   StringRef name = func.getSymName();
-  if (name.empty() || llvm::isDigit(name.front()) ||
-      !llvm::all_of(name, [](char c) {
+  bool identifier =
+      !name.empty() &&
+      (llvm::isAlpha(name.front()) ||
+       ((name.front() == '_' || name.front() == '$') && name.size() > 1)) &&
+      llvm::all_of(name, [](char c) {
         return llvm::isAlnum(c) || c == '_' || c == '$';
-      }))
+      });
+  if (!identifier)
     return func.emitOpError("kernel name '")
            << name
            << "' is not an identifier: kernels are named with letters, "
-              "digits, '_' and '$', not starting with a digit (the name "
-              "is the GPU kernel's in PTX)";
+              "digits, '_' and '$', starting with a letter, or with '_' or "
+              "'$' and more (the name is the GPU kernel's in PTX)";
   FunctionType type = func.getFunctionType();
   for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
     if (!isStorageTensor(argType) && !isScalarParameter(argType))
@@ -215,18 +205,22 @@ bool mlir::tile::isDifferentiableArgument(func::FuncOp func, unsigned index) {
          !func.getArgAttr(index, TileDialect::getNoGradAttrName());
 }
 
+LogicalResult mlir::tile::verifyIsKernel(func::FuncOp func, StringRef tool) {
+  if (func->hasAttr(TileDialect::getKernelAttrName()) && !func.isExternal())
+    return success();
+  return func.emitError("@")
+         << func.getSymName() << " is "
+         << (func.isExternal() ? "a declaration (no body)"
+                               : "not a tile.kernel")
+         << "; " << tool
+         << " takes kernels only (func.func with a body and "
+            "`attributes {tile.kernel}`)";
+}
+
 LogicalResult mlir::tile::verifyOnlyKernels(ModuleOp module, StringRef tool) {
   WalkResult walk = module.walk([&](func::FuncOp func) {
-    bool kernel = func->hasAttr(TileDialect::getKernelAttrName());
-    if (kernel && !func.isExternal())
-      return WalkResult::advance();
-    func.emitError("@") << func.getSymName() << " is "
-                        << (func.isExternal() ? "a declaration (no body)"
-                                              : "not a tile.kernel")
-                        << "; " << tool
-                        << " compiles kernels only (func.func with a body and "
-                           "`attributes {tile.kernel}`)";
-    return WalkResult::interrupt();
+    return failed(verifyIsKernel(func, tool)) ? WalkResult::interrupt()
+                                              : WalkResult::advance();
   });
   return failure(walk.wasInterrupted());
 }

@@ -30,6 +30,14 @@ using namespace mlir;
 using namespace mlir::tile;
 
 namespace {
+/// The roles tile-differentiate gives a derived function's arguments; a
+/// function derived from a derived one gives them anew.
+constexpr StringLiteral kArgumentRoles[] = {TileDialect::getCotangentAttrName(),
+                                            TileDialect::getSavedAttrName(),
+                                            TileDialect::getMainGradAttrName()};
+} // namespace
+
+namespace {
 
 bool isFloatTensor(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -128,15 +136,11 @@ void Differentiator::recompute() {
   // A primal argument keeps its attributes (tile.nograd) but not a role it
   // played for another function: a derived function differentiated again
   // has cotangent and saved arguments, which are plain primals here.
-  for (unsigned index = 0; index < numPrimals; ++index)
-    for (NamedAttribute attr : forward.getArgAttrDict(index)
-                                   ? forward.getArgAttrDict(index).getValue()
-                                   : ArrayRef<NamedAttribute>())
-      if (!llvm::is_contained({TileDialect::getCotangentAttrName(),
-                               TileDialect::getSavedAttrName(),
-                               TileDialect::getMainGradAttrName()},
-                              attr.getName().getValue()))
-        backward.setArgAttr(index, attr.getName(), attr.getValue());
+  for (unsigned index = 0; index < numPrimals; ++index) {
+    backward.setArgAttrs(index, forward.getArgAttrDict(index));
+    for (StringRef role : kArgumentRoles)
+      backward.removeArgAttr(index, role);
+  }
   for (unsigned index = 0; index < numCotangents; ++index)
     backward.setArgAttr(numPrimals + index, TileDialect::getCotangentAttrName(),
                         builder.getI64IntegerAttr(index));
@@ -319,8 +323,15 @@ void Differentiator::applyPolicy(DerivedKernel &derived) {
   builder.setInsertionPointAfter(forward);
   auto variant = cast<func::FuncOp>(builder.clone(*forward, map));
   variant.setSymName((forward.getSymName() + "_fwd").str());
+  // It is the forward of `forward` only, whatever `forward` was derived
+  // from (a derived function differentiated again), and its arguments are
+  // `forward`'s primal inputs, as the backward's are (recompute()).
+  variant->removeAttr(TileDialect::getBackwardOfAttrName());
   variant->setAttr(TileDialect::getForwardOfAttrName(),
                    FlatSymbolRefAttr::get(forward.getSymNameAttr()));
+  for (unsigned index = 0; index < numPrimals; ++index)
+    for (StringRef role : kArgumentRoles)
+      variant.removeArgAttr(index, role);
   Operation *variantReturn = variant.getBody().front().getTerminator();
   SmallVector<Value> results(variantReturn->getOperands());
   unsigned firstSaved = results.size();

@@ -41,11 +41,14 @@ bool isKernelOp(Operation *op);
 /// messages and documentation.
 std::string supportedKernelOps();
 
-/// Checks that every func.func in `module` (nested modules included) is a
-/// kernel with a body, as the compiling tools and the JIT require: a
-/// declaration or a function without `tile.kernel` gets an error at that
-/// function naming it and `tool`. Such a function was never held to the
-/// kernel rules, and skipping it would hide a forgotten attribute.
+/// Checks that `func` (of a verified module) is a kernel with a body, as
+/// the tools and the JIT require: otherwise an error at `func` naming it and
+/// `tool`. Such a function was never held to the kernel rules.
+LogicalResult verifyIsKernel(func::FuncOp func, StringRef tool);
+
+/// verifyIsKernel for every func.func in `module` (nested modules
+/// included), for the tools that compile a whole module: skipping a
+/// function that is no kernel would hide a forgotten attribute.
 LogicalResult verifyOnlyKernels(ModuleOp module, StringRef tool);
 
 /// Warns, at the module's first op, that `pass` found no function with the
