@@ -30,6 +30,13 @@ func.func @wrapping_rows(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {til
 
 // -----
 
+// Nor its region (found by the structural mutator: the body checks read
+// the absent region).
+// expected-error@+1 {{'func.func' op requires one region}}
+"func.func"() <{function_type = (tensor<?x?xf32>) -> tensor<?x?xf32>, sym_name = "wrap"}> {tile.kernel, tile.schedule = {grid = "rows", threads = 128 : i64}} : () -> ()
+
+// -----
+
 // Nor its name (found by the structural mutator: the kernel verifier's
 // message read the absent name).
 // expected-error@+1 {{'func.func' op requires attribute 'sym_name'}}

@@ -8,7 +8,7 @@ so a Tile verifier that took a body, its block arguments or its terminator
 on trust crashed every tool at parse time (issue 50). This sweep writes, in
 generic form, one function per pair of
 
-  - a malformed shape: no body, an empty block, too few or mistyped block
+  - a malformed shape: no region, no body, an empty block, too few or mistyped block
     arguments, no terminator, a terminator that is not func.return, a
     return of the wrong values, several blocks; and
   - a Tile attribute: tile.kernel, tile.schedule, tile.specialize,
@@ -30,8 +30,10 @@ import sys
 T2 = "tensor<?x?xf32>"
 TANH = f'%y = "math.tanh"(%x) {{POLICY}} : ({T2}) -> {T2}'
 
-# name -> (block argument list, body lines); None: no block at all.
+# name -> (block argument list, body lines); None: no block at all;
+# "none": not even the region.
 SHAPES = {
+    "no-region": "none",
     "no-body": None,
     "empty-block": ("", []),
     "missing-argument": ("", ['"func.return"() : () -> ()']),
@@ -87,7 +89,9 @@ def source(shape, attribute):
     props = f'function_type = ({T2}) -> {T2}, sym_name = "f"'
     if properties:
         props += ", " + properties
-    if SHAPES[shape] is None:
+    if SHAPES[shape] == "none":
+        region = ""
+    elif SHAPES[shape] is None:
         props += ', sym_visibility = "private"'
         region = "({\n})"
     else:

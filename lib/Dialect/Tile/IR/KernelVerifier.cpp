@@ -47,7 +47,8 @@ bool isComputeType(Type type) {
 } // namespace
 
 bool mlir::tile::hasFunctionHeader(func::FuncOp func) {
-  return func.getFunctionTypeAttr() && func.getSymNameAttr();
+  return func->getNumRegions() == 1 && func.getFunctionTypeAttr() &&
+         func.getSymNameAttr();
 }
 
 LogicalResult mlir::tile::verifyFunctionBody(func::FuncOp func,

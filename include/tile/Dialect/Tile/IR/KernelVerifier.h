@@ -8,10 +8,10 @@
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::tile {
-/// Whether `func` has the inherent attributes every Tile rule reads: its
-/// `function_type` and `sym_name`. A generic-form func.func may lack them;
-/// func.func's own verifier reports that after the attribute verifiers have
-/// run, so they pass such a function without reading it.
+/// Whether `func` has what every Tile rule reads: its one region, its
+/// `function_type` and its `sym_name`. A generic-form func.func may lack
+/// them; func.func's own verifier reports that after the attribute
+/// verifiers have run, so they pass such a function without reading it.
 bool hasFunctionHeader(func::FuncOp func);
 
 /// Checks what every rule that reads a function's body relies on: one block
