@@ -125,9 +125,10 @@ private:
 /// arguments and functions printed without `file:line:col:` before them.
 /// Errors about the command line name their option and need no place.
 bool isUnlocatedIRError(llvm::StringRef line) {
-  // (Diagnostics echo the source line after theirs: only a line that
-  // starts as a diagnostic counts.)
-  if (line.starts_with("<unknown>") || line.starts_with("loc("))
+  // MLIR prints an unknown location as `<unknown>:0: error:`. Diagnostics
+  // echo the source line after theirs, which may say anything: only a
+  // line that reads as a whole diagnostic counts.
+  if (line.starts_with("<unknown>:0: error: "))
     return true;
   if (!line.consume_front("error: "))
     return false;
