@@ -246,8 +246,11 @@ llvm::Expected<std::vector<Buffer>> evaluate(func::FuncOp func,
 
 int64_t estimateElementOps(func::FuncOp func, const std::vector<Buffer> &args) {
   int64_t largest = 1, ops = 0;
+  // Shapes as given (an API caller's may be absurd): bounded, not
+  // multiplied out.
   for (const Buffer &arg : args)
-    largest = std::max(largest, arg.numElements());
+    largest = std::max(largest,
+                       boundedElements(arg.shape).value_or(kMaxElements + 1));
   for (Block &block : func.getBody())
     for (Operation &op : block) {
       ++ops;
