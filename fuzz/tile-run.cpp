@@ -25,6 +25,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
@@ -80,7 +81,10 @@ std::string join(const Input &input) {
 /// elsewhere (response files, --output-dir), or set the work limit.
 bool isExcluded(llvm::StringRef arg) {
   llvm::StringRef name = arg.ltrim('-');
-  return arg.starts_with("@") || name.starts_with("help") ||
+  // LLVM reads `-h` as --help, and `--hs` as -h and -s grouped: every
+  // name that starts with h but --high.
+  return arg.starts_with("@") ||
+         (name.starts_with("h") && !name.starts_with("high")) ||
          name.starts_with("version") || name.starts_with("output-dir") ||
          name.starts_with("max-element-ops") || name.starts_with("print-all") ||
          name.starts_with("print-options");
@@ -192,8 +196,16 @@ void runCommandLine(const uint8_t *data, size_t size) {
   }
   llvm::SmallVector<llvm::StringRef> lines;
   llvm::StringRef(errors).split(lines, '\n');
+  // A diagnostic echoes the source line it points at: a line of the module
+  // itself, which may read like anything (the fuzzer learns the harness's
+  // strings), is no diagnostic of tile-run's.
+  llvm::SmallVector<llvm::StringRef> moduleLines;
+  llvm::StringRef(input.module).split(moduleLines, '\n');
+  llvm::StringSet<> echoes;
+  for (llvm::StringRef line : moduleLines)
+    echoes.insert(line);
   for (llvm::StringRef line : lines)
-    if (isUnlocatedIRError(line)) {
+    if (!echoes.contains(line) && isUnlocatedIRError(line)) {
       llvm::errs() << "an error about the IR without a location: " << line
                    << "\n--- command line:";
       for (const char *arg : argv)
