@@ -119,16 +119,13 @@ llvm::Error detail::checkResultSizes(Operation *op, Env &env) {
     auto type = dyn_cast<RankedTensorType>(result.getType());
     if (!type)
       continue;
-    int64_t count = 1;
-    for (int64_t size : type.getShape()) {
-      if (ShapedType::isDynamic(size))
-        break;
-      if (size != 0 && count > kMaxElements / size)
-        return opError(op, "its result type " + llvm::Twine(typeName(type)) +
-                               " exceeds the evaluator's limit of " +
-                               llvm::Twine(kMaxElements) + " elements");
-      count *= size;
-    }
+    // The dimensions known before run time, up to the first dynamic one.
+    ArrayRef<int64_t> known = type.getShape().take_while(
+        [](int64_t size) { return !ShapedType::isDynamic(size); });
+    if (!boundedElements(known))
+      return opError(op, "its result type " + llvm::Twine(typeName(type)) +
+                             " exceeds the evaluator's limit of " +
+                             llvm::Twine(kMaxElements) + " elements");
   }
   if (auto concat = dyn_cast<mlir::tile::ConcatOp>(op)) {
     int64_t total = 0;
