@@ -122,10 +122,10 @@ def gpu_time(call, sets, iterations=50, ahead="stream"):
 
 
 def operator_times(shapes, ahead):
-    from tile import autograd
+    from tile.kernel import run_backward
     rows = []
-    swiglu = tile.ops._kernel("swiglu")
-    rms = tile.ops._kernel("rms_norm")
+    swiglu = tile.operators.kernel("swiglu")
+    rms = tile.operators.kernel("rms_norm")
     for shape in shapes:
         r, c = shape
         for dtype in [torch.bfloat16]:
@@ -142,14 +142,14 @@ def operator_times(shapes, ahead):
                     lambda s: tile.ops.swiglu(io[s][0], io[s][1]), sets,
                     ahead=ahead)))
                 rows.append(("swiglu bwd", shape, gpu_time(
-                    lambda s: autograd.backward(
+                    lambda s: run_backward(
                         swiglu, [io[s][0], io[s][1]], (io[s][3],), []),
                     sets, ahead=ahead)))
             rows.append(("rms_norm fwd", shape, gpu_time(
                 lambda s: tile.ops.rms_norm(io[s][0], io[s][2], EPS), sets,
                 ahead=ahead)))
             rows.append(("rms_norm bwd", shape, gpu_time(
-                lambda s: autograd.backward(
+                lambda s: run_backward(
                     rms, [io[s][0], io[s][2], EPS, 0.0], (io[s][3],), []),
                 sets, ahead=ahead)))
             del io

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the Python tests need (torch, pytest, numpy, transformers)
+# and the linter CI runs (ruff, pinned: its rules change between releases)
 # with pip, where missing. torch from PyPI brings its CUDA libraries (a few
 # GB) and runs on the CPU here; transformers builds tiny random models for
 # the patching tests (no weights are downloaded).
 set -euo pipefail
 python=${PYTHON:-python3}
-if "$python" -c "import torch, pytest, numpy, transformers" 2>/dev/null; then
-  echo "install-python-deps: torch, pytest, numpy and transformers present"
+ruff_version=0.17.6
+if "$python" -c "import torch, pytest, numpy, transformers" 2>/dev/null &&
+  [ "$("$python" -m ruff --version 2>/dev/null)" = "ruff $ruff_version" ]; then
+  echo "install-python-deps: torch, pytest, numpy, transformers and ruff present"
   exit 0
 fi
-echo "install-python-deps: installing torch, pytest, numpy, transformers"
-"$python" -m pip install --quiet torch pytest numpy transformers
+echo "install-python-deps: installing torch, pytest, numpy, transformers, ruff"
+"$python" -m pip install --quiet torch pytest numpy transformers \
+  "ruff==$ruff_version"

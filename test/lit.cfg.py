@@ -2,6 +2,7 @@
 # lit configuration for the tile project.
 
 import os
+import shutil
 import sys
 
 import lit.formats
@@ -94,8 +95,6 @@ if os.path.exists(stub):
 
 # PTX tests assemble what they emit with the CUDA toolkit's ptxas, where the
 # machine has one (`REQUIRES: ptxas`); the rest of each test runs anyway.
-import shutil
-
 cuda_root = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
 ptxas = shutil.which("ptxas") or os.path.join(cuda_root, "bin", "ptxas")
 if os.path.exists(ptxas):

@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped when a struct or a signature below changes or a function is
    added. */
-#define TILE_C_API_VERSION 4
+#define TILE_C_API_VERSION 5
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -235,11 +235,11 @@ TILE_C_EXPORT void tile_host_results_destroy(tile_host_results results);
    another name. */
 TILE_C_EXPORT const char *tile_operator_source(const char *name);
 
-/* The operators of tile::ops on one device, each compiled for the call's
-   dtype and widths on first use. Tensors are dense device memory; every
-   call checks them and launches on `stream`. `workspace` as for launch;
-   NULL lets the operators keep their own (allocated on first use: not for
-   CUDA-graph capture). */
+/* The operators of tile::ops on one device (the GEMM and the MLP below),
+   each compiled for the call's dtype and widths on first use. Tensors are
+   dense device memory; every call checks them and launches on `stream`.
+   `workspace` as for launch; NULL lets the operators keep their own (allocated
+   on first use: not for CUDA-graph capture). */
 typedef struct tile_operators_t *tile_operators;
 TILE_C_EXPORT tile_status tile_operators_create(int device,
                                                 const char *cache_dir,
@@ -251,34 +251,6 @@ typedef struct {
   void *workspace;
   size_t workspace_bytes;
 } tile_run;
-
-TILE_C_EXPORT tile_status tile_swiglu_forward(tile_operators ops,
-                                              const tile_run *run,
-                                              const tile_tensor *a,
-                                              const tile_tensor *b,
-                                              const tile_tensor *c);
-TILE_C_EXPORT tile_status tile_swiglu_backward(
-    tile_operators ops, const tile_run *run, const tile_tensor *a,
-    const tile_tensor *b, const tile_tensor *dc, const tile_tensor *da,
-    const tile_tensor *db);
-TILE_C_EXPORT tile_status tile_silu_and_mul_forward(tile_operators ops,
-                                                    const tile_run *run,
-                                                    const tile_tensor *x,
-                                                    const tile_tensor *out);
-TILE_C_EXPORT tile_status tile_silu_and_mul_backward(tile_operators ops,
-                                                     const tile_run *run,
-                                                     const tile_tensor *x,
-                                                     const tile_tensor *dout,
-                                                     const tile_tensor *dx);
-TILE_C_EXPORT tile_status tile_rms_norm_forward(
-    tile_operators ops, const tile_run *run, const tile_tensor *x,
-    const tile_tensor *w, float eps, float offset, const tile_tensor *y);
-/* dw is overwritten; or, with `main_grad` non-NULL (fp32, shaped like w),
-   dW is added to it and dw must be NULL. */
-TILE_C_EXPORT tile_status tile_rms_norm_backward(
-    tile_operators ops, const tile_run *run, const tile_tensor *x,
-    const tile_tensor *w, float eps, float offset, const tile_tensor *dy,
-    const tile_tensor *dx, const tile_tensor *dw, const tile_tensor *main_grad);
 
 /*===-- GEMM --------------------------------------------------------------===*/
 
@@ -294,17 +266,26 @@ TILE_C_EXPORT tile_status tile_matmul(tile_operators ops, const tile_run *run,
                                       const tile_tensor *b, int trans_b,
                                       const tile_tensor *d, float beta);
 
-/*===-- The sequence-tiled SwiGLU MLP -------------------------------------===*/
+/*===-- The SwiGLU MLP, dense or grouped ----------------------------------===*/
 
-/* y = (silu(x·gateᵀ) ⊙ (x·upᵀ))·downᵀ for x [..., H], gate and up [I, H],
-   down [H, I] (tile::ops::TiledSwiGLUMLP): the rows are split into shards
-   and nothing of size [rows, I] is kept; the backward recomputes gate/up per
-   shard and accumulates the weight gradients in fp32 into main_grad buffers
-   by GEMMs with beta = 1. A fused [2I, H] gate/up weight is passed as its
-   two halves. The GEMMs (cuBLASLt) and kernels of a call run in order on
-   run->stream; with run->workspace (tile_mlp_plan's bytes, 256-byte
-   aligned) nothing is allocated, else the MLP keeps its own. A tile_mlp
-   uses its tile_operators (destroy it first) and one thread at a time. */
+/* y[rows of e] = (silu(x_e·gate_eᵀ) ⊙ (x_e·up_eᵀ))·down_eᵀ for E experts
+   (tile::ops::GroupedSwiGLUMLP): x [T, H] holds the tokens grouped by
+   expert, splits[e] rows for expert e (E host integers, each ≥ 0, summing
+   to T: TransformerEngine's m_splits; splits on the device must be copied
+   to the host first, which waits for the stream). The dense MLP is one
+   expert: splits = {T}, the weights [1, I, H] views of [I, H] ones.
+
+   Weights are stacked: gate and up [E, I, H], down [E, H, I]; or, with up
+   NULL, gate is Hugging Face's fused gate_up [E, 2I, H] (each expert's
+   gate rows first). The rows are split into shards and nothing of size
+   [rows, I] is kept; the backward recomputes gate/up per shard and
+   accumulates the weight gradients in fp32 into main_grad buffers by GEMMs
+   with beta = 1, stacked as the weights (main_grad_up NULL with a fused
+   main_grad_gate). An expert with no tokens gets zero gradients. The GEMMs
+   (cuBLASLt) and kernels of a call run in order on run->stream; with
+   run->workspace (tile_mlp_plan's bytes, 256-byte aligned) nothing is
+   allocated, else the MLP keeps its own. A tile_mlp uses its
+   tile_operators (destroy it first) and one thread at a time. */
 typedef struct tile_mlp_t *tile_mlp;
 typedef struct {
   int64_t shards;       /* 0: the fewest whose workspace fits memory_budget */
@@ -313,66 +294,34 @@ typedef struct {
      workspace for the backward of the same x, which then recomputes
      nothing) — the baseline the tiled step is measured against. */
   int recompute;
-  /* How many streams the experts' GEMMs of a grouped step spread over, each
-     with its own cuBLASLt workspace (tile_grouped_mlp_plan counts them);
-     0: the default, 4; 1: all on run->stream. One expert uses one. */
+  /* How many streams the experts' GEMMs spread over, each with its own
+     cuBLASLt workspace (tile_mlp_plan counts them); 0: the default, 4; 1:
+     all on run->stream. One expert uses one. */
   int streams;
 } tile_mlp_options;
+/* How a step of `rows` rows and `experts` experts splits under `options`
+   (NULL: the defaults), and the workspace it needs: g, u and h of a shard
+   and one cuBLASLt workspace per GEMM stream. Host only: no GPU, no
+   tile_mlp. */
+TILE_C_EXPORT tile_status tile_mlp_plan(const tile_mlp_options *options,
+                                        int64_t rows, int64_t intermediate,
+                                        int64_t experts, tile_dtype dtype,
+                                        int64_t *shards,
+                                        int64_t *rows_per_shard,
+                                        size_t *workspace_bytes);
 /* NULL options: recompute, automatic shards, 1 GiB, the default streams. */
 TILE_C_EXPORT tile_status tile_mlp_create(tile_operators ops,
                                           const tile_mlp_options *options,
                                           tile_mlp *mlp);
 TILE_C_EXPORT void tile_mlp_destroy(tile_mlp mlp);
-/* How a step of `rows` rows splits under `options` (NULL: the defaults),
-   and the workspace it needs. Host only: no GPU, no tile_mlp. */
-TILE_C_EXPORT tile_status tile_mlp_plan(const tile_mlp_options *options,
-                                        int64_t rows, int64_t intermediate,
-                                        tile_dtype dtype, int64_t *shards,
-                                        int64_t *rows_per_shard,
-                                        size_t *workspace_bytes);
-TILE_C_EXPORT tile_status tile_mlp_forward(tile_mlp mlp, const tile_run *run,
-                                           const tile_tensor *gate,
-                                           const tile_tensor *up,
-                                           const tile_tensor *down,
-                                           const tile_tensor *x,
-                                           const tile_tensor *y);
-/* dx from dy; main_grad_* (fp32, shaped like the weights) are overwritten
+TILE_C_EXPORT tile_status tile_mlp_forward(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
+    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+    const int64_t *splits, int64_t experts, const tile_tensor *y);
+/* dx from dy; main_grad_* (fp32, stacked as the weights) are overwritten
    when `overwrite` is non-zero (the first micro-batch), else added to. */
 TILE_C_EXPORT tile_status tile_mlp_backward(
     tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
-    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
-    const tile_tensor *dy, const tile_tensor *dx,
-    const tile_tensor *main_grad_gate, const tile_tensor *main_grad_up,
-    const tile_tensor *main_grad_down, int overwrite);
-
-/*===-- The grouped (mixture-of-experts) SwiGLU MLP -----------------------===*/
-
-/* E experts of the MLP above (tile::ops::GroupedSwiGLUMLP): x [T, H] holds
-   the tokens grouped by expert, splits[e] rows for expert e (E host
-   integers, each ≥ 0, summing to T: TransformerEngine's m_splits; splits
-   on the device must be copied to the host first, which waits for the
-   stream). Weights are stacked: gate and up [E, I, H], down [E, H, I]; or,
-   with up NULL, gate is Hugging Face's fused gate_up [E, 2I, H] (each
-   expert's gate rows first). main_grad_* are fp32 and stacked the same way
-   (main_grad_up NULL with a fused main_grad_gate). An expert with no tokens
-   gets zero gradients. Shards, workspace (tile_mlp_plan with rows = T),
-   stream and threads as for tile_mlp. */
-typedef struct tile_grouped_mlp_t *tile_grouped_mlp;
-/* tile_mlp_plan for a grouped step of `experts` experts: its workspace
-   also holds one cuBLASLt workspace per GEMM stream. */
-TILE_C_EXPORT tile_status tile_grouped_mlp_plan(
-    const tile_mlp_options *options, int64_t rows, int64_t intermediate,
-    int64_t experts, tile_dtype dtype, int64_t *shards,
-    int64_t *rows_per_shard, size_t *workspace_bytes);
-TILE_C_EXPORT tile_status tile_grouped_mlp_create(
-    tile_operators ops, const tile_mlp_options *options, tile_grouped_mlp *mlp);
-TILE_C_EXPORT void tile_grouped_mlp_destroy(tile_grouped_mlp mlp);
-TILE_C_EXPORT tile_status tile_grouped_mlp_forward(
-    tile_grouped_mlp mlp, const tile_run *run, const tile_tensor *gate,
-    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
-    const int64_t *splits, int64_t experts, const tile_tensor *y);
-TILE_C_EXPORT tile_status tile_grouped_mlp_backward(
-    tile_grouped_mlp mlp, const tile_run *run, const tile_tensor *gate,
     const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
     const int64_t *splits, int64_t experts, const tile_tensor *dy,
     const tile_tensor *dx, const tile_tensor *main_grad_gate,

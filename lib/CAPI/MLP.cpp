@@ -1,4 +1,10 @@
-//===- MLP.cpp - the tiled and the grouped SwiGLU MLP through the C API ---===//
+//===- MLP.cpp - the SwiGLU MLP, dense or grouped, through the C API -----===//
+//
+// One stack: the dense MLP is the grouped one with one expert (as
+// tile::ops::TiledSwiGLUMLP is in C++), so the C API has one handle and one
+// pair of steps for both.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Support.h"
 
@@ -11,12 +17,8 @@ using tile::rt::StatusOr;
 using tile::rt::TensorView;
 
 struct tile_mlp_t {
-  std::unique_ptr<tile::ops::TiledSwiGLUMLP> mlp;
-  // TiledSwiGLUMLP keeps the plan of the step under way: one call at a time.
-  std::mutex mutex;
-};
-
-struct tile_grouped_mlp_t {
+  // GroupedSwiGLUMLP keeps the plan of the step under way: one call at a
+  // time.
   std::unique_ptr<tile::ops::GroupedSwiGLUMLP> mlp;
   std::mutex mutex;
 };
@@ -35,26 +37,6 @@ tile::ops::MLPOptions toOptions(const tile_mlp_options *options) {
       chosen.streams = options->streams;
   }
   return chosen;
-}
-
-tile_status writePlan(const tile_mlp_options *options, int64_t rows,
-                      int64_t intermediate, int64_t experts, tile_dtype dtype,
-                      int64_t *shards, int64_t *rows_per_shard,
-                      size_t *workspace_bytes) {
-  StatusOr<tile::rt::DType> type = tile::capi::deviceDType(dtype, "the MLP");
-  if (!type)
-    return tile::capi::toC(type.takeStatus());
-  auto plan = tile::ops::planShards(rows, intermediate, *type,
-                                    toOptions(options), experts);
-  if (!plan)
-    return tile::capi::toC(plan.takeStatus());
-  if (shards)
-    *shards = plan->shards;
-  if (rows_per_shard)
-    *rows_per_shard = plan->rowsPerShard;
-  if (workspace_bytes)
-    *workspace_bytes = plan->workspaceBytes;
-  return nullptr;
 }
 
 /// The experts' weights (or main_grad) from stacked tensors: gate and up
@@ -82,7 +64,7 @@ StatusOr<Grouped> stackedTriple(const char *what, const tile_tensor *gate,
 StatusOr<std::vector<int64_t>> hostSplits(const int64_t *splits,
                                           int64_t experts) {
   if (experts <= 0)
-    return Status::error("the grouped MLP needs experts > 0, got " +
+    return Status::error("the MLP needs experts > 0, got " +
                          std::to_string(experts));
   if (!splits)
     return Status::error("splits is null (E host integers expected)");
@@ -93,6 +75,26 @@ StatusOr<std::vector<int64_t>> hostSplits(const int64_t *splits,
 
 extern "C" {
 
+tile_status tile_mlp_plan(const tile_mlp_options *options, int64_t rows,
+                          int64_t intermediate, int64_t experts,
+                          tile_dtype dtype, int64_t *shards,
+                          int64_t *rows_per_shard, size_t *workspace_bytes) {
+  StatusOr<tile::rt::DType> type = tile::capi::deviceDType(dtype, "the MLP");
+  if (!type)
+    return tile::capi::toC(type.takeStatus());
+  auto plan = tile::ops::planShards(rows, intermediate, *type,
+                                    toOptions(options), experts);
+  if (!plan)
+    return tile::capi::toC(plan.takeStatus());
+  if (shards)
+    *shards = plan->shards;
+  if (rows_per_shard)
+    *rows_per_shard = plan->rowsPerShard;
+  if (workspace_bytes)
+    *workspace_bytes = plan->workspaceBytes;
+  return nullptr;
+}
+
 tile_status tile_mlp_create(tile_operators ops, const tile_mlp_options *options,
                             tile_mlp *mlp) {
   if (!mlp)
@@ -100,8 +102,8 @@ tile_status tile_mlp_create(tile_operators ops, const tile_mlp_options *options,
   *mlp = nullptr;
   if (!ops)
     return tile::capi::error("tile_mlp_create: a null tile_operators");
-  tile::ops::MLPOptions chosen = toOptions(options);
-  auto created = tile::ops::TiledSwiGLUMLP::create(*ops->operators, chosen);
+  auto created =
+      tile::ops::GroupedSwiGLUMLP::create(*ops->operators, toOptions(options));
   if (!created)
     return tile::capi::toC(created.takeStatus());
   *mlp = new tile_mlp_t{std::move(*created), {}};
@@ -110,92 +112,14 @@ tile_status tile_mlp_create(tile_operators ops, const tile_mlp_options *options,
 
 void tile_mlp_destroy(tile_mlp mlp) { delete mlp; }
 
-tile_status tile_mlp_plan(const tile_mlp_options *options, int64_t rows,
-                          int64_t intermediate, tile_dtype dtype,
-                          int64_t *shards, int64_t *rows_per_shard,
-                          size_t *workspace_bytes) {
-  return writePlan(options, rows, intermediate, 1, dtype, shards,
-                   rows_per_shard, workspace_bytes);
-}
-
-tile_status tile_grouped_mlp_plan(const tile_mlp_options *options, int64_t rows,
-                                  int64_t intermediate, int64_t experts,
-                                  tile_dtype dtype, int64_t *shards,
-                                  int64_t *rows_per_shard,
-                                  size_t *workspace_bytes) {
-  return writePlan(options, rows, intermediate, experts, dtype, shards,
-                   rows_per_shard, workspace_bytes);
-}
-
 tile_status tile_mlp_forward(tile_mlp mlp, const tile_run *run,
                              const tile_tensor *gate, const tile_tensor *up,
                              const tile_tensor *down, const tile_tensor *x,
+                             const int64_t *splits, int64_t experts,
                              const tile_tensor *y) {
   if (!mlp)
-    return tile::capi::error("tile_mlp_forward: a null tile_mlp");
-  auto v = tile::capi::toViews(
-      {{"gate", gate}, {"up", up}, {"down", down}, {"x", x}, {"y", y}});
-  if (!v)
-    return tile::capi::toC(v.takeStatus());
-  std::vector<TensorView> &t = *v;
-  std::lock_guard<std::mutex> lock(mlp->mutex);
-  return tile::capi::toC(mlp->mlp->forward({t[0], t[1], t[2]}, t[3], t[4],
-                                           tile::capi::toRun(run)));
-}
-
-tile_status tile_mlp_backward(tile_mlp mlp, const tile_run *run,
-                              const tile_tensor *gate, const tile_tensor *up,
-                              const tile_tensor *down, const tile_tensor *x,
-                              const tile_tensor *dy, const tile_tensor *dx,
-                              const tile_tensor *main_grad_gate,
-                              const tile_tensor *main_grad_up,
-                              const tile_tensor *main_grad_down,
-                              int overwrite) {
-  if (!mlp)
-    return tile::capi::error("tile_mlp_backward: a null tile_mlp");
-  auto v = tile::capi::toViews({{"gate", gate},
-                                {"up", up},
-                                {"down", down},
-                                {"x", x},
-                                {"dy", dy},
-                                {"dx", dx},
-                                {"main_grad_gate", main_grad_gate},
-                                {"main_grad_up", main_grad_up},
-                                {"main_grad_down", main_grad_down}});
-  if (!v)
-    return tile::capi::toC(v.takeStatus());
-  std::vector<TensorView> &t = *v;
-  std::lock_guard<std::mutex> lock(mlp->mutex);
-  return tile::capi::toC(mlp->mlp->backward(
-      {t[0], t[1], t[2]}, t[3], t[4], t[5], {t[6], t[7], t[8]}, overwrite != 0,
-      tile::capi::toRun(run)));
-}
-
-tile_status tile_grouped_mlp_create(tile_operators ops,
-                                    const tile_mlp_options *options,
-                                    tile_grouped_mlp *mlp) {
-  if (!mlp)
-    return tile::capi::error("tile_grouped_mlp_create: a null result pointer");
-  *mlp = nullptr;
-  if (!ops)
-    return tile::capi::error("tile_grouped_mlp_create: a null tile_operators");
-  auto created =
-      tile::ops::GroupedSwiGLUMLP::create(*ops->operators, toOptions(options));
-  if (!created)
-    return tile::capi::toC(created.takeStatus());
-  *mlp = new tile_grouped_mlp_t{std::move(*created), {}};
-  return nullptr;
-}
-
-void tile_grouped_mlp_destroy(tile_grouped_mlp mlp) { delete mlp; }
-
-tile_status tile_grouped_mlp_forward(
-    tile_grouped_mlp mlp, const tile_run *run, const tile_tensor *gate,
-    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
-    const int64_t *splits, int64_t experts, const tile_tensor *y) {
-  if (!mlp)
-    return tile::capi::error("tile_grouped_mlp_forward: a null "
-                             "tile_grouped_mlp");
+    return tile::capi::error("tile_mlp_forward: a null "
+                             "tile_mlp");
   auto weights =
       stackedTriple<tile::ops::GroupedMLPWeights>("", gate, up, down);
   if (!weights)
@@ -211,16 +135,18 @@ tile_status tile_grouped_mlp_forward(
                                            tile::capi::toRun(run)));
 }
 
-tile_status tile_grouped_mlp_backward(
-    tile_grouped_mlp mlp, const tile_run *run, const tile_tensor *gate,
-    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
-    const int64_t *splits, int64_t experts, const tile_tensor *dy,
-    const tile_tensor *dx, const tile_tensor *main_grad_gate,
-    const tile_tensor *main_grad_up, const tile_tensor *main_grad_down,
-    int overwrite) {
+tile_status tile_mlp_backward(tile_mlp mlp, const tile_run *run,
+                              const tile_tensor *gate, const tile_tensor *up,
+                              const tile_tensor *down, const tile_tensor *x,
+                              const int64_t *splits, int64_t experts,
+                              const tile_tensor *dy, const tile_tensor *dx,
+                              const tile_tensor *main_grad_gate,
+                              const tile_tensor *main_grad_up,
+                              const tile_tensor *main_grad_down,
+                              int overwrite) {
   if (!mlp)
-    return tile::capi::error("tile_grouped_mlp_backward: a null "
-                             "tile_grouped_mlp");
+    return tile::capi::error("tile_mlp_backward: a null "
+                             "tile_mlp");
   auto weights =
       stackedTriple<tile::ops::GroupedMLPWeights>("", gate, up, down);
   if (!weights)

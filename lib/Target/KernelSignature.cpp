@@ -31,8 +31,8 @@ llvm::json::Object describe(Type type) {
 }
 
 /// The role tile-differentiate gave an argument or result ("cotangent",
-/// "saved", "main_grad", "gradient", "primal"), with the index it refers to; `plain`
-/// where there is none.
+/// "saved", "main_grad", "gradient", "primal"), with the index it refers to;
+/// `plain` where there is none.
 void describeRole(DictionaryAttr attrs, StringRef plain,
                   llvm::json::Object &object) {
   using mlir::tile::TileDialect;

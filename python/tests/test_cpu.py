@@ -98,7 +98,7 @@ def test_operators_low_precision_round_like_the_gpu(dtype, generator):
 def test_nograd_arguments_get_no_gradient(generator):
     x = leaf(torch.randn(3, 8, dtype=torch.float64, generator=generator))
     w = leaf(torch.randn(8, dtype=torch.float64, generator=generator))
-    kernel = tile.ops._kernel("rms_norm")
+    kernel = tile.operators.kernel("rms_norm")
     assert [a.differentiable for a in kernel.forward_info.arguments] == [
         True, True, False, False]
     out = tile.ops.rms_norm(x, w, 1e-6, 0.0)
@@ -253,7 +253,7 @@ print("ok")
 
 
 def test_custom_op_passes_opcheck(generator):
-    kernel = tile.ops._kernel("rms_norm")
+    kernel = tile.operators.kernel("rms_norm")
     x = torch.randn(3, 16, dtype=torch.float32, generator=generator)
     w = torch.randn(16, dtype=torch.float32, generator=generator)
     torch.library.opcheck(torch.ops.tile.launch.default,
@@ -280,10 +280,11 @@ def test_errors_name_the_argument_and_the_rule():
     with pytest.raises(ValueError, match=r"even last dimension.*\[4, 7\]"):
         tile.ops.silu_and_mul(torch.randn(4, 7))
     with pytest.raises(TypeError, match="takes 4 arguments, 3 given"):
-        tile.ops._kernel("rms_norm")(x, w, 1e-6)
+        tile.operators.kernel("rms_norm")(x, w, 1e-6)
     with pytest.raises(tile.TileError, match=r"w1 == w0"):
         tile.ops.rms_norm(x, torch.randn(7))
-    with pytest.raises(tile.TileError, match=r"#1 \(b\).*dtype bf16, expected f16|#1 \(b\).*has dtype"):
+    with pytest.raises(tile.TileError, match=r"#1 \(b\).*dtype bf16, "
+                       r"expected f16|#1 \(b\).*has dtype"):
         tile.ops.swiglu(x.half(), x.bfloat16())
 
 

@@ -145,36 +145,39 @@ def test_torch_compile_fullgraph(shards, recompute, generator):
 
 
 def test_untiled_custom_ops_pass_opcheck(generator):
-    from tile import grouped_mlp
     splits = [3, 0, 2]
     x, gate_up, down = make(tuple(splits), 8, 12, torch.float32, generator)
     dy = torch.randn(x.shape, generator=generator)
-    torch.library.opcheck(grouped_mlp._untiled_forward_op,
-                          (x, gate_up, down, splits))
+    torch.library.opcheck(torch.ops.tile.swiglu_mlp_untiled,
+                          (x, gate_up, None, down, splits))
     kept = torch.empty(0, dtype=torch.uint8)
-    torch.library.opcheck(grouped_mlp._untiled_backward_op,
-                          (x, gate_up, down, dy, splits, kept))
+    grads = [torch.empty(gate_up.shape), torch.empty(down.shape)]
+    torch.library.opcheck(torch.ops.tile.swiglu_mlp_backward,
+                          (x, gate_up, None, down, dy, splits, 0, 0, kept,
+                           grads, True))
 
 
 def test_main_grad_custom_ops_pass_opcheck(generator):
     """The ops a traced main_grad backward runs declare that they write
     main_grad (and the kept workspace)."""
-    from tile import grouped_mlp, mlp
     splits = [3, 0, 2]
     x, gate_up, down = make(tuple(splits), 8, 12, torch.float32, generator)
     dy = torch.randn(x.shape, generator=generator)
     into = [torch.zeros(gate_up.shape), torch.zeros(down.shape)]
     kept = torch.empty(0, dtype=torch.uint8)
-    torch.library.opcheck(grouped_mlp._backward_into_op,
-                          (x, gate_up, down, dy, splits, 0, 0, kept, into))
-    gate, up = gate_up[0, :12], gate_up[0, 12:]
+    torch.library.opcheck(torch.ops.tile.swiglu_mlp_backward,
+                          (x, gate_up, None, down, dy, splits, 0, 0, kept,
+                           into, False))
+    # The dense MLP: one expert, its weights [1, ...] views, splits None.
+    gate, up = gate_up[:1, :12], gate_up[:1, 12:]
     into = [torch.zeros(gate.shape), torch.zeros(up.shape),
-            torch.zeros(down[0].shape)]
-    torch.library.opcheck(mlp._backward_into_op,
+            torch.zeros(down[:1].shape)]
+    torch.library.opcheck(torch.ops.tile.swiglu_mlp_backward,
                           (x, gate.contiguous(), up.contiguous(),
-                           down[0].contiguous(), dy, 2, 0, into))
+                           down[:1].contiguous(), dy, None, 2, 0, kept, into,
+                           False))
     dg = torch.randn(x.shape[0], 12, generator=generator)
-    torch.library.opcheck(mlp._matmul_into_op,
+    torch.library.opcheck(torch.ops.tile.matmul_into,
                           (torch.zeros(12, 8), dg, x, True, False, 1.0))
 
 

@@ -1,14 +1,21 @@
-"""ctypes bindings of libtile.so (include/tile-c/Tile.h).
+"""The C layer: ctypes bindings of libtile.so (include/tile-c/Tile.h).
 
-The only module that touches ctypes: everything above it deals in Python
-values and raises :class:`TileError` with the library's message.
+The only module that touches ctypes or the library: it declares the
+header's structs and signatures (python/tests/test_capi_header.py parses
+Tile.h and compares), owns the library's handles, and offers each C call as
+a Python function over plain values. Above it nothing knows ctypes. A
+tensor crosses as a TensorArg (device or host address, shape, tile dtype);
+a failed call raises :class:`TileError` with the library's message. It
+does not import torch.
 """
 
 import ctypes
 import os
+import threading
+from collections import namedtuple
 from pathlib import Path
 
-API_VERSION = 4
+API_VERSION = 5
 
 # tile_dtype
 BF16, F16, F32, F64, I64 = range(5)
@@ -34,17 +41,6 @@ class Tensor(ctypes.Structure):
         ("rank", ctypes.c_int32),
         ("dtype", ctypes.c_int),
     ]
-
-
-def describe_tensor(struct, data, shape, dtype):
-    """Fills a Tensor struct (dense: no strides); returns the shape array,
-    which the caller keeps alive as long as the struct is used."""
-    array = (ctypes.c_int64 * max(1, len(shape)))(*shape)
-    struct.data = data
-    struct.shape = array
-    struct.rank = len(shape)
-    struct.dtype = dtype
-    return array
 
 
 class Value(ctypes.Structure):
@@ -132,7 +128,14 @@ def _load():
 lib = _load()
 
 _status = ctypes.c_void_p
-_signatures = {
+_handle = ctypes.c_void_p
+_out_handle = ctypes.POINTER(ctypes.c_void_p)
+_int64s = ctypes.POINTER(ctypes.c_int64)
+_tensor = ctypes.POINTER(Tensor)
+_run = ctypes.POINTER(Run)
+_options = ctypes.POINTER(MLPOptions)
+# Every function of Tile.h this package calls: (argument types, result).
+SIGNATURES = {
     "tile_api_version": ([], ctypes.c_int),
     "tile_status_message": ([_status], ctypes.c_char_p),
     "tile_status_destroy": ([_status], None),
@@ -142,75 +145,51 @@ _signatures = {
     "tile_device_describe": ([ctypes.c_int, ctypes.POINTER(DeviceDescription)],
                              _status),
     "tile_module_compile": ([ctypes.c_char_p, ctypes.c_size_t,
-                             ctypes.POINTER(CompileOptions),
-                             ctypes.POINTER(ctypes.c_void_p)], _status),
-    "tile_module_destroy": ([ctypes.c_void_p], None),
-    "tile_module_ptx": ([ctypes.c_void_p], ctypes.c_char_p),
-    "tile_module_ir": ([ctypes.c_void_p], ctypes.c_char_p),
-    "tile_module_manifest": ([ctypes.c_void_p], ctypes.c_char_p),
-    "tile_module_num_functions": ([ctypes.c_void_p], ctypes.c_size_t),
-    "tile_module_function": ([ctypes.c_void_p, ctypes.c_size_t],
-                             ctypes.c_void_p),
-    "tile_function_name": ([ctypes.c_void_p], ctypes.c_char_p),
-    "tile_function_num_arguments": ([ctypes.c_void_p], ctypes.c_size_t),
-    "tile_function_num_results": ([ctypes.c_void_p], ctypes.c_size_t),
-    "tile_function_argument": ([ctypes.c_void_p, ctypes.c_size_t], ValueInfo),
-    "tile_function_result": ([ctypes.c_void_p, ctypes.c_size_t], ValueInfo),
-    "tile_function_backward_of": ([ctypes.c_void_p], ctypes.c_char_p),
-    "tile_function_forward_of": ([ctypes.c_void_p], ctypes.c_char_p),
-    "tile_function_infer": ([ctypes.c_void_p, ctypes.POINTER(Value),
-                             ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64),
-                             ctypes.POINTER(ctypes.c_int32),
+                             ctypes.POINTER(CompileOptions), _out_handle],
+                            _status),
+    "tile_module_destroy": ([_handle], None),
+    "tile_module_ptx": ([_handle], ctypes.c_char_p),
+    "tile_module_ir": ([_handle], ctypes.c_char_p),
+    "tile_module_manifest": ([_handle], ctypes.c_char_p),
+    "tile_module_num_functions": ([_handle], ctypes.c_size_t),
+    "tile_module_function": ([_handle, ctypes.c_size_t], _handle),
+    "tile_function_name": ([_handle], ctypes.c_char_p),
+    "tile_function_num_arguments": ([_handle], ctypes.c_size_t),
+    "tile_function_num_results": ([_handle], ctypes.c_size_t),
+    "tile_function_argument": ([_handle, ctypes.c_size_t], ValueInfo),
+    "tile_function_result": ([_handle, ctypes.c_size_t], ValueInfo),
+    "tile_function_backward_of": ([_handle], ctypes.c_char_p),
+    "tile_function_forward_of": ([_handle], ctypes.c_char_p),
+    "tile_function_infer": ([_handle, ctypes.POINTER(Value), ctypes.c_size_t,
+                             _int64s, ctypes.POINTER(ctypes.c_int32),
                              ctypes.POINTER(ctypes.c_size_t)], _status),
-    "tile_function_launch": ([ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
-                              ctypes.POINTER(Value), ctypes.c_size_t,
-                              ctypes.POINTER(Tensor), ctypes.c_size_t,
-                              ctypes.c_void_p, ctypes.c_size_t], _status),
-    "tile_function_evaluate": ([ctypes.c_void_p, ctypes.POINTER(Value),
-                                ctypes.c_size_t, ctypes.c_int,
-                                ctypes.POINTER(ctypes.c_void_p)], _status),
-    "tile_host_results_count": ([ctypes.c_void_p], ctypes.c_size_t),
-    "tile_host_results_rank": ([ctypes.c_void_p, ctypes.c_size_t],
-                               ctypes.c_int32),
-    "tile_host_results_shape": ([ctypes.c_void_p, ctypes.c_size_t],
-                                ctypes.POINTER(ctypes.c_int64)),
-    "tile_host_results_data": ([ctypes.c_void_p, ctypes.c_size_t],
-                               ctypes.c_void_p),
-    "tile_host_results_destroy": ([ctypes.c_void_p], None),
+    "tile_function_launch": ([_handle, ctypes.c_int, ctypes.c_void_p,
+                              ctypes.POINTER(Value), ctypes.c_size_t, _tensor,
+                              ctypes.c_size_t, ctypes.c_void_p,
+                              ctypes.c_size_t], _status),
+    "tile_function_evaluate": ([_handle, ctypes.POINTER(Value),
+                                ctypes.c_size_t, ctypes.c_int, _out_handle],
+                               _status),
+    "tile_host_results_count": ([_handle], ctypes.c_size_t),
+    "tile_host_results_rank": ([_handle, ctypes.c_size_t], ctypes.c_int32),
+    "tile_host_results_shape": ([_handle, ctypes.c_size_t], _int64s),
+    "tile_host_results_data": ([_handle, ctypes.c_size_t],
+                               ctypes.POINTER(ctypes.c_double)),
+    "tile_host_results_destroy": ([_handle], None),
     "tile_operator_source": ([ctypes.c_char_p], ctypes.c_char_p),
-    "tile_operators_create": ([ctypes.c_int, ctypes.c_char_p,
-                               ctypes.POINTER(ctypes.c_void_p)], _status),
-    "tile_matmul": ([ctypes.c_void_p, ctypes.POINTER(Run),
-                     ctypes.POINTER(Tensor), ctypes.c_int,
-                     ctypes.POINTER(Tensor), ctypes.c_int,
-                     ctypes.POINTER(Tensor), ctypes.c_float], _status),
-    "tile_mlp_create": ([ctypes.c_void_p, ctypes.POINTER(MLPOptions),
-                         ctypes.POINTER(ctypes.c_void_p)], _status),
-    "tile_mlp_plan": ([ctypes.POINTER(MLPOptions), ctypes.c_int64,
-                       ctypes.c_int64, ctypes.c_int,
-                       ctypes.POINTER(ctypes.c_int64),
-                       ctypes.POINTER(ctypes.c_int64),
+    "tile_operators_create": ([ctypes.c_int, ctypes.c_char_p, _out_handle],
+                              _status),
+    "tile_matmul": ([_handle, _run, _tensor, ctypes.c_int, _tensor,
+                     ctypes.c_int, _tensor, ctypes.c_float], _status),
+    "tile_mlp_plan": ([_options, ctypes.c_int64, ctypes.c_int64,
+                       ctypes.c_int64, ctypes.c_int, _int64s, _int64s,
                        ctypes.POINTER(ctypes.c_size_t)], _status),
-    "tile_mlp_forward": ([ctypes.c_void_p, ctypes.POINTER(Run)] +
-                         [ctypes.POINTER(Tensor)] * 5, _status),
-    "tile_mlp_backward": ([ctypes.c_void_p, ctypes.POINTER(Run)] +
-                          [ctypes.POINTER(Tensor)] * 9 + [ctypes.c_int],
-                          _status),
-    "tile_grouped_mlp_plan": ([ctypes.POINTER(MLPOptions), ctypes.c_int64,
-                               ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
-                               ctypes.POINTER(ctypes.c_int64),
-                               ctypes.POINTER(ctypes.c_int64),
-                               ctypes.POINTER(ctypes.c_size_t)], _status),
-    "tile_grouped_mlp_create": ([ctypes.c_void_p, ctypes.POINTER(MLPOptions),
-                                 ctypes.POINTER(ctypes.c_void_p)], _status),
-    "tile_grouped_mlp_forward": (
-        [ctypes.c_void_p, ctypes.POINTER(Run)] + [ctypes.POINTER(Tensor)] * 4
-        + [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64,
-           ctypes.POINTER(Tensor)], _status),
-    "tile_grouped_mlp_backward": (
-        [ctypes.c_void_p, ctypes.POINTER(Run)] + [ctypes.POINTER(Tensor)] * 4
-        + [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
-        + [ctypes.POINTER(Tensor)] * 5 + [ctypes.c_int], _status),
+    "tile_mlp_create": ([_handle, _options, _out_handle], _status),
+    "tile_mlp_forward": ([_handle, _run, _tensor, _tensor, _tensor, _tensor,
+                          _int64s, ctypes.c_int64, _tensor], _status),
+    "tile_mlp_backward": ([_handle, _run, _tensor, _tensor, _tensor, _tensor,
+                           _int64s, ctypes.c_int64, _tensor, _tensor, _tensor,
+                           _tensor, _tensor, ctypes.c_int], _status),
 }
 # The version first: a library of another version may lack a symbol.
 lib.tile_api_version.argtypes, lib.tile_api_version.restype = [], ctypes.c_int
@@ -218,10 +197,13 @@ if lib.tile_api_version() != API_VERSION:
     raise ImportError(
         f"libtile.so speaks C API version {lib.tile_api_version()}, this "
         f"package version {API_VERSION}: rebuild one of them")
-for _name, (_args, _result) in _signatures.items():
+for _name, (_args, _result) in SIGNATURES.items():
     _function = getattr(lib, _name)
     _function.argtypes = _args
     _function.restype = _result
+
+# TILE_MATMUL_WORKSPACE_BYTES: what tile_matmul's run->workspace holds.
+MATMUL_WORKSPACE_BYTES = 32 << 20
 
 
 def check(status):
@@ -231,6 +213,8 @@ def check(status):
         lib.tile_status_destroy(status)
         raise TileError(message)
 
+
+# -- devices and operator sources ------------------------------------------
 
 def device_count():
     count = ctypes.c_int(0)
@@ -259,6 +243,8 @@ def operator_source(name):
         raise ValueError(f"no operator named {name!r}")
     return source.decode()
 
+
+# -- compiled modules and their functions ----------------------------------
 
 class Info:
     """A ValueInfo as a plain Python object (torch.compile traces through
@@ -342,3 +328,231 @@ class Module:
     def manifest(self):
         """The launch manifest (JSON): kernels, grids, parameters."""
         return lib.tile_module_manifest(self.handle).decode()
+
+
+# -- calling a function ----------------------------------------------------
+
+# A tensor as the library sees it: an address (0 where only the shape
+# matters), its shape and its tile dtype (BF16 ... I64). Dense.
+TensorArg = namedtuple("TensorArg", "data shape dtype")
+
+
+def _describe(struct, tensor):
+    """Fills a Tensor struct from a TensorArg; returns the shape array,
+    which the caller keeps alive as long as the struct is used."""
+    array = (ctypes.c_int64 * max(1, len(tensor.shape)))(*tensor.shape)
+    struct.data = tensor.data
+    struct.shape = array
+    struct.rank = len(tensor.shape)
+    struct.dtype = tensor.dtype
+    return array
+
+
+class Arguments:
+    """The C arguments of a call: per argument a TensorArg, or a number
+    with its kind (INT or FLOAT). The arrays live as long as the object."""
+
+    def __init__(self, arguments):
+        self.count = len(arguments)
+        self.values = (Value * max(1, self.count))()
+        self._keep = []
+        for value, argument in zip(self.values, arguments):
+            if isinstance(argument, TensorArg):
+                value.kind = TENSOR
+                self._keep.append(_describe(value.tensor, argument))
+            elif argument[0] == INT:
+                value.kind, value.integer = INT, int(argument[1])
+            else:
+                value.kind, value.scalar = FLOAT, float(argument[1])
+
+
+def infer(function, arguments):
+    """([result shape, ...], workspace bytes) of `function` (a FunctionInfo)
+    called on `arguments` (an Arguments; addresses are not read)."""
+    count = len(function.results)
+    shapes = (ctypes.c_int64 * (2 * max(1, count)))()
+    ranks = (ctypes.c_int32 * max(1, count))()
+    workspace = ctypes.c_size_t(0)
+    check(lib.tile_function_infer(function.handle, arguments.values,
+                                  arguments.count, shapes, ranks,
+                                  ctypes.byref(workspace)))
+    return ([tuple(shapes[2 * i + d] for d in range(ranks[i]))
+             for i in range(count)], workspace.value)
+
+
+class Launch:
+    """What every launch of one function on one set of shapes shares: the
+    C arrays of its arguments and results without their addresses. Each
+    launch copies them and writes its own addresses and FLOAT scalars: a
+    few field writes instead of building them."""
+
+    def __init__(self, function, arguments, results):
+        self.function = function.handle
+        self.count = arguments.count
+        self._arguments = arguments  # keeps the shape arrays alive
+        self.tensor_slots = [i for i, v in enumerate(arguments.values)
+                             if i < self.count and v.kind == TENSOR]
+        self.float_slots = [i for i, v in enumerate(arguments.values)
+                            if i < self.count and v.kind == FLOAT]
+        self.results = (Tensor * max(1, len(results)))()
+        self.num_results = len(results)
+        self._keep = [_describe(s, r) for s, r in zip(self.results, results)]
+
+    def __call__(self, device, stream, addresses, floats, result_addresses,
+                 workspace, workspace_bytes):
+        """Launches on GPU `device` and `stream` with the tensors at
+        `addresses` (one per tensor slot), `floats` (one per FLOAT slot),
+        the results at `result_addresses` and a workspace (an address or
+        None, and its bytes)."""
+        values = type(self._arguments.values).from_buffer_copy(
+            self._arguments.values)
+        for index, address in zip(self.tensor_slots, addresses):
+            values[index].tensor.data = address
+        for index, number in zip(self.float_slots, floats):
+            values[index].scalar = number
+        results = type(self.results).from_buffer_copy(self.results)
+        for index, address in enumerate(result_addresses):
+            results[index].data = address
+        check(lib.tile_function_launch(
+            self.function, device, stream, values, self.count, results,
+            self.num_results, workspace, workspace_bytes))
+
+
+def evaluate(function, arguments, exact):
+    """The host evaluator's results of `function` on `arguments` (float64
+    TensorArgs on the host): [(shape, bytes of float64 data)]."""
+    handle = ctypes.c_void_p()
+    check(lib.tile_function_evaluate(function.handle, arguments.values,
+                                     arguments.count, int(exact),
+                                     ctypes.byref(handle)))
+    try:
+        results = []
+        for index in range(lib.tile_host_results_count(handle)):
+            rank = lib.tile_host_results_rank(handle, index)
+            shape_ptr = lib.tile_host_results_shape(handle, index)
+            shape = tuple(shape_ptr[d] for d in range(rank))
+            size = 8
+            for extent in shape:
+                size *= extent
+            data = lib.tile_host_results_data(handle, index)
+            results.append((shape, ctypes.string_at(data, size)
+                            if size else b""))
+        return results
+    finally:
+        lib.tile_host_results_destroy(handle)
+
+
+# -- the operators: GEMM and the SwiGLU MLP --------------------------------
+
+_lock = threading.Lock()
+# Per device ordinal, and per (ordinal, options): made on first use and kept
+# for the process (a tile_mlp must go before its operators; neither is ever
+# freed, so the order cannot go wrong at exit).
+_operators = {}
+_mlps = {}
+
+
+def _operators_of(device):
+    """The tile_operators of GPU `device` (the caller holds _lock)."""
+    if device not in _operators:
+        handle = ctypes.c_void_p()
+        check(lib.tile_operators_create(device, None, ctypes.byref(handle)))
+        _operators[device] = handle.value
+    return _operators[device]
+
+
+def _run_of(stream, workspace):
+    """A tile_run: the stream and a workspace (address, bytes)."""
+    run = Run()
+    run.stream = stream
+    run.workspace, run.workspace_bytes = workspace
+    return run
+
+
+class _Structs:
+    """Tensor structs for TensorArgs (None stays NULL), kept alive with
+    their shapes."""
+
+    def __init__(self, *tensors):
+        self.structs = [None if t is None else Tensor() for t in tensors]
+        self._keep = [_describe(s, t) for s, t in zip(self.structs, tensors)
+                      if t is not None]
+
+    def pointers(self):
+        return [None if s is None else ctypes.byref(s) for s in self.structs]
+
+
+def matmul(device, stream, workspace, a, trans_a, b, trans_b, d, beta):
+    """d = op(a) @ op(b) + beta * d (tile_matmul) on GPU `device`'s
+    `stream`; a, b, d TensorArgs; workspace (address, bytes) of
+    MATMUL_WORKSPACE_BYTES."""
+    with _lock:
+        operators = _operators_of(device)
+    run = _run_of(stream, workspace)
+    pa, pb, pd = _Structs(a, b, d).pointers()
+    check(lib.tile_matmul(operators, ctypes.byref(run), pa, int(trans_a), pb,
+                          int(trans_b), pd, beta))
+
+
+def _mlp_options(shards, memory_budget, recompute):
+    options = MLPOptions()
+    options.shards = shards
+    options.memory_budget = memory_budget or 0
+    options.recompute = int(recompute)
+    return options
+
+
+def mlp_plan(rows, intermediate, experts, dtype, shards, memory_budget,
+             recompute):
+    """(shards, rows per shard, workspace bytes) of one MLP step
+    (tile_mlp_plan); `dtype` a tile dtype. No GPU."""
+    count, per_shard = ctypes.c_int64(), ctypes.c_int64()
+    workspace = ctypes.c_size_t()
+    check(lib.tile_mlp_plan(
+        ctypes.byref(_mlp_options(shards, memory_budget, recompute)), rows,
+        intermediate, experts, dtype, ctypes.byref(count),
+        ctypes.byref(per_shard), ctypes.byref(workspace)))
+    return count.value, per_shard.value, workspace.value
+
+
+def _mlp_of(device, shards, memory_budget, recompute):
+    key = (device, shards, memory_budget, recompute)
+    with _lock:
+        if key not in _mlps:
+            handle = ctypes.c_void_p()
+            check(lib.tile_mlp_create(
+                _operators_of(device),
+                ctypes.byref(_mlp_options(shards, memory_budget, recompute)),
+                ctypes.byref(handle)))
+            _mlps[key] = handle.value
+        return _mlps[key]
+
+
+def _splits_array(splits):
+    return (ctypes.c_int64 * len(splits))(*splits)
+
+
+def mlp_forward(device, options, stream, workspace, weights, x, splits, y):
+    """One MLP forward (tile_mlp_forward) on GPU `device`'s `stream`.
+    options: (shards, memory_budget, recompute); workspace (address, bytes);
+    weights (gate, up or None, down); x, y and the weights TensorArgs;
+    splits the experts' row counts."""
+    run = _run_of(stream, workspace)
+    gate, up, down, px, py = _Structs(*weights, x, y).pointers()
+    check(lib.tile_mlp_forward(_mlp_of(device, *options), ctypes.byref(run),
+                               gate, up, down, px, _splits_array(splits),
+                               len(splits), py))
+
+
+def mlp_backward(device, options, stream, workspace, weights, x, splits, dy,
+                 dx, grads, overwrite):
+    """One MLP backward (tile_mlp_backward), arguments as for mlp_forward;
+    grads (gate, up or None, down) fp32 TensorArgs, overwritten or (with
+    overwrite False) added to."""
+    run = _run_of(stream, workspace)
+    gate, up, down, px, pdy, pdx, g_gate, g_up, g_down = _Structs(
+        *weights, x, dy, dx, *grads).pointers()
+    check(lib.tile_mlp_backward(
+        _mlp_of(device, *options), ctypes.byref(run), gate, up, down, px,
+        _splits_array(splits), len(splits), pdy, pdx, g_gate, g_up, g_down,
+        int(overwrite)))

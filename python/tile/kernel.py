@@ -6,10 +6,19 @@ autograd the backward tile-differentiate derived. CUDA tensors run the PTX
 on the tensors' device and current stream with workspaces from torch's
 allocator; CPU tensors run the float64 reference evaluator (float64 inputs
 exactly, lower precisions rounded where the GPU rounds).
+
+The forward runs the kernel (or, under the save-row-stats policy, its
+`_fwd` variant that also returns row statistics); the backward runs the
+derived `_bwd` function with the forward's inputs, the incoming gradients
+and whatever the policy saved. In eager mode both call the library
+directly; while torch.compile traces they go through the custom op
+`tile::launch` (with a fake implementation that infers the result shapes),
+so a compiled model holds each kernel as one opaque node, without graph
+breaks.
 """
 
-import ctypes
 import hashlib
+import math
 import re
 import threading
 from pathlib import Path
@@ -17,18 +26,10 @@ from pathlib import Path
 import torch
 
 from . import _capi
-from . import autograd as _autograd
-from ._capi import TileError
-
-_TORCH_DTYPES = {
-    torch.bfloat16: _capi.BF16,
-    torch.float16: _capi.F16,
-    torch.float32: _capi.F32,
-    torch.float64: _capi.F64,
-}
-_FROM_TILE = {v: k for k, v in _TORCH_DTYPES.items()}
-_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16",
-                torch.float32: "f32"}
+from ._capi import (COTANGENT, FLOAT, GRADIENT, INPUT, INT, MAIN_GRAD, OUTPUT,
+                    SAVED, TileError)
+from .autograd import (GPU_DTYPE_NAMES, TILE_DTYPES, TORCH_DTYPES,
+                       main_grad_of, mark_main_grads, stream_of, tracing)
 
 # Kernels by key, so that the custom op (which takes strings and tensors)
 # finds the kernel a traced call belongs to.
@@ -95,9 +96,12 @@ class Kernel:
                              "'recompute' or 'save-row-stats'")
         # Compiling for the host verifies and derives the source now: a
         # kernel that does not verify fails here, with its location.
+        # The host module owns the functions' handles: kept with the kernel.
         self._host = _capi.Module(source, policy=policy, main_grad=main_grad,
                                   source_name=name, cache_dir=cache_dir)
-        forwards = [f for f in self._host.functions.values()
+        # Every function of the source, forward and derived, by name.
+        self.functions = self._host.functions
+        forwards = [f for f in self.functions.values()
                     if f.backward_of is None and f.forward_of is None]
         if function is None:
             if len(forwards) != 1:
@@ -110,17 +114,17 @@ class Kernel:
             raise ValueError(f"{name} has no kernel {function!r} (it has "
                              f"{', '.join(f.name for f in forwards)})")
         self.function = function
-        self.forward_info = self._host.functions[function]
+        self.forward_info = self.functions[function]
         self.names = _argument_names(source, function)
-        backward = [f for f in self._host.functions.values()
+        backward = [f for f in self.functions.values()
                     if f.backward_of == function]
         self.backward_function = backward[0].name if backward else None
         # The arguments whose gradient the backward adds to a main_grad
         # (looked up once: every call with autograd needs them).
         self.main_grad_arguments = [] if not (main_grad and backward) else [
             value.of for value in backward[0].arguments
-            if value.role == _capi.MAIN_GRAD]
-        saving = [f for f in self._host.functions.values()
+            if value.role == MAIN_GRAD]
+        saving = [f for f in self.functions.values()
                   if f.forward_of == function]
         self.saving_function = saving[0].name if saving else None
         self._modules = {}
@@ -152,7 +156,7 @@ class Kernel:
         return (f"argument #{index} ({name}) of {self.function}" if name
                 else f"argument #{index} of {self.function}")
 
-    def _name_in(self, message):
+    def name_in(self, message):
         """The library's message with argument names added."""
         def named(match):
             index = int(match.group(1))
@@ -180,7 +184,7 @@ class Kernel:
             if not isinstance(arg, torch.Tensor):
                 raise TypeError(f"{what} must be a tensor, got "
                                 f"{type(arg).__name__}")
-            if arg.dtype not in _TORCH_DTYPES:
+            if arg.dtype not in TILE_DTYPES:
                 raise TypeError(f"{what} has dtype {arg.dtype}; Tile takes "
                                 "bfloat16, float16, float32 (and float64 on "
                                 "the CPU)")
@@ -229,13 +233,11 @@ class Kernel:
         else:  # the host: no PTX, nothing specialized but the dtype
             chip, description, widths = None, None, ()
         # float64 (the CPU's exact mode) keeps the source's types.
-        name = _DTYPE_NAMES.get(dtype)
+        name = GPU_DTYPE_NAMES.get(dtype)
         key = (chip, description, name, widths)
         if chip and args is not None and key not in self._modules:
             host = self.call_for(function, torch.device("cpu"), dtype, ())
-            infer(host, args, [_flat(a, i.rank) if isinstance(
-                a, torch.Tensor) else a for a, i in zip(
-                    args, host.info.arguments)])
+            infer(host, args, flatten(host, args))
         with self._lock:
             module = self._modules.get(key)
             if module is None:
@@ -264,8 +266,11 @@ class Kernel:
 
     def __call__(self, *args):
         self.check(args)
-        return _autograd.apply(self, args)
+        return apply(self, args)
 
+
+
+# -- running one compiled function ------------------------------------------
 
 def _flat(arg, rank):
     """The tensor as the kernels see it: leading dimensions as rows."""
@@ -274,56 +279,78 @@ def _flat(arg, rank):
     return arg
 
 
-def _values(call, args, flats, with_data=True):
-    """ctypes Values for a call: tensors (their flattened shapes) and
-    scalars; the shape arrays are kept alive by the returned list. Without
-    data (inferring shapes) tensors may be fake."""
-    values = (_capi.Value * max(1, len(args)))()
-    keep = []
-    for index, (arg, info) in enumerate(zip(args, call.info.arguments)):
-        value = values[index]
+def flatten(call, args):
+    """`args` as `call`'s function takes them: tensors flattened to rows."""
+    return [_flat(a, info.rank) if isinstance(a, torch.Tensor) else a
+            for a, info in zip(args, call.info.arguments)]
+
+
+def _is_exact(flats):
+    """A call with a float64 tensor is evaluated exactly, in float64 (an
+    fp32 main_grad beside it is only an accumulator)."""
+    return any(isinstance(f, torch.Tensor) and f.dtype == torch.float64
+               for f in flats)
+
+
+def _arguments(call, args, flats, with_data=True, host=False):
+    """The C layer's Arguments of a call: tensors (their flattened shapes)
+    and numbers. Without data (inferring shapes) tensors may be fake; on
+    the host (evaluating) every tensor holds float64."""
+    described = []
+    for arg, flat, info in zip(args, flats, call.info.arguments):
         if isinstance(arg, torch.Tensor):
-            flat = flats[index]
-            value.kind = _capi.TENSOR
-            # Shapes of an exact (float64) host call are those of the
-            # kernel's own types.
-            keep.append(_capi.describe_tensor(
-                value.tensor, flat.data_ptr() if with_data else 0,
-                flat.shape, info.dtype if flat.dtype == torch.float64
-                else _TORCH_DTYPES[flat.dtype]))
+            # Shapes of an exact (float64) call are those of the kernel's
+            # own types.
+            dtype = _capi.F64 if host else (
+                info.dtype if flat.dtype == torch.float64
+                else TILE_DTYPES[flat.dtype])
+            described.append(_capi.TensorArg(
+                flat.data_ptr() if with_data else 0, tuple(flat.shape),
+                dtype))
         elif info.dtype == _capi.I64 or isinstance(arg, bool):
-            value.kind = _capi.INT
-            value.integer = int(arg)
+            described.append((INT, arg))
         else:
-            value.kind = _capi.FLOAT
-            value.scalar = float(arg)
-    return values, keep
+            described.append((FLOAT, arg))
+    return _capi.Arguments(described)
 
 
 def infer(call, args, flats):
     """[(flat shape, torch dtype)] of the results, and workspace bytes
     (launches keep them in their _Record; the host and tracing ask anew)."""
-    values, keep = _values(call, args, flats, with_data=False)
-    count = len(call.info.results)
-    shapes = (ctypes.c_int64 * (2 * max(1, count)))()
-    ranks = (ctypes.c_int32 * max(1, count))()
-    workspace = ctypes.c_size_t(0)
-    _capi.check(_capi.lib.tile_function_infer(
-        call.info.handle, values, len(args), shapes, ranks,
-        ctypes.byref(workspace)))
+    shapes, workspace = _capi.infer(
+        call.info, _arguments(call, args, flats, with_data=False))
     exact = _is_exact(flats)
-    results = [(tuple(shapes[2 * i + d] for d in range(ranks[i])),
-                torch.float64 if exact else
-                _FROM_TILE[call.info.results[i].dtype]) for i in range(count)]
-    return results, workspace.value
+    return [(shape, torch.float64 if exact else TORCH_DTYPES[info.dtype])
+            for shape, info in zip(shapes, call.info.results)], workspace
+
+
+class _Record:
+    """What every call of one function on one set of shapes shares: the
+    results' shapes and dtypes, the workspace size, and the C layer's
+    Launch of those shapes."""
+
+    def __init__(self, call, args, flats):
+        self.results, self.workspace_bytes = infer(call, args, flats)
+        self.launch = _capi.Launch(
+            call.info, _arguments(call, args, flats, with_data=False),
+            [_capi.TensorArg(0, shape, TILE_DTYPES[dtype])
+             for shape, dtype in self.results])
+
+
+def _record(call, args, flats):
+    signature = tuple(f.shape if isinstance(f, torch.Tensor) else
+                      (f if isinstance(f, int) else None) for f in flats)
+    record = call.records.get(signature)
+    if record is None:
+        record = call.records[signature] = _Record(call, args, flats)
+    return record
 
 
 def launch(call, args, device, out=None):
     """Runs `call` on `args` (tensors, already checked, and numbers) and
     returns its results, flattened. `out` gives preallocated results by
     index (main_grad accumulators)."""
-    flats = [_flat(a, info.rank) if isinstance(a, torch.Tensor) else a
-             for a, info in zip(args, call.info.arguments)]
+    flats = flatten(call, args)
     if device.type == "cpu":
         infer(call, args, flats)  # the GPU's shape rules and messages
         results = _evaluate(call, args, flats)
@@ -339,59 +366,15 @@ def launch(call, args, device, out=None):
                        torch.empty(shape, dtype=dtype, device=device))
     workspace = (torch.empty(record.workspace_bytes, dtype=torch.uint8,
                              device=device) if record.workspace_bytes else None)
-    # The call's arrays are copied from the record's, then given this call's
-    # pointers and numbers: a few field writes instead of building them.
-    values = record.values_type.from_buffer_copy(record.values)
-    for index in record.tensor_slots:
-        values[index].tensor.data = flats[index].data_ptr()
-    for index in record.float_slots:
-        values[index].scalar = args[index]
-    tensors = record.tensors_type.from_buffer_copy(record.tensors)
-    for index, output in enumerate(outputs):
-        tensors[index].data = output.data_ptr()
-    _capi.check(_capi.lib.tile_function_launch(
-        call.info.handle, device.index,
-        torch._C._cuda_getCurrentRawStream(device.index), values,
-        len(args), tensors, len(outputs),
+    launcher = record.launch
+    record.launch(
+        device.index, stream_of(device),
+        [flats[i].data_ptr() for i in launcher.tensor_slots],
+        [args[i] for i in launcher.float_slots],
+        [output.data_ptr() for output in outputs],
         workspace.data_ptr() if workspace is not None else None,
-        record.workspace_bytes))
+        record.workspace_bytes)
     return outputs
-
-
-class _Record:
-    """What every call of one function on one set of shapes shares: the
-    results' shapes and dtypes, the workspace size, and the C arrays of
-    the arguments and results without their pointers."""
-
-    def __init__(self, call, args, flats):
-        self.results, self.workspace_bytes = infer(call, args, flats)
-        self.values, self.keep = _values(call, args, flats, with_data=False)
-        self.values_type = type(self.values)
-        self.tensor_slots = [i for i, f in enumerate(flats)
-                             if isinstance(f, torch.Tensor)]
-        self.float_slots = [i for i, f in enumerate(flats)
-                            if self.values[i].kind == _capi.FLOAT]
-        self.tensors = (_capi.Tensor * max(1, len(self.results)))()
-        self.tensors_type = type(self.tensors)
-        for index, (shape, dtype) in enumerate(self.results):
-            self.keep.append(_capi.describe_tensor(
-                self.tensors[index], 0, shape, _TORCH_DTYPES[dtype]))
-
-
-def _record(call, args, flats):
-    signature = tuple(f.shape if isinstance(f, torch.Tensor) else
-                      (f if isinstance(f, int) else None) for f in flats)
-    record = call.records.get(signature)
-    if record is None:
-        record = call.records[signature] = _Record(call, args, flats)
-    return record
-
-
-def _is_exact(flats):
-    """A call with a float64 tensor is evaluated exactly, in float64 (an
-    fp32 main_grad beside it is only an accumulator)."""
-    return any(isinstance(f, torch.Tensor) and f.dtype == torch.float64
-               for f in flats)
 
 
 def _evaluate(call, args, flats):
@@ -400,29 +383,228 @@ def _evaluate(call, args, flats):
     exact = _is_exact(flats)
     host = [f.detach().to(torch.float64).contiguous()
             if isinstance(f, torch.Tensor) else f for f in flats]
-    values, keep = _values(call, args, host)
-    for index, f in enumerate(host):
-        if isinstance(f, torch.Tensor):
-            values[index].tensor.dtype = _capi.F64
-    handle = ctypes.c_void_p()
-    _capi.check(_capi.lib.tile_function_evaluate(
-        call.info.handle, values, len(args), int(exact),
-        ctypes.byref(handle)))
+    arguments = _arguments(call, args, host, host=True)
+    outputs = []
+    for (shape, data), info in zip(_capi.evaluate(call.info, arguments,
+                                                   exact),
+                                   call.info.results):
+        result = torch.frombuffer(bytearray(data), dtype=torch.float64) \
+            if data else torch.empty(0, dtype=torch.float64)
+        outputs.append(result.view(shape).to(
+            torch.float64 if exact else TORCH_DTYPES[info.dtype]))
+    return outputs
+
+
+# -- autograd and torch.compile ---------------------------------------------
+
+def _pack(args):
+    kinds, tensors, floats, ints = [], [], [], []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            kinds.append("t")
+            tensors.append(a)
+        elif isinstance(a, int) and not isinstance(a, bool):
+            kinds.append("i")
+            ints.append(a)
+        else:
+            kinds.append("f")
+            floats.append(float(a))
+    return "".join(kinds), tensors, floats, ints
+
+
+def _unpack(kinds, tensors, floats, ints):
+    t, f, i = iter(tensors), iter(floats), iter(ints)
+    return [next(t) if k == "t" else next(f) if k == "f" else next(i)
+            for k in kinds]
+
+
+def _resolve(kernel, function, args):
+    """The compiled function for the call, and its device."""
+    device = next(a.device for a in args if isinstance(a, torch.Tensor))
+    call = kernel.call_for(function, device, kernel.dtype_of(args),
+                           kernel.widths_of(args), args)
+    return call, device
+
+
+@torch.library.custom_op("tile::launch", mutates_args=())
+def _launch_op(key: str, function: str, kinds: str,
+               tensors: list[torch.Tensor], floats: list[float],
+               ints: list[int]) -> list[torch.Tensor]:
+    args = _unpack(kinds, tensors, floats, ints)
+    call, device = _resolve(_REGISTRY[key], function, args)
+    return launch(call, args, device)
+
+
+@_launch_op.register_fake
+def _launch_fake(key, function, kinds, tensors, floats, ints):
+    args = _unpack(kinds, tensors, floats, ints)
+    kernel = _REGISTRY[key]
+    device = tensors[0].device
+    # The shapes do not depend on the chip: the host module says them.
+    call = kernel.call_for(function, torch.device("cpu"),
+                           kernel.dtype_of(args), ())
+    results, _ = infer(call, args, flatten(call, args))
+    return [torch.empty(shape, dtype=dtype, device=device)
+            for shape, dtype in results]
+
+
+def _run(kernel, function, args, out=None):
+    """Runs `function` of `kernel` on `args`; the results flattened."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if tracing(tensors):
+        kinds, tensors, floats, ints = _pack(args)
+        flat = list(_launch_op(kernel.key, function, kinds, tensors, floats,
+                               ints))
+        # Traced, the launch stays functional and the results asked for in
+        # place are copied there: torch.compile records the copy as a
+        # mutation of the graph's input (a main_grad: the kernel read it as
+        # an argument and returned it with the gradient added, a tensor of
+        # the weight's [N] only) and may fuse or elide it.
+        for index, given in (out or {}).items():
+            flat[index] = given.copy_(flat[index].view(given.shape))
+        return flat
+    call, device = _resolve(kernel, function, args)
     try:
-        outputs = []
-        lib = _capi.lib
-        for index in range(lib.tile_host_results_count(handle)):
-            rank = lib.tile_host_results_rank(handle, index)
-            shape_ptr = lib.tile_host_results_shape(handle, index)
-            shape = [shape_ptr[d] for d in range(rank)]
-            result = torch.empty(shape, dtype=torch.float64)
-            if result.numel():
-                ctypes.memmove(result.data_ptr(),
-                               lib.tile_host_results_data(handle, index),
-                               result.numel() * 8)
-            dtype = (torch.float64 if exact else
-                     _FROM_TILE[call.info.results[index].dtype])
-            outputs.append(result.to(dtype))
-        return outputs
-    finally:
-        _capi.lib.tile_host_results_destroy(handle)
+        return launch(call, args, device, out)
+    except TileError as error:
+        raise TileError(kernel.name_in(str(error))) from None
+
+
+def _leading(args, infos):
+    """The leading shape the rows of the call came from."""
+    for a, info in zip(args, infos):
+        if isinstance(a, torch.Tensor) and info.is_tensor and info.rank == 2:
+            return tuple(a.shape[:-1])
+    return None
+
+
+def _shape_results(flat, infos, leading):
+    """Results as the caller sees them: rows back to the leading shape."""
+    shaped = []
+    for tensor, info in zip(flat, infos):
+        if leading is not None and info.rank == 2 and tensor.dim() == 2:
+            tensor = tensor.view(*leading, tensor.shape[-1])
+        elif leading is not None and info.rank == 1 and len(leading) > 1 \
+                and tensor.shape[0] == math.prod(leading):
+            tensor = tensor.view(*leading)
+        shaped.append(tensor)
+    return shaped
+
+
+def run_forward(kernel, args):
+    """(outputs as the caller sees them, the row statistics the policy
+    saves for the backward)."""
+    infos = kernel.forward_info.arguments
+    leading = _leading(args, infos)
+    if kernel.policy == "save-row-stats" and kernel.saving_function:
+        flat = _run(kernel, kernel.saving_function, args)
+        info = kernel.functions[kernel.saving_function]
+        outputs = [t for t, r in zip(flat, info.results) if r.role == OUTPUT]
+        saved = [t for t, r in zip(flat, info.results) if r.role == SAVED]
+    else:
+        outputs, saved = _run(kernel, kernel.function, args), []
+    results = kernel.forward_info.results
+    return _shape_results(outputs, results, leading), saved
+
+
+class _KernelFunction(torch.autograd.Function):
+    """apply(key, count, *args, *main_grads): the kernel's `count`
+    arguments, then the main_grad accumulators of the arguments
+    `kernel.main_grad_arguments` names (inputs of the node, kept on ctx:
+    the main_grad contract in autograd.py)."""
+
+    @staticmethod
+    def forward(ctx, key, count, *inputs):
+        kernel = _REGISTRY[key]
+        args, main_grads = inputs[:count], inputs[count:]
+        outputs, saved = run_forward(kernel, args)
+        ctx.key = key
+        ctx.kinds = ["t" if isinstance(a, torch.Tensor) else a for a in args]
+        ctx.save_for_backward(*[a for a in args
+                                if isinstance(a, torch.Tensor)], *saved)
+        ctx.main_grads = main_grads
+        ctx.num_saved = len(saved)
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        kernel = _REGISTRY[ctx.key]
+        stored = list(ctx.saved_tensors)
+        saved = stored[len(stored) - ctx.num_saved:]
+        tensors = iter(stored[:len(stored) - ctx.num_saved])
+        args = [next(tensors) if k == "t" else k for k in ctx.kinds]
+        accumulators = dict(zip(kernel.main_grad_arguments, ctx.main_grads))
+        return (None, None,
+                *run_backward(kernel, args, grads, saved,
+                              main_grads=accumulators),
+                *[None] * len(ctx.main_grads))
+
+
+def run_backward(kernel, args, grads, saved, into=None, main_grads=None):
+    """The gradients of `args` (None where there is none) from the
+    gradients of the forward's results. `into` maps an argument's index to
+    a tensor its gradient is written into (contiguous, of the argument's
+    shape and dtype; it may be the argument itself where the kernel is
+    elementwise: each element is read before the same thread writes it).
+    `main_grads` maps an argument's index to the main_grad its gradient is
+    added to (every argument `kernel.main_grad_arguments` names)."""
+    if kernel.backward_function is None:
+        raise RuntimeError(f"{kernel.function} has no derived backward")
+    info = kernel.functions[kernel.backward_function]
+    outputs = kernel.forward_info.results
+    call_args, out, accumulators = [], {}, {}
+    for value in info.arguments:
+        if value.role == INPUT:
+            call_args.append(args[len(call_args)])
+        elif value.role == COTANGENT:
+            # autograd materializes the gradient of an unused result as
+            # zeros; an expanded one (from .sum()) has zero strides.
+            grad = grads[value.of].contiguous()
+            call_args.append(_flat(grad, outputs[value.of].rank))
+        elif value.role == SAVED:
+            call_args.append(saved[value.of])
+        elif value.role == MAIN_GRAD:
+            accumulators[value.of] = main_grads[value.of]
+            call_args.append(accumulators[value.of])
+    # Gradients written in place: an accumulated one into main_grad, others
+    # where the caller asked.
+    for index, value in enumerate(info.results):
+        if value.role != GRADIENT:
+            continue
+        if value.of in accumulators:
+            out[index] = accumulators[value.of]
+        elif into and value.of in into:
+            out[index] = _flat(
+                into[value.of], kernel.forward_info.arguments[value.of].rank)
+    flat = _run(kernel, kernel.backward_function, call_args, out)
+    # The main_grad contract (Megatron, TransformerEngine): the gradient is
+    # in main_grad, and autograd gets None for it, never a view of it.
+    mark_main_grads([args[of] for of in accumulators], in_forward=False)
+    gradients = [None] * len(args)
+    for tensor, value in zip(flat, info.results):
+        if value.role != GRADIENT or value.of in accumulators:
+            continue
+        arg = args[value.of]
+        if isinstance(arg, torch.Tensor) and \
+                kernel.forward_info.arguments[value.of].differentiable:
+            gradients[value.of] = tensor.view(arg.shape)
+    return gradients
+
+
+def apply(kernel, args):
+    """The kernel's forward on checked `args`, with an autograd node where a
+    differentiable argument requires grad."""
+    differentiable = [a for a, info in zip(args,
+                                           kernel.forward_info.arguments)
+                      if isinstance(a, torch.Tensor) and info.differentiable]
+    if torch.is_grad_enabled() and any(a.requires_grad
+                                       for a in differentiable):
+        indices = kernel.main_grad_arguments
+        main_grads = [main_grad_of(args[i], kernel.describe(i))
+                      for i in indices]
+        mark_main_grads([args[i] for i in indices], in_forward=True)
+        outputs = _KernelFunction.apply(kernel.key, len(args), *args,
+                                        *main_grads)
+    else:
+        outputs, _ = run_forward(kernel, args)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)

@@ -1,13 +1,29 @@
-"""The sequence-tiled SwiGLU MLP (tile::ops::TiledSwiGLUMLP) from PyTorch.
+"""The SwiGLU MLP, dense or grouped (tile::ops::GroupedSwiGLUMLP), from
+PyTorch: one stack, since the dense MLP is the grouped one with one expert.
 
-    y = (silu(x @ gate.T) * (x @ up.T)) @ down.T
+    y[rows of e] = (silu(x_e @ gate_e.T) * (x_e @ up_e.T)) @ down_e.T
 
-The rows of x are split into shards and nothing of size [rows, I] is kept
+Dense (swiglu_mlp): x [..., H], gate and up [I, H], down [H, I]. Grouped
+(grouped_swiglu_mlp): x [T, H] holds the tokens grouped by expert, the
+first m_splits[0] rows for expert 0, the next m_splits[1] for expert 1, …
+(TransformerEngine's GroupedLinear convention; a split may be 0), with the
+weights stacked as Hugging Face's MoE experts store them: gate_up
+[E, 2I, H] (each expert's gate rows, then its up rows) and down [E, H, I].
+The splits are host integers: a list, or a CPU tensor, costs nothing; a
+CUDA tensor is copied to the host first, which waits for the GPU (the one
+synchronization of the step) — keep the splits on the host where the
+router can.
+
+The rows are split into shards and nothing of size [rows, I] is kept
 between the forward and the backward: the backward recomputes gate/up per
-shard (cuBLASLt) and runs SwiGLU's derived backward. On CUDA tensors one C
+shard (cuBLASLt) and runs SwiGLU's derived backward. recompute=False gives
+the untiled step instead: the forward keeps g, u and h ([T, 3I], in a
+workspace the autograd node holds until its backward) and the backward
+recomputes no GEMM — faster where memory allows. On CUDA tensors one C
 call runs a whole step on the current stream with a workspace from torch's
-allocator; weight gradients are fp32 (written, or with main_grad=True added
-to each weight's ``.main_grad`` and not returned to autograd).
+allocator. Weight gradients are fp32: returned (cast to the weights'
+dtype), or with main_grad=True added to each weight's ``.main_grad`` with
+``grad_added_to_main_grad`` set and None handed to autograd.
 
 CPU tensors take the same steps in float64 — the GEMMs in torch, SwiGLU and
 its derived backward on the reference evaluator, every intermediate rounded
@@ -15,108 +31,33 @@ to the storage dtype where the GPU rounds — so the layer is tested without
 a GPU, exactly (gradcheck) in float64.
 """
 
-import ctypes
-import math
-import threading
+from typing import Optional
 
 import torch
 
 from . import _capi
-from . import autograd as _autograd
-from . import kernel as _kernel
-from ._capi import TileError
+from . import operators
+from .autograd import (GPU_DTYPE_NAMES, TILE_DTYPES, grad_dtype,
+                       main_grads_of, mark_main_grads, stream_of, tensor_arg,
+                       tracing, workspace_of)
+from .kernel import run_backward
 
-_lock = threading.Lock()
-# Per device ordinal, and per (ordinal, options): made on first use and kept
-# for the process (a tile_mlp must go before its operators; neither is ever
-# freed, so the order cannot go wrong at exit).
-_operators = {}
-_mlps = {}
-
-
-def _options(shards, memory_budget, recompute=True):
-    options = _capi.MLPOptions()
-    options.shards = shards
-    options.memory_budget = memory_budget or 0
-    options.recompute = int(recompute)
-    return options
+__all__ = ["swiglu_mlp", "grouped_swiglu_mlp", "plan", "matmul_into"]
 
 
 def plan(rows, intermediate, dtype, *, shards=0, memory_budget=None,
          experts=1, recompute=True):
     """(shards, rows per shard, workspace bytes) of one step of `experts`
-    experts (the grouped MLP's workspace also holds one cuBLASLt workspace
-    per GEMM stream); no GPU."""
-    if dtype not in _kernel._DTYPE_NAMES:  # the GPU's dtypes
+    experts (the workspace also holds one cuBLASLt workspace per GEMM
+    stream); no GPU."""
+    if dtype not in GPU_DTYPE_NAMES:
         raise TypeError(f"the MLP runs in bfloat16, float16 or float32, not "
                         f"{dtype}")
-    count, per_shard = ctypes.c_int64(), ctypes.c_int64()
-    workspace = ctypes.c_size_t()
-    _capi.check(_capi.lib.tile_grouped_mlp_plan(
-        ctypes.byref(_options(shards, memory_budget, recompute)), rows,
-        intermediate, experts, _kernel._TORCH_DTYPES[dtype],
-        ctypes.byref(count), ctypes.byref(per_shard),
-        ctypes.byref(workspace)))
-    return count.value, per_shard.value, workspace.value
+    return _capi.mlp_plan(rows, intermediate, experts, TILE_DTYPES[dtype],
+                          shards, memory_budget, recompute)
 
 
-def _operators_of(device):
-    """The device's tile_operators (the caller holds _lock)."""
-    if device.index not in _operators:
-        handle = ctypes.c_void_p()
-        _capi.check(_capi.lib.tile_operators_create(
-            device.index, None, ctypes.byref(handle)))
-        _operators[device.index] = handle.value
-    return _operators[device.index]
-
-
-def _mlp(device, shards, memory_budget):
-    key = (device.index, shards, memory_budget)
-    with _lock:
-        if key not in _mlps:
-            handle = ctypes.c_void_p()
-            _capi.check(_capi.lib.tile_mlp_create(
-                _operators_of(device),
-                ctypes.byref(_options(shards, memory_budget)),
-                ctypes.byref(handle)))
-            _mlps[key] = handle.value
-        return _mlps[key]
-
-
-class _Tensors:
-    """tile_tensor structs for torch tensors (kept alive with their shapes)."""
-
-    def __init__(self, *tensors):
-        self.structs = [_capi.Tensor() for _ in tensors]
-        self.shapes = [_capi.describe_tensor(s, t.data_ptr(), t.shape,
-                                             _kernel._TORCH_DTYPES[t.dtype])
-                       for s, t in zip(self.structs, tensors)]
-
-    def pointers(self):
-        return [ctypes.byref(s) for s in self.structs]
-
-
-def _run(device, workspace_bytes):
-    """The stream and a workspace for one step (the workspace is returned
-    to keep it alive until the call is queued; torch's allocator orders its
-    reuse with the stream)."""
-    workspace = torch.empty(workspace_bytes, dtype=torch.uint8, device=device)
-    return _run_in(workspace), workspace
-
-
-def _run_in(workspace):
-    """The current stream and `workspace` (a uint8 CUDA tensor, kept alive
-    by the caller) for one call."""
-    run = _capi.Run()
-    run.stream = torch._C._cuda_getCurrentRawStream(workspace.device.index)
-    run.workspace = workspace.data_ptr()
-    run.workspace_bytes = workspace.numel()
-    return run
-
-
-def _rows(x):
-    return math.prod(x.shape[:-1])
-
+# -- matmul_into: a GEMM into an fp32 main_grad ------------------------------
 
 def matmul_into(d, a, b, *, trans_a=False, trans_b=False, beta=1.0):
     """d = op(a) @ op(b) + beta * d in place, fp32 accumulation: with d an
@@ -127,7 +68,7 @@ def matmul_into(d, a, b, *, trans_a=False, trans_b=False, beta=1.0):
         if t.dim() != 2 or not t.is_contiguous():
             raise ValueError(f"matmul_into: {name} must be a dense 2-D "
                              f"tensor, got shape {list(t.shape)}")
-    if _autograd._tracing([d, a, b]):
+    if tracing([d, a, b]):
         _matmul_into_op(d, a, b, trans_a, trans_b, beta)
     else:
         _matmul_into(d, a, b, trans_a, trans_b, beta)
@@ -141,15 +82,11 @@ def _matmul_into(d, a, b, trans_a, trans_b, beta):
         op_b = b.to(f64).T if trans_b else b.to(f64)
         d.copy_((op_a @ op_b + beta * d.to(f64)).to(d.dtype))
         return
-    with _lock:
-        operators = _operators_of(d.device)
-    run, workspace = _run(d.device, _MATMUL_WORKSPACE)
-    tensors = _Tensors(a, b, d)
-    pa, pb, pd = tensors.pointers()
-    _capi.check(_capi.lib.tile_matmul(operators, ctypes.byref(run), pa,
-                                      int(trans_a), pb, int(trans_b), pd,
-                                      beta))
-    del workspace
+    workspace = torch.empty(_capi.MATMUL_WORKSPACE_BYTES, dtype=torch.uint8,
+                            device=d.device)
+    _capi.matmul(d.device.index, stream_of(d.device), workspace_of(workspace),
+                 tensor_arg(a), trans_a, tensor_arg(b), trans_b,
+                 tensor_arg(d), beta)
 
 
 @torch.library.custom_op("tile::matmul_into", mutates_args=("d",))
@@ -164,200 +101,280 @@ def _matmul_into_fake(d, a, b, trans_a, trans_b, beta):
     return None
 
 
-_MATMUL_WORKSPACE = 32 << 20  # TILE_MATMUL_WORKSPACE_BYTES
+# -- the float64 reference (the CPU's step) ----------------------------------
+#
+# Weights are stacked throughout: gate and up [E, I, H] with down
+# [E, H, I], or a fused gate [E, 2I, H] with up None. `splits` None is one
+# expert over every row.
+
+def _expert_rows(splits, rows):
+    first = 0
+    for e, count in enumerate(splits if splits is not None else [rows]):
+        yield e, slice(first, first + count)
+        first += count
 
 
-# -- the two steps, on either device ---------------------------------------
+def _halves(gate, up):
+    """gate and up [E, I, H] of either layout."""
+    if up is not None:
+        return gate, up
+    inter = gate.shape[1] // 2
+    return gate[:, :inter], gate[:, inter:]
+
 
 def _round(t, dtype):
-    """A float64 result stored in `dtype` and read back (where the GPU
-    rounds)."""
+    """A float64 result stored in `dtype` and read as float64 again (where
+    the GPU rounds)."""
     return t.to(dtype).to(torch.float64)
 
 
-def _cpu_forward(x, gate, up, down):
-    from . import ops
-    dtype = x.dtype
-    x64 = x.reshape(-1, x.shape[-1]).to(torch.float64)
-    g = _round(x64 @ gate.to(torch.float64).T, dtype).to(dtype)
-    u = _round(x64 @ up.to(torch.float64).T, dtype).to(dtype)
-    h = ops.swiglu(g, u).to(torch.float64)
-    y = (h @ down.to(torch.float64).T).to(dtype)
-    return y.view(x.shape)
-
-
-def _cpu_backward(x, gate, up, down, dy):
-    """dx and the fp32 weight gradients, as the GPU computes them."""
-    from . import ops
-    dtype = x.dtype
+def _gate_up(x64, gate, up, dtype):
+    """g and u of one expert, in the storage dtype."""
     f64 = torch.float64
-    x64 = x.reshape(-1, x.shape[-1]).to(f64)
-    dy64 = dy.reshape(-1, dy.shape[-1]).to(f64)
-    g = _round(x64 @ gate.to(f64).T, dtype).to(dtype).requires_grad_()
-    u = _round(x64 @ up.to(f64).T, dtype).to(dtype).requires_grad_()
-    dh = (dy64 @ down.to(f64)).to(dtype)
-    with torch.enable_grad():
-        h = ops.swiglu(g, u)
-        dg, du = torch.autograd.grad(h, (g, u), dh)
-    h64, dg64, du64 = h.detach().to(f64), dg.to(f64), du.to(f64)
-    dx = (dg64 @ gate.to(f64) + du64 @ up.to(f64)).to(dtype).view(x.shape)
-    grad_type = torch.float64 if dtype == f64 else torch.float32
-    return (dx, (dg64.T @ x64).to(grad_type), (du64.T @ x64).to(grad_type),
-            (dy64.T @ h64).to(grad_type))
+    return (_round(x64 @ gate.to(f64).T, dtype).to(dtype),
+            _round(x64 @ up.to(f64).T, dtype).to(dtype))
 
 
-def grad_buffers(x, weights):
-    """New weight-gradient tensors as the MLP's backward writes them: fp32
-    (float64 for a float64 x, the CPU's exact mode), one per weight."""
-    grad_type = torch.float64 if x.dtype == torch.float64 else torch.float32
-    return [torch.empty(w.shape, dtype=grad_type, device=x.device)
-            for w in weights]
-
-
-def add_into(into, dx, grads):
-    """(dx, grads) of a CPU backward, or (dx, None) with the gradients added
-    to `into` (main_grad), as the GPU's step does."""
-    if into is None:
-        return dx, grads
-    for target, grad in zip(into, grads):
-        target.add_(grad)
-    return dx, None
-
-
-def main_grads_of(weights, names):
-    """The weights' main_grads (checked), looked up when the forward runs,
-    and the weights marked (autograd.mark_main_grads)."""
-    main_grads = [_autograd.main_grad_of(w, f"the {name} weight")
-                  for w, name in zip(weights, names)]
-    _autograd.mark_main_grads(weights, in_forward=True)
-    return main_grads
-
-
-def autograd_grads(ctx, grads, weights):
-    """The weight gradients for autograd: cast to the weights' dtype where
-    asked for (weights are inputs 1, 2, ... of the Function)."""
-    return [g.to(w.dtype) if ctx.needs_input_grad[i + 1] else None
-            for i, (g, w) in enumerate(zip(grads, weights))]
-
-
-def _forward(x, gate, up, down, shards, memory_budget):
-    if x.device.type == "cpu":
-        return _cpu_forward(x, gate, up, down)
-    y = torch.empty_like(x)
-    *_, workspace_bytes = plan(_rows(x), gate.shape[0], x.dtype,
-                               shards=shards, memory_budget=memory_budget)
-    run, workspace = _run(x.device, workspace_bytes)
-    tensors = _Tensors(gate, up, down, x, y)
-    _capi.check(_capi.lib.tile_mlp_forward(
-        _mlp(x.device, shards, memory_budget), ctypes.byref(run),
-        *tensors.pointers()))
+def _cpu_forward(x, gate, up, down, splits):
+    gates, ups = _halves(gate, up)
+    f64 = torch.float64
+    swiglu = operators.kernel("swiglu")
+    y = torch.zeros_like(x)
+    for e, rows in _expert_rows(splits, x.shape[0]):
+        g, u = _gate_up(x[rows].to(f64), gates[e], ups[e], x.dtype)
+        h = swiglu(g, u).to(f64)
+        y[rows] = (h @ down[e].to(f64).T).to(x.dtype)
     return y
 
 
-def _backward(x, gate, up, down, dy, shards, memory_budget, into=None):
-    """dx and the weight gradients (fp32); with `into` (three fp32 tensors)
-    the gradients are added to those and not returned."""
+def _cpu_backward(x, gate, up, down, dy, splits, grads, overwrite):
+    """dx; the fp32 (float64 for float64) weight gradients written to or
+    added to `grads`, stacked as the weights, as the GPU's step does."""
+    gates, ups = _halves(gate, up)
+    dtype, f64 = x.dtype, torch.float64
+    swiglu = operators.kernel("swiglu")
+    dx = torch.zeros_like(x)
+    computed = [torch.zeros(g.shape, dtype=f64) for g in grads]
+    grad_gate, grad_up = _halves(*computed[:-1], None) if up is None \
+        else computed[:2]
+    for e, rows in _expert_rows(splits, x.shape[0]):
+        if rows.start == rows.stop:
+            continue  # no tokens: zero gradients
+        x64, dy64 = x[rows].to(f64), dy[rows].to(f64)
+        g, u = _gate_up(x64, gates[e], ups[e], dtype)
+        h64 = swiglu(g, u).to(f64)
+        dh = (dy64 @ down[e].to(f64)).to(dtype)
+        dg, du = (t.to(f64) for t in run_backward(swiglu, [g, u], (dh,), []))
+        dx[rows] = (dg @ gates[e].to(f64) + du @ ups[e].to(f64)).to(dtype)
+        grad_gate[e] = dg.T @ x64
+        grad_up[e] = du.T @ x64
+        computed[-1][e] = dy64.T @ h64
+    for target, grad in zip(grads, computed):
+        grad = grad.to(grad_dtype(dtype))
+        target.copy_(grad) if overwrite else target.add_(grad)
+    return dx
+
+
+# -- one step, on either device ----------------------------------------------
+
+def _stacked(weight):
+    """A dense weight (or main_grad) as one expert's: [1, ...], a view;
+    stacked ones and None as they are."""
+    return weight if weight is None or weight.dim() == 3 else weight[None]
+
+
+def _splits_or_all(splits, x):
+    return list(splits) if splits is not None else [x.shape[0]]
+
+
+def _workspace_bytes(x, gate, up, splits, options):
+    inter = gate.shape[1] // (1 if up is not None else 2)
+    experts = gate.shape[0]
+    *_, workspace = plan(x.shape[0], inter, x.dtype, shards=options[0],
+                         memory_budget=options[1] or None, experts=experts,
+                         recompute=options[2])
+    return workspace
+
+
+def _forward(x, gate, up, down, splits, options):
+    """y of x [T, H] and stacked weights, and for the untiled step
+    (options' recompute False) the workspace that holds g, u and h for its
+    backward (None otherwise, and on the CPU). options: (shards,
+    memory_budget, recompute)."""
     if x.device.type == "cpu":
-        dx, *grads = _cpu_backward(x, gate, up, down, dy)
-        return add_into(into, dx, grads)
+        return _cpu_forward(x, gate, up, down, splits), None
+    y = torch.empty_like(x)
+    workspace = torch.empty(_workspace_bytes(x, gate, up, splits, options),
+                            dtype=torch.uint8, device=x.device)
+    _capi.mlp_forward(
+        x.device.index, options, stream_of(x.device),
+        workspace_of(workspace),
+        [None if w is None else tensor_arg(w) for w in (gate, up, down)],
+        tensor_arg(x), _splits_or_all(splits, x), tensor_arg(y))
+    return y, (None if options[2] else workspace)
+
+
+def _backward(x, gate, up, down, dy, splits, options, kept, grads,
+              overwrite):
+    """dx; the weight gradients written to (`overwrite`) or added to
+    `grads` (fp32, stacked as the weights). `kept`: the untiled forward's
+    workspace (its g, u and h become dg, du and dh here), or None for the
+    tiled step."""
+    if x.device.type == "cpu":
+        return _cpu_backward(x, gate, up, down, dy, splits, grads, overwrite)
     dx = torch.empty_like(x)
-    grads = into if into is not None else grad_buffers(x, (gate, up, down))
-    *_, workspace_bytes = plan(_rows(x), gate.shape[0], x.dtype,
-                               shards=shards, memory_budget=memory_budget)
-    run, workspace = _run(x.device, workspace_bytes)
-    tensors = _Tensors(gate, up, down, x, dy, dx, *grads)
-    _capi.check(_capi.lib.tile_mlp_backward(
-        _mlp(x.device, shards, memory_budget), ctypes.byref(run),
-        *tensors.pointers(), int(into is None)))
-    return dx, (None if into is not None else grads)
+    if kept is None:
+        options = (options[0], options[1], True)
+        kept = torch.empty(_workspace_bytes(x, gate, up, splits, options),
+                           dtype=torch.uint8, device=x.device)
+    else:
+        options = (0, 0, False)
+    _capi.mlp_backward(
+        x.device.index, options, stream_of(x.device), workspace_of(kept),
+        [None if w is None else tensor_arg(w) for w in (gate, up, down)],
+        tensor_arg(x), _splits_or_all(splits, x), tensor_arg(dy),
+        tensor_arg(dx), _as_weights([tensor_arg(g) for g in grads], up),
+        overwrite)
+    return dx
+
+
+def _as_weights(grads, up):
+    """Gradients laid out as the weights: (gate, up or None, down)."""
+    return grads if up is not None else [grads[0], None, grads[1]]
+
+
+def _grad_buffers(x, weights):
+    """New weight-gradient tensors as the backward writes them."""
+    return [torch.empty(w.shape, dtype=grad_dtype(x.dtype), device=x.device)
+            for w in weights if w is not None]
 
 
 # -- torch.compile: the steps as custom ops ----------------------------------
 
 @torch.library.custom_op("tile::swiglu_mlp", mutates_args=())
-def _forward_op(x: torch.Tensor, gate: torch.Tensor, up: torch.Tensor,
-                down: torch.Tensor, shards: int,
+def _forward_op(x: torch.Tensor, gate: torch.Tensor,
+                up: Optional[torch.Tensor], down: torch.Tensor,
+                splits: Optional[list[int]], shards: int,
                 memory_budget: int) -> torch.Tensor:
-    return _forward(x, gate, up, down, shards, memory_budget)
+    return _forward(x, gate, up, down, splits,
+                    (shards, memory_budget, True))[0]
 
 
 @_forward_op.register_fake
-def _forward_fake(x, gate, up, down, shards, memory_budget):
+def _forward_fake(x, gate, up, down, splits, shards, memory_budget):
     return torch.empty_like(x)
 
 
-@torch.library.custom_op("tile::swiglu_mlp_backward", mutates_args=())
-def _backward_op(x: torch.Tensor, gate: torch.Tensor, up: torch.Tensor,
-                 down: torch.Tensor, dy: torch.Tensor, shards: int,
-                 memory_budget: int) -> list[torch.Tensor]:
-    dx, grads = _backward(x, gate, up, down, dy, shards, memory_budget)
-    return [dx, *grads]
+def _kept_or_empty(x, kept):
+    # A custom op takes and returns tensors: on the CPU, where nothing is
+    # kept, and for the tiled step, an empty one.
+    return kept if kept is not None else x.new_empty(0, dtype=torch.uint8)
+
+
+@torch.library.custom_op("tile::swiglu_mlp_untiled", mutates_args=())
+def _untiled_forward_op(x: torch.Tensor, gate: torch.Tensor,
+                        up: Optional[torch.Tensor], down: torch.Tensor,
+                        splits: Optional[list[int]]
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    y, kept = _forward(x, gate, up, down, splits, (0, 0, False))
+    return y, _kept_or_empty(x, kept)
+
+
+@_untiled_forward_op.register_fake
+def _untiled_forward_fake(x, gate, up, down, splits):
+    size = 0 if x.device.type == "cpu" else _workspace_bytes(
+        x, gate, up, splits, (0, 0, False))
+    return torch.empty_like(x), x.new_empty(size, dtype=torch.uint8)
+
+
+@torch.library.custom_op("tile::swiglu_mlp_backward",
+                         mutates_args=("kept", "grads"))
+def _backward_op(x: torch.Tensor, gate: torch.Tensor,
+                 up: Optional[torch.Tensor], down: torch.Tensor,
+                 dy: torch.Tensor, splits: Optional[list[int]], shards: int,
+                 memory_budget: int, kept: torch.Tensor,
+                 grads: list[torch.Tensor], overwrite: bool) -> torch.Tensor:
+    """dx; the weight gradients written to or added to `grads` in place.
+    `kept`: the untiled forward's workspace, whose g, u and h the step
+    overwrites, or an empty tensor for the tiled step (or the CPU)."""
+    return _backward(x, gate, up, down, dy, splits,
+                     (shards, memory_budget, True),
+                     kept if kept.numel() else None, grads, overwrite)
 
 
 @_backward_op.register_fake
-def _backward_fake(x, gate, up, down, dy, shards, memory_budget):
-    return [torch.empty_like(x)] + grad_buffers(x, (gate, up, down))
-
-
-@torch.library.custom_op("tile::swiglu_mlp_backward_into",
-                         mutates_args=("into",))
-def _backward_into_op(x: torch.Tensor, gate: torch.Tensor, up: torch.Tensor,
-                      down: torch.Tensor, dy: torch.Tensor, shards: int,
-                      memory_budget: int,
-                      into: list[torch.Tensor]) -> torch.Tensor:
-    """dx; the weight gradients added to `into` (their main_grads) in
-    place, as the eager step does: no gradient tensor of their own."""
-    return _backward(x, gate, up, down, dy, shards, memory_budget, into)[0]
-
-
-@_backward_into_op.register_fake
-def _backward_into_fake(x, gate, up, down, dy, shards, memory_budget, into):
+def _backward_fake(x, gate, up, down, dy, splits, shards, memory_budget,
+                   kept, grads, overwrite):
     return torch.empty_like(x)
 
 
+# -- autograd ----------------------------------------------------------------
+
 class _MLPFunction(torch.autograd.Function):
-    """apply(x, gate, up, down, shards, memory_budget, *main_grads): with
-    main_grads (one per weight) the backward adds the weight gradients to
-    them; they are inputs of the node so that a traced backward sees
-    them."""
+    """apply(x, gate, up, down, splits, shards, memory_budget, recompute,
+    *main_grads): x [T, H], the caller's weights (dense or stacked; up None
+    with a fused gate_up), splits None for one expert. With main_grads (one
+    per weight) the backward adds the weight gradients to them (inputs of
+    the node, kept on ctx: the main_grad contract in autograd.py)."""
 
     @staticmethod
-    def forward(ctx, x, gate, up, down, shards, memory_budget, *main_grads):
-        ctx.save_for_backward(x, gate, up, down)
-        ctx.main_grads = main_grads  # not saved: see _KernelFunction
-        ctx.options = (shards, memory_budget)
-        if _autograd._tracing([x, gate, up, down]):
-            return _forward_op(x, gate, up, down, shards, memory_budget)
-        return _forward(x, gate, up, down, shards, memory_budget)
+    def forward(ctx, x, gate, up, down, splits, shards, memory_budget,
+                recompute, *main_grads):
+        ctx.options = (splits, shards, memory_budget)
+        ctx.main_grads = main_grads
+        weights = [_stacked(w) for w in (gate, up, down)]
+        if tracing([x, gate, down]):
+            if recompute:
+                y, kept = _forward_op(x, *weights, splits, shards,
+                                      memory_budget), None
+            else:
+                y, kept = _untiled_forward_op(x, *weights, splits)
+        else:  # kept is None on the CPU, which recomputes in float64
+            y, kept = _forward(x, *weights, splits,
+                               (shards, memory_budget, recompute))
+        # The untiled step: the node keeps the forward's g, u and h (a
+        # workspace, neither input nor output) until its backward.
+        ctx.save_for_backward(x, gate, up, down, kept)
+        return y
 
     @staticmethod
     def backward(ctx, dy):
-        x, gate, up, down = ctx.saved_tensors
+        x, gate, up, down, kept = ctx.saved_tensors
+        splits, shards, memory_budget = ctx.options
+        params = [w for w in (gate, up, down) if w is not None]
+        weights = [_stacked(w) for w in (gate, up, down)]
         main_grads = list(ctx.main_grads)
-        shards, memory_budget = ctx.options
+        grads = [_stacked(g) for g in main_grads] if main_grads \
+            else _grad_buffers(x, weights)
         dy = dy.contiguous()
-        weights = (gate, up, down)
-        tracing = _autograd._tracing([x, dy])
-        none = (None,) * (2 + len(main_grads))
-        if main_grads:
-            if tracing:
-                dx = _backward_into_op(x, gate, up, down, dy, shards,
-                                       memory_budget, main_grads)
-            else:
-                dx = _backward(x, gate, up, down, dy, shards, memory_budget,
-                               main_grads)[0]
-            _autograd.mark_main_grads(weights, in_forward=False)
-            return dx, None, None, None, *none
-        if tracing:
-            dx, *grads = _backward_op(x, gate, up, down, dy, shards,
-                                      memory_budget)
+        overwrite = not main_grads
+        if tracing([x, dy]):
+            dx = _backward_op(x, *weights, dy, splits, shards, memory_budget,
+                              _kept_or_empty(x, kept), grads, overwrite)
         else:
-            dx, grads = _backward(x, gate, up, down, dy, shards,
-                                  memory_budget)
-        return (dx, *autograd_grads(ctx, grads, weights), *none)
+            dx = _backward(x, *weights, dy, splits,
+                           (shards, memory_budget, True), kept, grads,
+                           overwrite)
+        rest = (None,) * (4 + len(main_grads))
+        if main_grads:
+            mark_main_grads(params, in_forward=False)
+            return dx, None, None, None, *rest
+        # Cast to the weights' dtype where autograd asks (weights are inputs
+        # 1, 2 and 3 of the node).
+        grads = iter(grads)
+        weight_grads = [None, None, None]
+        for index, weight in enumerate((gate, up, down)):
+            if weight is not None:
+                grad = next(grads)
+                if ctx.needs_input_grad[index + 1]:
+                    weight_grads[index] = grad.view(weight.shape).to(
+                        weight.dtype)
+        return dx, *weight_grads, *rest
 
 
-def check_operands(named):
+# -- checks and the public functions ---------------------------------------
+
+def _check_operands(named):
     """The rules every MLP operand follows: a tensor of the GPU's dtypes
     (float64 too on the CPU), x's dtype and device, contiguous. `named` is
     ((name, tensor), ...) with x first."""
@@ -366,7 +383,7 @@ def check_operands(named):
             raise TypeError(f"{name} must be a tensor, got "
                             f"{type(t).__name__}")
     x = named[0][1]
-    allowed = set(_kernel._DTYPE_NAMES)  # the GPU's dtypes
+    allowed = set(GPU_DTYPE_NAMES)
     if x.device.type == "cpu":
         allowed.add(torch.float64)
     for name, t in named:
@@ -387,10 +404,8 @@ def check_operands(named):
                              f"{tuple(t.stride())}); call .contiguous()")
 
 
-def check(x, gate, up, down):
-    """Raises naming the tensor and the rule; nothing runs after a failed
-    check."""
-    check_operands((("x", x), ("gate", gate), ("up", up), ("down", down)))
+def _check_dense(x, gate, up, down):
+    _check_operands((("x", x), ("gate", gate), ("up", up), ("down", down)))
     if x.dim() == 0:
         raise ValueError("x must be [..., H], not a 0-d tensor")
     hidden = x.shape[-1]
@@ -409,14 +424,51 @@ def check(x, gate, up, down):
                          f"{list(down.shape)}")
 
 
-def swiglu_mlp(x, gate, up, down, *, shards=0, memory_budget=None,
-               main_grad=False):
-    """(silu(x @ gate.T) * (x @ up.T)) @ down.T for x [..., H], gate and up
-    [I, H], down [H, I], sequence-tiled: `shards` splits the rows (0: the
-    fewest whose workspace fits `memory_budget` bytes, default 1 GiB).
-    With main_grad=True the weights' gradients are added in fp32 to their
-    ``.main_grad`` and autograd gets None for them."""
-    check(x, gate, up, down)
+def _check_grouped(x, gate_up, down):
+    _check_operands((("x", x), ("gate_up", gate_up), ("down", down)))
+    if x.dim() != 2:
+        raise ValueError(f"x must be [T, H] (tokens grouped by expert), got "
+                         f"{list(x.shape)}")
+    hidden = x.shape[1]
+    if gate_up.dim() != 3 or gate_up.shape[2] != hidden or \
+            gate_up.shape[1] % 2 or gate_up.shape[0] == 0:
+        raise ValueError(f"gate_up must be [E, 2I, H] with E ≥ 1 and H = "
+                         f"{hidden}, got {list(gate_up.shape)}")
+    experts, inter = gate_up.shape[0], gate_up.shape[1] // 2
+    if hidden == 0 or inter == 0:
+        raise ValueError(f"the MLP needs H > 0 and I > 0, got H = {hidden}, "
+                         f"I = {inter}")
+    if list(down.shape) != [experts, hidden, inter]:
+        raise ValueError(f"down must be [E, H, I] = "
+                         f"{[experts, hidden, inter]}, got "
+                         f"{list(down.shape)}")
+
+
+def _check_splits(m_splits, experts, tokens):
+    """The splits as a tuple of ints, checked against E and T."""
+    if isinstance(m_splits, torch.Tensor):
+        if m_splits.dim() != 1 or m_splits.dtype.is_floating_point or \
+                m_splits.dtype.is_complex or m_splits.dtype == torch.bool:
+            raise TypeError(f"m_splits must be a 1-D integer tensor, got "
+                            f"{m_splits.dtype} {list(m_splits.shape)}")
+        # A CUDA tensor waits for the GPU here (see the module's docstring).
+        m_splits = m_splits.tolist()
+    splits = tuple(m_splits)
+    if any(isinstance(s, bool) or not isinstance(s, int) for s in splits):
+        raise TypeError(f"m_splits must hold ints, got {list(splits)}")
+    if len(splits) != experts:
+        raise ValueError(f"m_splits has {len(splits)} entries for {experts} "
+                         "experts")
+    if any(s < 0 for s in splits):
+        raise ValueError(f"m_splits must be ≥ 0, got {list(splits)}")
+    if sum(splits) != tokens:
+        raise ValueError(f"m_splits add up to {sum(splits)} but x has "
+                         f"{tokens} rows")
+    return splits
+
+
+def _check_options(shards, memory_budget, recompute):
+    """The step's options, as every MLP takes them."""
     if isinstance(shards, bool) or not isinstance(shards, int) or shards < 0:
         raise ValueError(f"shards must be an int ≥ 0 (0: automatic), got "
                          f"{shards!r}")
@@ -424,18 +476,57 @@ def swiglu_mlp(x, gate, up, down, *, shards=0, memory_budget=None,
                                       memory_budget <= 0):
         raise ValueError(f"memory_budget must be a positive number of "
                          f"bytes, got {memory_budget!r}")
+    if not isinstance(recompute, bool):
+        raise TypeError(f"recompute must be a bool, got {recompute!r}")
+    if not recompute and shards > 1:
+        raise ValueError(f"recompute=False keeps every row in one shard; "
+                         f"shards must be 0 or 1, got {shards}")
+
+
+def _step(x, weights, names, splits, shards, memory_budget, main_grad,
+          recompute):
+    """y of x [T, H]: through the autograd node where a tensor requires
+    grad, else the forward alone (the tiled one: nothing is kept)."""
     # A budget too small for one row fails in the forward's plan, before
     # anything is launched.
     budget = memory_budget or 0
-    if torch.is_grad_enabled() and any(
-            t.requires_grad for t in (x, gate, up, down)):
-        main_grads = main_grads_of((gate, up, down), ("gate", "up", "down")) \
-            if main_grad else []
-        return _MLPFunction.apply(x, gate, up, down, shards, budget,
-                                  *main_grads)
-    if _autograd._tracing([x, gate, up, down]):
-        return _forward_op(x, gate, up, down, shards, budget)
-    return _forward(x, gate, up, down, shards, budget)
+    gate, up, down = weights
+    params = [w for w in weights if w is not None]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, *params)):
+        main_grads = main_grads_of(params, names) if main_grad else []
+        return _MLPFunction.apply(x, gate, up, down, splits, shards, budget,
+                                  recompute, *main_grads)
+    stacked = [_stacked(w) for w in weights]
+    if tracing([x, *params]):
+        return _forward_op(x, *stacked, splits, shards, budget)
+    return _forward(x, *stacked, splits, (shards, budget, True))[0]
 
 
-__all__ = ["swiglu_mlp", "plan", "matmul_into", "TileError"]
+def swiglu_mlp(x, gate, up, down, *, shards=0, memory_budget=None,
+               main_grad=False, recompute=True):
+    """(silu(x @ gate.T) * (x @ up.T)) @ down.T for x [..., H], gate and up
+    [I, H], down [H, I], sequence-tiled: `shards` splits the rows (0: the
+    fewest whose workspace fits `memory_budget` bytes, default 1 GiB).
+    With main_grad=True the weights' gradients are added in fp32 to their
+    ``.main_grad`` and autograd gets None for them. recompute=False runs
+    the untiled step: [rows, 3I] kept from the forward to the backward, no
+    GEMM recomputed (one shard: `shards` must be 0 or 1)."""
+    _check_dense(x, gate, up, down)
+    _check_options(shards, memory_budget, recompute)
+    rows = x.reshape(-1, x.shape[-1])
+    y = _step(rows, (gate, up, down), ("gate", "up", "down"), None, shards,
+              memory_budget, main_grad, recompute)
+    return y.view(x.shape)
+
+
+def grouped_swiglu_mlp(x, gate_up, down, m_splits, *, shards=0,
+                       memory_budget=None, main_grad=False, recompute=True):
+    """The grouped SwiGLU MLP of x [T, H] (tokens grouped by expert,
+    m_splits[e] rows for expert e) with gate_up [E, 2I, H] and down
+    [E, H, I]; `shards`, `memory_budget`, `main_grad` and `recompute` as
+    for swiglu_mlp (main_grad: one fp32 [E, …] tensor per weight)."""
+    _check_grouped(x, gate_up, down)
+    splits = _check_splits(m_splits, gate_up.shape[0], x.shape[0])
+    _check_options(shards, memory_budget, recompute)
+    return _step(x, (gate_up, None, down), ("gate_up", "down"), list(splits),
+                 shards, memory_budget, main_grad, recompute)

@@ -18,9 +18,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import autograd as _autograd
 from . import ops
-from .mlp import main_grads_of, matmul_into
+from .autograd import main_grads_of, mark_main_grads
+from .mlp import matmul_into
+from .operators import gated, gated_backward_in_place, kernel
 
 __all__ = ["RMSNorm", "SwiGLU", "SiluAndMul", "GatedMLP", "SwiGLUMLP",
            "TiledSwiGLUMLP", "GroupedSwiGLUMLP", "attach_main_grads"]
@@ -112,8 +113,8 @@ class SiluAndMul(nn.Module):
         return ops.silu_and_mul(x.contiguous())
 
 
-# Hugging Face's activation names -> the gated kernel (tile.ops._kernel).
-_ACTIVATIONS = {"silu": "swiglu", "swish": "swiglu",
+# Hugging Face's activation names -> the gated kernel (operators.py).
+ACTIVATIONS = {"silu": "swiglu", "swish": "swiglu",
                 "gelu_pytorch_tanh": "geglu", "gelu_tanh": "geglu"}
 
 
@@ -136,10 +137,10 @@ class _MainGradGatedMLP(torch.autograd.Function):
     def forward(ctx, x, gate, up, down, activation, *main_grads):
         g = F.linear(x, gate)
         u = F.linear(x, up)
-        h = ops._kernel(_ACTIVATIONS[activation])(g, u)
+        h = kernel(ACTIVATIONS[activation])(g, u)
         ctx.activation = activation
         ctx.save_for_backward(x, gate, up, down, g, u, h)
-        ctx.main_grads = main_grads  # not saved: see _KernelFunction
+        ctx.main_grads = main_grads  # the main_grad contract (autograd.py)
         return F.linear(h, down)
 
     @staticmethod
@@ -153,13 +154,13 @@ class _MainGradGatedMLP(torch.autograd.Function):
         dh = dy2 @ down
         # Written over g and u: the projections' outputs, private to this
         # node (their backward needs inputs and weights, not outputs).
-        dg, du = ops.gated_backward_in_place(
-            _ACTIVATIONS[ctx.activation], g.reshape(dh.shape),
+        dg, du = gated_backward_in_place(
+            ACTIVATIONS[ctx.activation], g.reshape(dh.shape),
             u.reshape(dh.shape), dh)
         matmul_into(into_gate, dg, x2, trans_a=True)
         matmul_into(into_up, du, x2, trans_a=True)
         dx = dg @ gate + du @ up
-        _autograd.mark_main_grads((gate, up, down), in_forward=False)
+        mark_main_grads((gate, up, down), in_forward=False)
         return dx.view(x.shape), *(None,) * 7
 
 
@@ -173,9 +174,9 @@ class GatedMLP(nn.Module):
                  bias=False, accumulate_into_main_grad=False, device=None,
                  dtype=None):
         super().__init__()
-        if activation not in _ACTIVATIONS:
+        if activation not in ACTIVATIONS:
             raise ValueError(f"activation {activation!r}: Tile's gated MLP "
-                             f"has {sorted(_ACTIVATIONS)}")
+                             f"has {sorted(ACTIVATIONS)}")
         if bias and accumulate_into_main_grad:
             raise ValueError("accumulate_into_main_grad takes an MLP without "
                              "biases")
@@ -198,8 +199,8 @@ class GatedMLP(nn.Module):
         # The backward writes dg and du over g and u, which are private to
         # this module: the projections' backward needs their inputs and
         # weights, not their outputs.
-        return self.down_proj(ops._gated(_ACTIVATIONS[self.activation], g, u,
-                                         inplace_backward=True))
+        return self.down_proj(gated(ACTIVATIONS[self.activation], g, u,
+                                    inplace_backward=True))
 
 
 class SwiGLUMLP(GatedMLP):

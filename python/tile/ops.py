@@ -1,70 +1,19 @@
 """Tile's operators as differentiable PyTorch functions.
 
-Each elementwise or row operator is the kernel in examples/ (embedded in
-libtile.so) as a tile.Kernel: the forward a user wrote, the backward
-tile-differentiate derived, compiled for the call's device, dtype and widths
-on first use. swiglu_mlp is the sequence-tiled MLP around the SwiGLU kernels
-(mlp.py), grouped_swiglu_mlp its mixture-of-experts form (grouped_mlp.py).
+Each elementwise or row operator is a kernel of the operator table
+(operators.py): the forward a user wrote, the backward tile-differentiate
+derived. swiglu_mlp is the sequence-tiled MLP around the SwiGLU kernels and
+grouped_swiglu_mlp its mixture-of-experts form (mlp.py, one stack).
 """
 
 import torch
 
-from . import _capi
-from . import autograd as _autograd
-from .kernel import Kernel
-from .grouped_mlp import grouped_swiglu_mlp  # noqa: F401
-from .mlp import swiglu_mlp  # noqa: F401  (tile.ops.swiglu_mlp)
+from .kernel import run_backward, run_forward
+from .mlp import grouped_swiglu_mlp, swiglu_mlp
+from .operators import gated, kernel
 
-
-# Every kernel tile.ops runs, made when tile.ops is imported (a
-# millisecond each: the host module is verified and derived, nothing is
-# compiled for a GPU until a call needs it). Made on first use instead, a
-# first call inside torch.compile would trace the construction, whose calls
-# into libtile Dynamo cannot follow: fullgraph=True would fail.
-_OPERATORS = (("swiglu", False), ("geglu", False), ("silu_and_mul", False),
-              ("rms_norm", False), ("rms_norm", True), ("rope", False))
-_kernels = {(name, main_grad): Kernel(_capi.operator_source(name),
-                                      main_grad=main_grad)
-            for name, main_grad in _OPERATORS}
-
-
-def _kernel(name, main_grad=False):
-    """The operator's Kernel (a plain dict: torch.compile traces through
-    it)."""
-    return _kernels[(name, main_grad)]
-
-
-def gated_backward_in_place(name, a, b, dh):
-    """(da, db) of the gated kernel `name` ("swiglu" or "geglu"), written
-    over a and b: the kernel is elementwise, so no element is read after it
-    is overwritten, and the backward allocates no [..., H] tensor. Traced
-    (torch.compile), it is the functional custom op and writes new tensors
-    (a traced graph may not mutate what it did not create)."""
-    into = None if _autograd._tracing([a, b, dh]) else {0: a, 1: b}
-    return _autograd.backward(_kernel(name), [a, b], (dh,), [], into=into)
-
-
-class _GatedInPlace(torch.autograd.Function):
-    """A gated kernel whose backward writes da and db over a and b
-    (gated_backward_in_place)."""
-
-    @staticmethod
-    def forward(ctx, a, b, name):
-        ctx.name = name
-        ctx.save_for_backward(a, b)
-        return _autograd.apply(_kernel(name), (a, b))
-
-    @staticmethod
-    def backward(ctx, dh):
-        a, b = ctx.saved_tensors
-        return (*gated_backward_in_place(ctx.name, a, b, dh), None)
-
-
-def _gated(name, a, b, inplace_backward):
-    if not inplace_backward:
-        return _kernel(name)(a, b)
-    _kernel(name).check((a, b))  # the checks the kernel's own call makes
-    return _GatedInPlace.apply(a, b, name)
+__all__ = ["swiglu", "geglu", "silu_and_mul", "rotary", "rope", "rms_norm",
+           "swiglu_mlp", "grouped_swiglu_mlp"]
 
 
 def swiglu(a, b, *, inplace_backward=False):
@@ -77,13 +26,13 @@ def swiglu(a, b, *, inplace_backward=False):
     and b that nothing reads after this call's backward, such as a gated
     MLP's projection outputs (tile.nn.GatedMLP passes them so): a and b
     themselves hold garbage afterwards."""
-    return _gated("swiglu", a, b, inplace_backward)
+    return gated("swiglu", a, b, inplace_backward)
 
 
 def geglu(a, b, *, inplace_backward=False):
     """gelu_tanh(a) * b, elementwise (Gemma's MLP activation); a and b of one
     shape [..., H]. inplace_backward as for swiglu."""
-    return _gated("geglu", a, b, inplace_backward)
+    return gated("geglu", a, b, inplace_backward)
 
 
 def silu_and_mul(x):
@@ -92,7 +41,7 @@ def silu_and_mul(x):
         raise ValueError(
             "silu_and_mul needs x of shape [..., 2H] (an even last "
             f"dimension), got {list(x.shape)}")
-    return _kernel("silu_and_mul")(x)
+    return kernel("silu_and_mul")(x)
 
 
 _rope_signs = {}
@@ -121,16 +70,14 @@ class _Rotary(torch.autograd.Function):
     @staticmethod
     def forward(ctx, rows, cos, sin, sign):
         ctx.save_for_backward(cos, sin, sign)
-        outputs, _ = _autograd._forward(_kernel("rope"), [rows, cos, sin,
-                                                          sign])
+        outputs, _ = run_forward(kernel("rope"), [rows, cos, sin, sign])
         return outputs[0]
 
     @staticmethod
     def backward(ctx, dy):
         cos, sin, sign = ctx.saved_tensors
         dy = dy.contiguous()
-        dx = _autograd.backward(_kernel("rope"), [dy, cos, sin, sign], (dy,),
-                                [])[0]
+        dx = run_backward(kernel("rope"), [dy, cos, sin, sign], (dy,), [])[0]
         return dx, None, None, None
 
 
@@ -178,4 +125,4 @@ def rms_norm(x, weight, eps=1e-6, offset=0.0, *, main_grad=False):
     """x * rsqrt(mean(x^2, -1) + eps) * (weight + offset) over the last
     dimension; offset=1.0 for Gemma-style weights. With main_grad=True the
     weight's gradient is added in fp32 to ``weight.main_grad``."""
-    return _kernel("rms_norm", main_grad=main_grad)(x, weight, eps, offset)
+    return kernel("rms_norm", main_grad=main_grad)(x, weight, eps, offset)

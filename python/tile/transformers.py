@@ -57,10 +57,10 @@ def _rms_norm(module, offset, main_grad):
 def _activation(module, config):
     name = getattr(config, "hidden_activation", None) or \
         getattr(config, "hidden_act", None)
-    if name not in _nn._ACTIVATIONS:
+    if name not in _nn.ACTIVATIONS:
         raise ValueError(
             f"{type(module).__name__} uses activation {name!r}; Tile's gated "
-            f"MLP has {sorted(_nn._ACTIVATIONS)}")
+            f"MLP has {sorted(_nn.ACTIVATIONS)}")
     return name
 
 
@@ -73,7 +73,7 @@ def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
     hidden, inter = gate.in_features, gate.out_features
     activation = _activation(module, config)
     if tiled_mlp:
-        if _nn._ACTIVATIONS[activation] != "swiglu":
+        if _nn.ACTIVATIONS[activation] != "swiglu":
             raise ValueError(f"the tiled MLP is SwiGLU; "
                              f"{type(module).__name__} uses {activation!r}")
         patched = _nn.TiledSwiGLUMLP(

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Checks that the compiler's sources stay small enough to hold in mind.
 
-usage: check_source_shape.py LIB_DIR [--layered DIR]...
+usage: check_source_shape.py DIR [--layered DIR]...
 
-- no file of LIB_DIR over MAX_FILE_LINES lines;
-- no function over MAX_FUNCTION_LINES lines (a function: a top-level
-  definition whose body opens at namespace scope);
+- no C++ or Python file of DIR over MAX_FILE_LINES lines;
+- no function over MAX_FUNCTION_LINES lines (in C++ a top-level definition
+  whose body opens at namespace scope; in Python any def, methods and
+  nested ones included, from its decorators to its last line);
 - in each --layered directory, the files' includes of each other form no
   cycle (the header and source file of one name are one node), so that no
   file calls back into another.
 """
 
+import ast
 import os
 import re
 import sys
@@ -63,6 +65,19 @@ def long_functions(path, lines):
     return found
 
 
+def long_python_functions(path, text):
+    """(name, line, length) of every def longer than the limit."""
+    found = []
+    for node in ast.walk(ast.parse(text, path)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] +
+                        [d.lineno for d in node.decorator_list])
+            length = node.end_lineno - first + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append((f"def {node.name}", first, length))
+    return found
+
+
 def include_cycle(directory):
     """A cycle among the files of `directory` by their includes, or None."""
     graph = {}
@@ -100,16 +115,20 @@ def main():
     root = sys.argv[1]
     layered = [a for i, a in enumerate(sys.argv) if i > 1 and sys.argv[i - 1] == "--layered"]
     failures = []
-    for directory, _, files in os.walk(root):
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = [d for d in subdirectories if d != "__pycache__"]
         for name in sorted(files):
-            if not name.endswith((".cpp", ".h")):
+            if not name.endswith((".cpp", ".h", ".py")):
                 continue
             path = os.path.join(directory, name)
             with open(path) as f:
-                lines = f.read().splitlines()
+                text = f.read()
+            lines = text.splitlines()
             if len(lines) > MAX_FILE_LINES:
                 failures.append(f"{path}: {len(lines)} lines (at most {MAX_FILE_LINES})")
-            for header, line, length in long_functions(path, lines):
+            functions = long_python_functions(path, text) if name.endswith(".py") \
+                else long_functions(path, lines)
+            for header, line, length in functions:
                 failures.append(f"{path}:{line}: a function of {length} lines "
                                 f"(at most {MAX_FUNCTION_LINES}): {header}")
     for directory in layered:

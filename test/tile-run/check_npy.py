@@ -13,7 +13,9 @@ import numpy as np
 
 
 def reference(folder):
-    load = lambda name: np.load(os.path.join(folder, name + ".npy"))
+    def load(name):
+        return np.load(os.path.join(folder, name + ".npy"))
+
     x, w, dy = load("x").astype(np.float64), load("w").astype(np.float64), \
         load("cotangent0").astype(np.float64)
     assert x.dtype == np.float64 and load("x").dtype == np.float32

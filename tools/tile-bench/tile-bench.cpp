@@ -190,6 +190,303 @@ cl::opt<int> groupedIterations("iterations", cl::desc("timed steps per row"),
 cl::opt<int> groupedStreams(
     "streams", cl::desc("the streams the experts' GEMMs spread over"),
     cl::init(ops::MLPOptions().streams), cl::sub(groupedCommand));
+
+/// The schedule overrides in effect, as ", 256 threads, ..." (empty for
+/// none): the end of the "device:" line.
+std::string describeOverrides(const ops::ScheduleOverrides &schedule) {
+  std::string overrides;
+  if (schedule.threads)
+    overrides += ", " + std::to_string(schedule.threads) + " threads";
+  if (schedule.rowsPerCta)
+    overrides += ", " + std::to_string(schedule.rowsPerCta) + " rows per CTA";
+  if (schedule.rowGrid)
+    overrides += ", one CTA per row";
+  if (schedule.persistentCtas)
+    overrides +=
+        ", " + std::to_string(schedule.persistentCtas) + " persistent CTAs";
+  if (schedule.foldFinalize)
+    overrides += ", a folded finalize";
+  if (!schedule.registerCaps)
+    overrides += ", no register caps";
+  return overrides;
+}
+
+/// Whether --shapes (",MxN,...," or empty for every shape) asks for m x n.
+bool selected(const std::string &shapes, int64_t m, int64_t n) {
+  return shapes.empty() ||
+         shapes.find("," + shapeText(m, n) + ",") != std::string::npos;
+}
+
+/// Compiles the stream kernel into `launcher`, queues it (on buffers of
+/// `aheadBuffers`) ahead of each of `bench`'s timed calls unless
+/// `hostInclusive`, and measures the ceiling: results' first row.
+rt::Status measureCeiling(Bench &bench, Bench &aheadBuffers,
+                          std::unique_ptr<ops::Launcher> &launcher,
+                          bool hostInclusive, std::vector<Result> &results) {
+  ops::Operators &ops = bench.ops;
+  // The ceiling: z = x + y over 2^28 f32 elements, Tile's own kernel.
+  jit::CompileOptions options = jit::CompileOptions::forDevice(ops.device());
+  auto compiled = ops.compiler().compile(ops::kStreamKernelSource, options);
+  if (!compiled)
+    return compiled.takeStatus();
+  auto created = ops::Launcher::create(ops.device(), *compiled);
+  if (!created)
+    return created.takeStatus();
+  launcher = std::move(*created);
+  // The work queued ahead of each timed call: the same kernel over 2^24
+  // elements (about 40 us), on buffers of its own.
+  if (!hostInclusive) {
+    rt::TensorView ax = aheadBuffers.tensor({4096, 4096}, DType::F32),
+                   ay = aheadBuffers.tensor({4096, 4096}, DType::F32),
+                   az = aheadBuffers.tensor({4096, 4096}, DType::F32);
+    if (!aheadBuffers.error.empty())
+      return rt::Status::error(aheadBuffers.error);
+    bench.ahead = [&launcher, ax, ay, az] {
+      return launcher->run("stream", {ax, ay}, {az});
+    };
+  }
+  int64_t m = 16384, n = 16384;
+  rt::TensorView x = bench.tensor({m, n}, DType::F32),
+                 y = bench.tensor({m, n}, DType::F32),
+                 z = bench.tensor({m, n}, DType::F32);
+  if (!bench.error.empty())
+    return rt::Status::error(bench.error);
+  auto ms = bench.time(1, [&](int) {
+    return launcher->run("stream", {x, y}, {z});
+  });
+  if (!ms)
+    return ms.takeStatus();
+  results.push_back({"ceiling (2 reads, 1 write)", "f32", shapeText(m, n),
+                     3.0 * m * n * 4, *ms});
+  bench.release();
+  return rt::Status::ok();
+}
+
+/// SwiGLU forward and backward at `dtype`, every selected shape.
+rt::Status measureSwiGLU(Bench &bench, DType dtype, const std::string &shapes,
+                         std::vector<Result> &results) {
+  ops::Operators &ops = bench.ops;
+  double e = rt::byteSize(dtype);
+  for (int64_t m : {1024, 4096, 16384})
+    for (int64_t h : {2048, 4096, 11008}) {
+      if (!selected(shapes, m, h))
+        continue;
+      double bytes = 3.0 * m * h * e;
+      int sets = Bench::setsFor(bytes);
+      std::vector<std::vector<rt::TensorView>> io;
+      for (int s = 0; s < sets; ++s)
+        io.push_back({bench.tensor({m, h}, dtype), bench.tensor({m, h}, dtype),
+                      bench.tensor({m, h}, dtype), bench.tensor({m, h}, dtype),
+                      bench.tensor({m, h}, dtype)});
+      if (!bench.error.empty())
+        return rt::Status::error(bench.error);
+      auto fwd = bench.time(sets, [&](int s) {
+        auto &t = io[s];
+        return ops.swigluForward(t[0], t[1], t[2]);
+      });
+      auto bwd = bench.time(sets, [&](int s) {
+        auto &t = io[s];
+        return ops.swigluBackward(t[0], t[1], t[2], t[3], t[4]);
+      });
+      if (!fwd || !bwd)
+        return !fwd ? fwd.takeStatus() : bwd.takeStatus();
+      results.push_back({"swiglu fwd", rt::name(dtype), shapeText(m, h),
+                         3.0 * m * h * e, *fwd});
+      results.push_back({"swiglu bwd", rt::name(dtype), shapeText(m, h),
+                         5.0 * m * h * e, *bwd});
+      bench.release();
+    }
+  return rt::Status::ok();
+}
+
+/// RMSNorm forward and backward at `dtype`, every selected shape.
+rt::Status measureRMSNorm(Bench &bench, DType dtype, const std::string &shapes,
+                          std::vector<Result> &results) {
+  ops::Operators &ops = bench.ops;
+  double e = rt::byteSize(dtype);
+  for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{16384, 4096},
+                                                              {32768, 8192},
+                                                              {65536, 1024},
+                                                              {4096, 16384},
+                                                              {4096, 4096},
+                                                              {4096, 1024}}) {
+    if (!selected(shapes, m, n))
+      continue;
+    double bytes = 3.0 * m * n * e;
+    int sets = Bench::setsFor(bytes);
+    std::vector<std::vector<rt::TensorView>> io;
+    for (int s = 0; s < sets; ++s)
+      io.push_back({bench.tensor({m, n}, dtype), bench.tensor({n}, dtype),
+                    bench.tensor({m, n}, dtype), bench.tensor({m, n}, dtype),
+                    bench.tensor({m, n}, dtype), bench.tensor({n}, dtype)});
+    if (!bench.error.empty())
+      return rt::Status::error(bench.error);
+    auto fwd = bench.time(sets, [&](int s) {
+      auto &t = io[s];
+      return ops.rmsNormForward(t[0], t[1], 1e-6f, 0.0f, t[2]);
+    });
+    auto bwd = bench.time(sets, [&](int s) {
+      auto &t = io[s];
+      return ops.rmsNormBackward(t[0], t[1], 1e-6f, 0.0f, t[3], t[4], t[5]);
+    });
+    if (!fwd || !bwd)
+      return !fwd ? fwd.takeStatus() : bwd.takeStatus();
+    // RMSNorm fwd 2·M·N·e (+ w), bwd 3·M·N·e (+ w, + dW).
+    results.push_back({"rms_norm fwd", rt::name(dtype), shapeText(m, n),
+                       2.0 * m * n * e + n * e, *fwd});
+    results.push_back({"rms_norm bwd", rt::name(dtype), shapeText(m, n),
+                       3.0 * m * n * e + 2.0 * n * e, *bwd});
+    bench.release();
+  }
+  return rt::Status::ok();
+}
+
+/// Sets each result's (but the ceiling's) streamGbps.
+///
+/// The ceiling's stream kernel again, over as many bytes as each kernel
+/// moves (f32, 1024 columns), timed the same way: what a pure
+/// 2-read-1-write stream reaches at that size. A kernel far below the
+/// ceiling but close to this figure is held by its size (launch, ramp,
+/// the last wave), not by its code.
+rt::Status measureSameSize(Bench &bench, ops::Launcher &launcher,
+                           std::vector<Result> &results) {
+  std::map<int64_t, double> streamAt; // f32 elements -> GB/s
+  for (size_t i = 1; i < results.size(); ++i) {
+    Result &r = results[i];
+    int64_t elements =
+        std::max<int64_t>(1, std::llround(r.bytes / 12.0 / 1024)) * 1024;
+    auto [at, inserted] = streamAt.try_emplace(elements, 0.0);
+    if (inserted) {
+      double bytes = 12.0 * elements;
+      int sets = Bench::setsFor(bytes);
+      std::vector<std::vector<rt::TensorView>> io;
+      for (int s = 0; s < sets; ++s)
+        io.push_back({bench.tensor({elements / 1024, 1024}, DType::F32),
+                      bench.tensor({elements / 1024, 1024}, DType::F32),
+                      bench.tensor({elements / 1024, 1024}, DType::F32)});
+      if (!bench.error.empty())
+        return rt::Status::error(bench.error);
+      auto ms = bench.time(sets, [&](int s) {
+        return launcher.run("stream", {io[s][0], io[s][1]}, {io[s][2]});
+      });
+      if (!ms)
+        return ms.takeStatus();
+      at->second = bytes / (*ms * 1e-3) / 1e9;
+      bench.release();
+    }
+    r.streamGbps = at->second;
+  }
+  return rt::Status::ok();
+}
+
+using CappedLoads = std::vector<std::pair<std::string, ops::KernelLoad>>;
+
+/// The kernels the launcher also loaded under a register cap (launched on
+/// grids of more than one wave).
+CappedLoads cappedLoads(ops::Operators &ops) {
+  CappedLoads capped;
+  for (auto &[key, load] : ops.kernelLoads())
+    if (load.cappedRegisters)
+      capped.push_back({key, load});
+  return capped;
+}
+
+/// The results next to the ceiling and the same-size stream, then the
+/// register caps.
+void printTable(const std::vector<Result> &results, double ceiling,
+                const CappedLoads &capped) {
+  std::printf("\n%-28s %-6s %-12s %10s %10s %8s %10s\n", "kernel", "dtype",
+              "shape", "ms", "GB/s", "ceiling", "same-size");
+  for (const Result &r : results)
+    std::printf("%-28s %-6s %-12s %10.4f %10.0f %8.2f %10.2f\n",
+                r.kernel.c_str(), r.dtype.c_str(), r.shape.c_str(), r.ms,
+                r.gbps(), r.gbps() / ceiling,
+                r.streamGbps ? r.gbps() / r.streamGbps : 1.0);
+  std::printf("(same-size: GB/s over the ceiling's stream kernel run over "
+              "the same bytes)\n");
+  if (!capped.empty())
+    std::printf("\nregister caps (as compiled -> capped):\n");
+  for (auto &[key, load] : capped)
+    std::printf("  %s %s\n", key.c_str(), ops::describe(load).c_str());
+}
+
+/// The table and the register caps as JSON, into `path`.
+void writeJson(const std::string &path, ops::Operators &ops, int iterations,
+               bool hostInclusive, const std::vector<Result> &results,
+               double ceiling, const CappedLoads &capped) {
+  std::ofstream json(path);
+  json << "{\n  \"device\": \"" << ops.device().name() << "\",\n"
+       << "  \"iterations\": " << iterations << ",\n  \"timing\": \""
+       << (hostInclusive ? "host-inclusive" : "device") << "\",\n"
+       << "  \"results\": [\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result &r = results[i];
+    json << "    {\"kernel\": \"" << r.kernel << "\", \"dtype\": \"" << r.dtype
+         << "\", \"shape\": \"" << r.shape << "\", \"bytes\": " << r.bytes
+         << ", \"ms\": " << r.ms << ", \"gbps\": " << r.gbps()
+         << ", \"ceiling_ratio\": " << r.gbps() / ceiling;
+    if (r.streamGbps)
+      json << ", \"stream_same_bytes_gbps\": " << r.streamGbps
+           << ", \"stream_same_bytes_ratio\": " << r.gbps() / r.streamGbps;
+    json << "}" << (i + 1 < results.size() ? ",\n" : "\n");
+  }
+  json << "  ],\n  \"register_caps\": [\n";
+  for (size_t i = 0; i < capped.size(); ++i) {
+    const ops::KernelLoad &load = capped[i].second;
+    json << "    {\"compilation\": \"" << capped[i].first
+         << "\", \"kernel\": \"" << load.name
+         << "\", \"threads\": " << load.threads
+         << ", \"registers\": " << load.registers
+         << ", \"resident_ctas\": " << load.residentCtas
+         << ", \"capped_registers\": " << load.cappedRegisters
+         << ", \"capped_resident_ctas\": " << load.cappedResidentCtas << "}"
+         << (i + 1 < capped.size() ? ",\n" : "\n");
+  }
+  json << "  ]\n}\n";
+}
+
+/// The operator benchmarks: the ceiling, SwiGLU and RMSNorm at each dtype,
+/// the same-size stream figures, then the table (and --json).
+rt::Status runOperatorBench(const ops::ScheduleOverrides &schedule,
+                            const std::vector<DType> &dtypes,
+                            const std::string &shapes) {
+  auto created = ops::Operators::create(0, "", schedule);
+  if (!created)
+    return created.takeStatus();
+  ops::Operators &ops = **created;
+  Bench bench(ops, iterations);
+  std::vector<Result> results;
+  std::printf("device: %s (%s, %d SMs), median of %d runs, %s%s\n",
+              ops.device().name().c_str(), ops.device().chip().c_str(),
+              ops.device().multiprocessors(), iterations.getValue(),
+              hostInclusive.getValue() ? "host-inclusive" : "device time",
+              describeOverrides(schedule).c_str());
+
+  // Here, not in measureCeiling: bench.ahead runs the stream kernel before
+  // every later timed call.
+  std::unique_ptr<ops::Launcher> launcher;
+  Bench aheadBuffers(ops, 1);
+  if (rt::Status s =
+          measureCeiling(bench, aheadBuffers, launcher, hostInclusive, results);
+      !s)
+    return s;
+  double ceiling = results.front().gbps();
+  for (DType dtype : dtypes) {
+    if (rt::Status s = measureSwiGLU(bench, dtype, shapes, results); !s)
+      return s;
+    if (rt::Status s = measureRMSNorm(bench, dtype, shapes, results); !s)
+      return s;
+  }
+  if (rt::Status s = measureSameSize(bench, *launcher, results); !s)
+    return s;
+
+  CappedLoads capped = cappedLoads(ops);
+  printTable(results, ceiling, capped);
+  if (!jsonPath.empty())
+    writeJson(jsonPath, ops, iterations, hostInclusive, results, ceiling,
+              capped);
+  return rt::Status::ok();
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -240,227 +537,7 @@ int main(int argc, char **argv) {
   // ",MxN,...," or empty for every shape
   std::string shapes =
       shapeList.empty() ? "" : "," + llvm::join(shapeList, ",") + ",";
-  auto created = ops::Operators::create(0, "", schedule);
-  if (!created)
-    return fail(created.message());
-  ops::Operators &ops = **created;
-  Bench bench(ops, iterations);
-  std::vector<Result> results;
-  std::string overrides;
-  if (schedule.threads)
-    overrides += ", " + std::to_string(schedule.threads) + " threads";
-  if (schedule.rowsPerCta)
-    overrides += ", " + std::to_string(schedule.rowsPerCta) + " rows per CTA";
-  if (schedule.rowGrid)
-    overrides += ", one CTA per row";
-  if (schedule.persistentCtas)
-    overrides +=
-        ", " + std::to_string(schedule.persistentCtas) + " persistent CTAs";
-  if (schedule.foldFinalize)
-    overrides += ", a folded finalize";
-  if (!schedule.registerCaps)
-    overrides += ", no register caps";
-  std::printf("device: %s (%s, %d SMs), median of %d runs, %s%s\n",
-              ops.device().name().c_str(), ops.device().chip().c_str(),
-              ops.device().multiprocessors(), iterations.getValue(),
-              hostInclusive.getValue() ? "host-inclusive" : "device time",
-              overrides.c_str());
-
-  // The ceiling: z = x + y over 2^28 f32 elements, Tile's own kernel.
-  std::unique_ptr<ops::Launcher> launcher;
-  Bench aheadBuffers(ops, 1);
-  {
-    jit::CompileOptions options = jit::CompileOptions::forDevice(ops.device());
-    auto compiled = ops.compiler().compile(ops::kStreamKernelSource, options);
-    if (!compiled)
-      return fail(compiled.message());
-    auto created = ops::Launcher::create(ops.device(), *compiled);
-    if (!created)
-      return fail(created.message());
-    launcher = std::move(*created);
-    // The work queued ahead of each timed call: the same kernel over 2^24
-    // elements (about 40 us), on buffers of its own.
-    if (!hostInclusive) {
-      rt::TensorView ax = aheadBuffers.tensor({4096, 4096}, DType::F32),
-                     ay = aheadBuffers.tensor({4096, 4096}, DType::F32),
-                     az = aheadBuffers.tensor({4096, 4096}, DType::F32);
-      if (!aheadBuffers.error.empty())
-        return fail(aheadBuffers.error);
-      bench.ahead = [&launcher, ax, ay, az] {
-        return launcher->run("stream", {ax, ay}, {az});
-      };
-    }
-    int64_t m = 16384, n = 16384;
-    rt::TensorView x = bench.tensor({m, n}, DType::F32),
-                   y = bench.tensor({m, n}, DType::F32),
-                   z = bench.tensor({m, n}, DType::F32);
-    if (!bench.error.empty())
-      return fail(bench.error);
-    auto ms = bench.time(1, [&](int) {
-      return launcher->run("stream", {x, y}, {z});
-    });
-    if (!ms)
-      return fail(ms.message());
-    results.push_back({"ceiling (2 reads, 1 write)", "f32", shapeText(m, n),
-                       3.0 * m * n * 4, *ms});
-    bench.release();
-  }
-  double ceiling = results.front().gbps();
-  auto selected = [&](int64_t m, int64_t n) {
-    return shapes.empty() ||
-           shapes.find("," + shapeText(m, n) + ",") != std::string::npos;
-  };
-
-  for (DType dtype : dtypes) {
-    double e = rt::byteSize(dtype);
-    for (int64_t m : {1024, 4096, 16384})
-      for (int64_t h : {2048, 4096, 11008}) {
-        if (!selected(m, h))
-          continue;
-        double bytes = 3.0 * m * h * e;
-        int sets = Bench::setsFor(bytes);
-        std::vector<std::vector<rt::TensorView>> io;
-        for (int s = 0; s < sets; ++s)
-          io.push_back(
-              {bench.tensor({m, h}, dtype), bench.tensor({m, h}, dtype),
-               bench.tensor({m, h}, dtype), bench.tensor({m, h}, dtype),
-               bench.tensor({m, h}, dtype)});
-        if (!bench.error.empty())
-          return fail(bench.error);
-        auto fwd = bench.time(sets, [&](int s) {
-          auto &t = io[s];
-          return ops.swigluForward(t[0], t[1], t[2]);
-        });
-        auto bwd = bench.time(sets, [&](int s) {
-          auto &t = io[s];
-          return ops.swigluBackward(t[0], t[1], t[2], t[3], t[4]);
-        });
-        if (!fwd || !bwd)
-          return fail(!fwd ? fwd.message() : bwd.message());
-        results.push_back({"swiglu fwd", rt::name(dtype), shapeText(m, h),
-                           3.0 * m * h * e, *fwd});
-        results.push_back({"swiglu bwd", rt::name(dtype), shapeText(m, h),
-                           5.0 * m * h * e, *bwd});
-        bench.release();
-      }
-    for (auto [m, n] : std::vector<std::pair<int64_t, int64_t>>{{16384, 4096},
-                                                                {32768, 8192},
-                                                                {65536, 1024},
-                                                                {4096, 16384},
-                                                                {4096, 4096},
-                                                                {4096, 1024}}) {
-      if (!selected(m, n))
-        continue;
-      double bytes = 3.0 * m * n * e;
-      int sets = Bench::setsFor(bytes);
-      std::vector<std::vector<rt::TensorView>> io;
-      for (int s = 0; s < sets; ++s)
-        io.push_back({bench.tensor({m, n}, dtype), bench.tensor({n}, dtype),
-                      bench.tensor({m, n}, dtype), bench.tensor({m, n}, dtype),
-                      bench.tensor({m, n}, dtype), bench.tensor({n}, dtype)});
-      if (!bench.error.empty())
-        return fail(bench.error);
-      auto fwd = bench.time(sets, [&](int s) {
-        auto &t = io[s];
-        return ops.rmsNormForward(t[0], t[1], 1e-6f, 0.0f, t[2]);
-      });
-      auto bwd = bench.time(sets, [&](int s) {
-        auto &t = io[s];
-        return ops.rmsNormBackward(t[0], t[1], 1e-6f, 0.0f, t[3], t[4], t[5]);
-      });
-      if (!fwd || !bwd)
-        return fail(!fwd ? fwd.message() : bwd.message());
-      // RMSNorm fwd 2·M·N·e (+ w), bwd 3·M·N·e (+ w, + dW).
-      results.push_back({"rms_norm fwd", rt::name(dtype), shapeText(m, n),
-                         2.0 * m * n * e + n * e, *fwd});
-      results.push_back({"rms_norm bwd", rt::name(dtype), shapeText(m, n),
-                         3.0 * m * n * e + 2.0 * n * e, *bwd});
-      bench.release();
-    }
-  }
-
-  // The ceiling's stream kernel again, over as many bytes as each kernel
-  // moves (f32, 1024 columns), timed the same way: what a pure
-  // 2-read-1-write stream reaches at that size. A kernel far below the
-  // ceiling but close to this figure is held by its size (launch, ramp,
-  // the last wave), not by its code.
-  std::map<int64_t, double> streamAt; // f32 elements -> GB/s
-  for (size_t i = 1; i < results.size(); ++i) {
-    Result &r = results[i];
-    int64_t elements =
-        std::max<int64_t>(1, std::llround(r.bytes / 12.0 / 1024)) * 1024;
-    auto [at, inserted] = streamAt.try_emplace(elements, 0.0);
-    if (inserted) {
-      double bytes = 12.0 * elements;
-      int sets = Bench::setsFor(bytes);
-      std::vector<std::vector<rt::TensorView>> io;
-      for (int s = 0; s < sets; ++s)
-        io.push_back({bench.tensor({elements / 1024, 1024}, DType::F32),
-                      bench.tensor({elements / 1024, 1024}, DType::F32),
-                      bench.tensor({elements / 1024, 1024}, DType::F32)});
-      if (!bench.error.empty())
-        return fail(bench.error);
-      auto ms = bench.time(sets, [&](int s) {
-        return launcher->run("stream", {io[s][0], io[s][1]}, {io[s][2]});
-      });
-      if (!ms)
-        return fail(ms.message());
-      at->second = bytes / (*ms * 1e-3) / 1e9;
-      bench.release();
-    }
-    r.streamGbps = at->second;
-  }
-
-  std::printf("\n%-28s %-6s %-12s %10s %10s %8s %10s\n", "kernel", "dtype",
-              "shape", "ms", "GB/s", "ceiling", "same-size");
-  for (const Result &r : results)
-    std::printf("%-28s %-6s %-12s %10.4f %10.0f %8.2f %10.2f\n",
-                r.kernel.c_str(), r.dtype.c_str(), r.shape.c_str(), r.ms,
-                r.gbps(), r.gbps() / ceiling,
-                r.streamGbps ? r.gbps() / r.streamGbps : 1.0);
-  std::printf("(same-size: GB/s over the ceiling's stream kernel run over "
-              "the same bytes)\n");
-  // The kernels the launcher also loaded under a register cap (launched on
-  // grids of more than one wave).
-  std::vector<std::pair<std::string, ops::KernelLoad>> capped;
-  for (auto &[key, load] : ops.kernelLoads())
-    if (load.cappedRegisters)
-      capped.push_back({key, load});
-  if (!capped.empty())
-    std::printf("\nregister caps (as compiled -> capped):\n");
-  for (auto &[key, load] : capped)
-    std::printf("  %s %s\n", key.c_str(), ops::describe(load).c_str());
-  if (!jsonPath.empty()) {
-    std::ofstream json(jsonPath);
-    json << "{\n  \"device\": \"" << ops.device().name() << "\",\n"
-         << "  \"iterations\": " << iterations << ",\n  \"timing\": \""
-         << (hostInclusive ? "host-inclusive" : "device") << "\",\n"
-         << "  \"results\": [\n";
-    for (size_t i = 0; i < results.size(); ++i) {
-      const Result &r = results[i];
-      json << "    {\"kernel\": \"" << r.kernel << "\", \"dtype\": \""
-           << r.dtype << "\", \"shape\": \"" << r.shape
-           << "\", \"bytes\": " << r.bytes << ", \"ms\": " << r.ms
-           << ", \"gbps\": " << r.gbps()
-           << ", \"ceiling_ratio\": " << r.gbps() / ceiling;
-      if (r.streamGbps)
-        json << ", \"stream_same_bytes_gbps\": " << r.streamGbps
-             << ", \"stream_same_bytes_ratio\": " << r.gbps() / r.streamGbps;
-      json << "}" << (i + 1 < results.size() ? ",\n" : "\n");
-    }
-    json << "  ],\n  \"register_caps\": [\n";
-    for (size_t i = 0; i < capped.size(); ++i) {
-      const ops::KernelLoad &load = capped[i].second;
-      json << "    {\"compilation\": \"" << capped[i].first
-           << "\", \"kernel\": \"" << load.name
-           << "\", \"threads\": " << load.threads
-           << ", \"registers\": " << load.registers
-           << ", \"resident_ctas\": " << load.residentCtas
-           << ", \"capped_registers\": " << load.cappedRegisters
-           << ", \"capped_resident_ctas\": " << load.cappedResidentCtas << "}"
-           << (i + 1 < capped.size() ? ",\n" : "\n");
-    }
-    json << "  ]\n}\n";
-  }
+  if (rt::Status s = runOperatorBench(schedule, dtypes, shapes); !s)
+    return fail(s.message());
   return 0;
 }

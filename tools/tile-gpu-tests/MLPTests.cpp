@@ -125,40 +125,46 @@ struct Outputs {
   Gradients grads;
 };
 
-void testShape(Suite &suite, DType dtype, int64_t S, int64_t H, int64_t I) {
-  std::string at = std::string(rt::name(dtype)) + " S=" + std::to_string(S) +
-                   " H=" + std::to_string(H) + " I=" + std::to_string(I);
-  double wh = 1.0 / std::sqrt(double(H)), wi = 1.0 / std::sqrt(double(I));
-  Tensor x = suite.make({S, H}, dtype, true, -1.0, 1.0);
-  Tensor dy = suite.make({S, H}, dtype, true, -1.0, 1.0);
-  Tensor dy2 = suite.make({S, H}, dtype, true, -1.0, 1.0);
-  // I = 300 uses one fused [2I, H] gate/up weight (and main_grad), I = 128
-  // separate ones.
-  bool fused = I == 300;
-  Tensor gateUp = suite.make({2 * I, H}, dtype, true, -wh, wh);
-  Tensor gate = suite.make({I, H}, dtype, true, -wh, wh);
-  Tensor up = suite.make({I, H}, dtype, true, -wh, wh);
-  Tensor down = suite.make({H, I}, dtype, true, -wi, wi);
-  ops::MLPWeights weights{gate.view, up.view, down.view};
-  std::vector<double> wg = gate.host, wu = up.host;
-  if (fused) {
-    weights = *ops::MLPWeights::fused(gateUp.view, down.view);
-    wg.assign(gateUp.host.begin(), gateUp.host.begin() + I * H);
-    wu.assign(gateUp.host.begin() + I * H, gateUp.host.end());
-  }
-  Reference ref = reference(x.host, wg, wu, down.host, dy.host, S, H, I);
-  Reference ref2 = reference(x.host, wg, wu, down.host, dy2.host, S, H, I);
+/// One shape's inputs, outputs and float64 references, which every plan's
+/// checks share.
+struct ShapeTest {
+  ShapeTest(Suite &suite, DType dtype, int64_t S, int64_t H, int64_t I)
+      : suite(suite), dtype(dtype), S(S), H(H), I(I) {
+    at = std::string(rt::name(dtype)) + " S=" + std::to_string(S) +
+         " H=" + std::to_string(H) + " I=" + std::to_string(I);
+    double wh = 1.0 / std::sqrt(double(H)), wi = 1.0 / std::sqrt(double(I));
+    x = suite.make({S, H}, dtype, true, -1.0, 1.0);
+    dy = suite.make({S, H}, dtype, true, -1.0, 1.0);
+    dy2 = suite.make({S, H}, dtype, true, -1.0, 1.0);
+    // I = 300 uses one fused [2I, H] gate/up weight (and main_grad), I = 128
+    // separate ones.
+    fused = I == 300;
+    gateUp = suite.make({2 * I, H}, dtype, true, -wh, wh);
+    gate = suite.make({I, H}, dtype, true, -wh, wh);
+    up = suite.make({I, H}, dtype, true, -wh, wh);
+    down = suite.make({H, I}, dtype, true, -wi, wi);
+    weights = ops::MLPWeights{gate.view, up.view, down.view};
+    std::vector<double> wg = gate.host, wu = up.host;
+    if (fused) {
+      weights = *ops::MLPWeights::fused(gateUp.view, down.view);
+      wg.assign(gateUp.host.begin(), gateUp.host.begin() + I * H);
+      wu.assign(gateUp.host.begin() + I * H, gateUp.host.end());
+    }
+    ref = reference(x.host, wg, wu, down.host, dy.host, S, H, I);
+    ref2 = reference(x.host, wg, wu, down.host, dy2.host, S, H, I);
 
-  Tensor y = suite.make({S, H}, dtype, false),
-         dx = suite.make({S, H}, dtype, false);
-  Tensor gradGateUp = suite.make({2 * I, H}, DType::F32, false);
-  Tensor gradGate = suite.make({I, H}, DType::F32, false);
-  Tensor gradUp = suite.make({I, H}, DType::F32, false);
-  Tensor gradDown = suite.make({H, I}, DType::F32, false);
-  ops::MLPGradients grads{gradGate.view, gradUp.view, gradDown.view};
-  if (fused)
-    grads = *ops::MLPGradients::fused(gradGateUp.view, gradDown.view);
-  auto readGrads = [&](Gradients &into) {
+    y = suite.make({S, H}, dtype, false);
+    dx = suite.make({S, H}, dtype, false);
+    gradGateUp = suite.make({2 * I, H}, DType::F32, false);
+    gradGate = suite.make({I, H}, DType::F32, false);
+    gradUp = suite.make({I, H}, DType::F32, false);
+    gradDown = suite.make({H, I}, DType::F32, false);
+    grads = ops::MLPGradients{gradGate.view, gradUp.view, gradDown.view};
+    if (fused)
+      grads = *ops::MLPGradients::fused(gradGateUp.view, gradDown.view);
+  }
+
+  void readGrads(Gradients &into) {
     into.dx = suite.read(dx);
     into.down = suite.read(gradDown);
     if (fused) {
@@ -169,15 +175,16 @@ void testShape(Suite &suite, DType dtype, int64_t S, int64_t H, int64_t I) {
       into.gate = suite.read(gradGate);
       into.up = suite.read(gradUp);
     }
-  };
-  auto poison = [&] {
+  }
+
+  void poison() {
     for (Tensor *t : {&y, &dx, &gradGateUp, &gradGate, &gradUp, &gradDown})
       (void)t->buffer.fill(0xFF);
-  };
-  // Against `want`, with the reference's term magnitudes as the scale.
-  auto expectAll = [&](const std::string &what, const Outputs &got,
-                       const std::vector<double> &wantY,
-                       const Gradients &want) {
+  }
+
+  /// Against `want`, with the reference's term magnitudes as the scale.
+  void expectAll(const std::string &what, const Outputs &got,
+                 const std::vector<double> &wantY, const Gradients &want) {
     const Gradients &terms = ref.terms;
     expectClose(suite, what + " y " + at, got.y, wantY, ref.yTerms, dtype);
     expectClose(suite, what + " dx " + at, got.grads.dx, want.dx, terms.dx,
@@ -190,94 +197,124 @@ void testShape(Suite &suite, DType dtype, int64_t S, int64_t H, int64_t I) {
                 terms.up, dtype);
     expectClose(suite, what + " main_grad down " + at, got.grads.down,
                 want.down, terms.down, dtype);
-  };
+  }
 
-  struct Plan {
-    std::string name;
-    ops::MLPOptions options;
-  };
-  ops::MLPOptions one, three, budget, untiled;
-  one.shards = 1;
-  three.shards = 3;
-  budget.memoryBudgetBytes =
-      rt::Blas::kWorkspaceBytes + 7 * 3 * I * rt::byteSize(dtype);
-  untiled.recompute = false;
-  std::vector<Plan> plans = {{"1 shard", one},
-                             {"3 shards", three},
-                             {"7-row budget", budget},
-                             {"untiled", untiled}};
-  Outputs single;
-  for (const Plan &plan : plans) {
-    std::string name = "mlp " + plan.name;
-    auto mlp = ops::TiledSwiGLUMLP::create(suite.ops, plan.options);
+  /// Every shard plan against the reference, and the tiled ones against one
+  /// shard; false if a plan's MLP could not be created (reported).
+  bool testPlans() {
+    struct Plan {
+      std::string name;
+      ops::MLPOptions options;
+    };
+    ops::MLPOptions one, three, budget, untiled;
+    one.shards = 1;
+    three.shards = 3;
+    budget.memoryBudgetBytes =
+        rt::Blas::kWorkspaceBytes + 7 * 3 * I * rt::byteSize(dtype);
+    untiled.recompute = false;
+    std::vector<Plan> plans = {{"1 shard", one},
+                               {"3 shards", three},
+                               {"7-row budget", budget},
+                               {"untiled", untiled}};
+    Outputs single;
+    for (const Plan &plan : plans) {
+      std::string name = "mlp " + plan.name;
+      auto mlp = ops::TiledSwiGLUMLP::create(suite.ops, plan.options);
+      if (!mlp) {
+        suite.report(name + " create " + at, false, mlp.message());
+        return false;
+      }
+      poison();
+      suite.check(name + " forward " + at,
+                  (*mlp)->forward(weights, x.view, y.view));
+      // Overwrite into NaN-poisoned main_grad: beta = 0 never reads it.
+      suite.check(
+          name + " backward " + at,
+          (*mlp)->backward(weights, x.view, dy.view, dx.view, grads, true));
+      suite.check(name + " sync " + at, rt::synchronize(suite.ops.device()));
+      Outputs got;
+      got.y = suite.read(y);
+      readGrads(got.grads);
+      expectAll(name, got, ref.y, ref.grads);
+      if (plan.name == "1 shard") {
+        single = got;
+        continue;
+      }
+      int64_t rows = (*mlp)->lastPlan().rowsPerShard;
+      if (plan.name == "7-row budget")
+        suite.report(
+            name + " shards " + at,
+            rows <= 7 && (*mlp)->lastPlan().shards == (S + rows - 1) / rows,
+            "planned " + std::to_string((*mlp)->lastPlan().shards) +
+                " shards of " +
+                std::to_string((*mlp)->lastPlan().rowsPerShard) + " rows");
+      // Tiled equals one shard.
+      expectAll(name + " vs 1 shard", got, single.y, single.grads);
+    }
+    return true;
+  }
+
+  /// Accumulation with three shards: g1 (overwrite), then + g2; then
+  /// overwrite with g2 alone.
+  void testAccumulation() {
+    ops::MLPOptions three;
+    three.shards = 3;
+    auto mlp = ops::TiledSwiGLUMLP::create(suite.ops, three);
     if (!mlp) {
-      suite.report(name + " create " + at, false, mlp.message());
+      suite.report("mlp accumulate create " + at, false, mlp.message());
       return;
     }
     poison();
-    suite.check(name + " forward " + at,
-                (*mlp)->forward(weights, x.view, y.view));
-    // Overwrite into NaN-poisoned main_grad: beta = 0 never reads it.
     suite.check(
-        name + " backward " + at,
+        "mlp accumulate g1 " + at,
         (*mlp)->backward(weights, x.view, dy.view, dx.view, grads, true));
-    suite.check(name + " sync " + at, rt::synchronize(suite.ops.device()));
-    Outputs got;
-    got.y = suite.read(y);
-    readGrads(got.grads);
-    expectAll(name, got, ref.y, ref.grads);
-    if (plan.name == "1 shard") {
-      single = got;
-      continue;
-    }
-    int64_t rows = (*mlp)->lastPlan().rowsPerShard;
-    if (plan.name == "7-row budget")
-      suite.report(
-          name + " shards " + at,
-          rows <= 7 && (*mlp)->lastPlan().shards == (S + rows - 1) / rows,
-          "planned " + std::to_string((*mlp)->lastPlan().shards) +
-              " shards of " + std::to_string((*mlp)->lastPlan().rowsPerShard) +
-              " rows");
-    // Tiled equals one shard.
-    expectAll(name + " vs 1 shard", got, single.y, single.grads);
+    suite.check(
+        "mlp accumulate g2 " + at,
+        (*mlp)->backward(weights, x.view, dy2.view, dx.view, grads, false));
+    suite.check("mlp accumulate sync " + at,
+                rt::synchronize(suite.ops.device()));
+    Gradients sum;
+    readGrads(sum);
+    Gradients want = plus(ref.grads, ref2.grads),
+              terms = plus(ref.terms, ref2.terms);
+    expectClose(suite, "mlp main_grad gate = g1 + g2 " + at, sum.gate,
+                want.gate, terms.gate, dtype);
+    expectClose(suite, "mlp main_grad up = g1 + g2 " + at, sum.up, want.up,
+                terms.up, dtype);
+    expectClose(suite, "mlp main_grad down = g1 + g2 " + at, sum.down,
+                want.down, terms.down, dtype);
+    expectClose(suite, "mlp dx of the second call " + at, sum.dx, ref2.grads.dx,
+                ref2.terms.dx, dtype);
+    suite.check(
+        "mlp overwrite g2 " + at,
+        (*mlp)->backward(weights, x.view, dy2.view, dx.view, grads, true));
+    suite.check("mlp overwrite sync " + at,
+                rt::synchronize(suite.ops.device()));
+    Gradients second;
+    readGrads(second);
+    expectClose(suite, "mlp overwrite main_grad gate = g2 " + at, second.gate,
+                ref2.grads.gate, ref2.terms.gate, dtype);
+    expectClose(suite, "mlp overwrite main_grad down = g2 " + at, second.down,
+                ref2.grads.down, ref2.terms.down, dtype);
   }
 
-  // Accumulation with three shards: g1 (overwrite), then + g2; then
-  // overwrite with g2 alone.
-  auto mlp = ops::TiledSwiGLUMLP::create(suite.ops, three);
-  if (!mlp) {
-    suite.report("mlp accumulate create " + at, false, mlp.message());
+  Suite &suite;
+  DType dtype;
+  int64_t S, H, I;
+  std::string at;
+  bool fused = false;
+  Tensor x, dy, dy2, gateUp, gate, up, down;
+  ops::MLPWeights weights;
+  Reference ref, ref2;
+  Tensor y, dx, gradGateUp, gradGate, gradUp, gradDown;
+  ops::MLPGradients grads;
+};
+
+void testShape(Suite &suite, DType dtype, int64_t S, int64_t H, int64_t I) {
+  ShapeTest test(suite, dtype, S, H, I);
+  if (!test.testPlans())
     return;
-  }
-  poison();
-  suite.check("mlp accumulate g1 " + at,
-              (*mlp)->backward(weights, x.view, dy.view, dx.view, grads, true));
-  suite.check(
-      "mlp accumulate g2 " + at,
-      (*mlp)->backward(weights, x.view, dy2.view, dx.view, grads, false));
-  suite.check("mlp accumulate sync " + at, rt::synchronize(suite.ops.device()));
-  Gradients sum;
-  readGrads(sum);
-  Gradients want = plus(ref.grads, ref2.grads),
-            terms = plus(ref.terms, ref2.terms);
-  expectClose(suite, "mlp main_grad gate = g1 + g2 " + at, sum.gate, want.gate,
-              terms.gate, dtype);
-  expectClose(suite, "mlp main_grad up = g1 + g2 " + at, sum.up, want.up,
-              terms.up, dtype);
-  expectClose(suite, "mlp main_grad down = g1 + g2 " + at, sum.down, want.down,
-              terms.down, dtype);
-  expectClose(suite, "mlp dx of the second call " + at, sum.dx, ref2.grads.dx,
-              ref2.terms.dx, dtype);
-  suite.check(
-      "mlp overwrite g2 " + at,
-      (*mlp)->backward(weights, x.view, dy2.view, dx.view, grads, true));
-  suite.check("mlp overwrite sync " + at, rt::synchronize(suite.ops.device()));
-  Gradients second;
-  readGrads(second);
-  expectClose(suite, "mlp overwrite main_grad gate = g2 " + at, second.gate,
-              ref2.grads.gate, ref2.terms.gate, dtype);
-  expectClose(suite, "mlp overwrite main_grad down = g2 " + at, second.down,
-              ref2.grads.down, ref2.terms.down, dtype);
+  test.testAccumulation();
 }
 } // namespace
 

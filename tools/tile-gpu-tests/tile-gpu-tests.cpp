@@ -35,37 +35,46 @@ using namespace tile;
 using namespace tile::gputests;
 
 namespace tile::gputests {
-void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
-  std::string at = std::string(rt::name(dtype)) + " " + std::to_string(M) +
-                   "x" + std::to_string(N) + (suite.shift ? " misaligned" : "");
-  size_t count = static_cast<size_t>(M * N);
-  // SwiGLU.
-  Tensor a = suite.make({M, N}, dtype, true),
-         b = suite.make({M, N}, dtype, true);
-  Tensor dc = suite.make({M, N}, dtype, true);
-  Tensor c = suite.make({M, N}, dtype, false),
-         da = suite.make({M, N}, dtype, false),
-         db = suite.make({M, N}, dtype, false);
-  suite.check("swiglu fwd " + at,
-              suite.ops.swigluForward(a.view, b.view, c.view));
-  suite.check(
-      "swiglu bwd " + at,
-      suite.ops.swigluBackward(a.view, b.view, dc.view, da.view, db.view));
-  suite.check("sync " + at, rt::synchronize(suite.ops.device()));
-  std::vector<double> wc(count), wda(count), wdb(count);
-  for (size_t i = 0; i < count; ++i) {
-    double x = a.host[i], s = 1.0 / (1.0 + std::exp(-x));
-    wc[i] = x * s * b.host[i];
-    wda[i] = dc.host[i] * b.host[i] * s * (1.0 + x * (1.0 - s));
-    wdb[i] = dc.host[i] * x * s;
-  }
-  suite.expect("swiglu fwd " + at, suite.read(c), wc, dtype);
-  suite.expect("swiglu bwd da " + at, suite.read(da), wda, dtype);
-  suite.expect("swiglu bwd db " + at, suite.read(db), wdb, dtype);
+namespace {
+/// One dtype and shape of testOperators. SwiGLU's tensors are members, as
+/// the later checks reuse them (RMSNorm runs on a and dc); silu_and_mul's
+/// are too, so that every tensor lives until the shape is done, as before.
+struct OperatorTest {
+  OperatorTest(Suite &suite, DType dtype, int64_t M, int64_t N)
+      : suite(suite), dtype(dtype), M(M), N(N),
+        at(std::string(rt::name(dtype)) + " " + std::to_string(M) + "x" +
+           std::to_string(N) + (suite.shift ? " misaligned" : "")),
+        count(static_cast<size_t>(M * N)) {}
 
-  // In place (the tiled MLP relies on it): the same bits as out of place,
-  // each from its own copy of the inputs.
-  {
+  /// SwiGLU forward and backward against float64.
+  void testSwiGLU() {
+    a = suite.make({M, N}, dtype, true);
+    b = suite.make({M, N}, dtype, true);
+    dc = suite.make({M, N}, dtype, true);
+    c = suite.make({M, N}, dtype, false);
+    da = suite.make({M, N}, dtype, false);
+    db = suite.make({M, N}, dtype, false);
+    suite.check("swiglu fwd " + at,
+                suite.ops.swigluForward(a.view, b.view, c.view));
+    suite.check(
+        "swiglu bwd " + at,
+        suite.ops.swigluBackward(a.view, b.view, dc.view, da.view, db.view));
+    suite.check("sync " + at, rt::synchronize(suite.ops.device()));
+    std::vector<double> wc(count), wda(count), wdb(count);
+    for (size_t i = 0; i < count; ++i) {
+      double x = a.host[i], s = 1.0 / (1.0 + std::exp(-x));
+      wc[i] = x * s * b.host[i];
+      wda[i] = dc.host[i] * b.host[i] * s * (1.0 + x * (1.0 - s));
+      wdb[i] = dc.host[i] * x * s;
+    }
+    suite.expect("swiglu fwd " + at, suite.read(c), wc, dtype);
+    suite.expect("swiglu bwd da " + at, suite.read(da), wda, dtype);
+    suite.expect("swiglu bwd db " + at, suite.read(db), wdb, dtype);
+  }
+
+  /// In place (the tiled MLP relies on it): the same bits as out of place,
+  /// each from its own copy of the inputs.
+  void testSwiGLUInPlace() {
     Tensor fa = suite.copy(a), fb = suite.copy(b);
     Tensor ba = suite.copy(a), bb = suite.copy(b);
     suite.check("swiglu in place " + at,
@@ -106,103 +115,126 @@ void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
                               idc);
   }
 
-  // silu_and_mul on [M, 2N].
-  Tensor x2 = suite.make({M, 2 * N}, dtype, true),
-         out = suite.make({M, N}, dtype, false);
-  Tensor dx2 = suite.make({M, 2 * N}, dtype, false);
-  suite.check("silu_and_mul fwd " + at,
-              suite.ops.siluAndMulForward(x2.view, out.view));
-  suite.check("silu_and_mul bwd " + at,
-              suite.ops.siluAndMulBackward(x2.view, dc.view, dx2.view));
-  suite.check("sync " + at, rt::synchronize(suite.ops.device()));
-  std::vector<double> wout(count), wdx2(2 * count);
-  for (int64_t r = 0; r < M; ++r)
-    for (int64_t j = 0; j < N; ++j) {
-      double g = x2.host[r * 2 * N + j], u = x2.host[r * 2 * N + N + j];
-      double s = 1.0 / (1.0 + std::exp(-g)), d = dc.host[r * N + j];
-      wout[r * N + j] = g * s * u;
-      wdx2[r * 2 * N + j] = d * u * s * (1.0 + g * (1.0 - s));
-      wdx2[r * 2 * N + N + j] = d * g * s;
-    }
-  suite.expect("silu_and_mul fwd " + at, suite.read(out), wout, dtype);
-  suite.expect("silu_and_mul bwd " + at, suite.read(dx2), wdx2, dtype);
-
-  // RMSNorm with a Gemma-style offset.
-  float eps = 1e-6f, offset = 1.0f;
-  Tensor w = suite.make({N}, dtype, true), y = suite.make({M, N}, dtype, false);
-  Tensor dx = suite.make({M, N}, dtype, false),
-         dw = suite.make({N}, dtype, false);
-  suite.check("rms_norm fwd " + at,
-              suite.ops.rmsNormForward(a.view, w.view, eps, offset, y.view));
-  suite.check("rms_norm bwd " + at,
-              suite.ops.rmsNormBackward(a.view, w.view, eps, offset, dc.view,
-                                        dx.view, dw.view));
-  suite.check("sync " + at, rt::synchronize(suite.ops.device()));
-  // dW is a sum over the rows that cancels, and dx = rstd·(g − x̂·mean)
-  // cancels too (to ~0 at width 1, where x̂² ≈ 1): both are judged
-  // against the size of their terms, which their f32 rounding scales with.
-  std::vector<double> wy(count), wdx(count), wdw(N, 0.0), dwTerms(N, 0.0);
-  std::vector<double> dxTerms(count);
-  std::vector<double> rstds(M);
-  for (int64_t r = 0; r < M; ++r) {
-    const double *xr = &a.host[r * N], *gr = &dc.host[r * N];
-    double squares = 0;
-    for (int64_t j = 0; j < N; ++j)
-      squares += xr[j] * xr[j];
-    double rstd = rstds[r] = 1.0 / std::sqrt(squares / N + eps), dot = 0;
-    for (int64_t j = 0; j < N; ++j)
-      dot += xr[j] * rstd * gr[j] * (w.host[j] + offset);
-    for (int64_t j = 0; j < N; ++j) {
-      double xhat = xr[j] * rstd, g = gr[j] * (w.host[j] + offset);
-      wy[r * N + j] = xhat * (w.host[j] + offset);
-      wdx[r * N + j] = rstd * (g - xhat * dot / N);
-      dxTerms[r * N + j] = rstd * (std::fabs(g) + std::fabs(xhat * dot / N));
-      wdw[j] += gr[j] * xhat;
-      dwTerms[j] += std::fabs(gr[j] * xhat);
-    }
+  /// silu_and_mul on [M, 2N], with dc as its output's gradient.
+  void testSiluAndMul() {
+    x2 = suite.make({M, 2 * N}, dtype, true);
+    out = suite.make({M, N}, dtype, false);
+    dx2 = suite.make({M, 2 * N}, dtype, false);
+    suite.check("silu_and_mul fwd " + at,
+                suite.ops.siluAndMulForward(x2.view, out.view));
+    suite.check("silu_and_mul bwd " + at,
+                suite.ops.siluAndMulBackward(x2.view, dc.view, dx2.view));
+    suite.check("sync " + at, rt::synchronize(suite.ops.device()));
+    std::vector<double> wout(count), wdx2(2 * count);
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t j = 0; j < N; ++j) {
+        double g = x2.host[r * 2 * N + j], u = x2.host[r * 2 * N + N + j];
+        double s = 1.0 / (1.0 + std::exp(-g)), d = dc.host[r * N + j];
+        wout[r * N + j] = g * s * u;
+        wdx2[r * 2 * N + j] = d * u * s * (1.0 + g * (1.0 - s));
+        wdx2[r * 2 * N + N + j] = d * g * s;
+      }
+    suite.expect("silu_and_mul fwd " + at, suite.read(out), wout, dtype);
+    suite.expect("silu_and_mul bwd " + at, suite.read(dx2), wdx2, dtype);
   }
-  suite.expect("rms_norm fwd " + at, suite.read(y), wy, dtype);
-  suite.expect("rms_norm bwd dx " + at, suite.read(dx), wdx, dtype, &dxTerms);
-  suite.expect("rms_norm bwd dw " + at, suite.read(dw), wdw, dtype, &dwTerms);
 
-  // Determinism: the same call gives the same dW bits.
-  Tensor dwAgain = suite.make({N}, dtype, false);
-  suite.check("rms_norm bwd again " + at,
-              suite.ops.rmsNormBackward(a.view, w.view, eps, offset, dc.view,
-                                        dx.view, dwAgain.view));
-  suite.check("sync " + at, rt::synchronize(suite.ops.device()));
-  std::vector<double> first = suite.read(dw), second = suite.read(dwAgain);
-  suite.report("rms_norm dw deterministic " + at,
-               std::memcmp(first.data(), second.data(),
-                           first.size() * sizeof(double)) == 0,
-               "dW differs between two identical calls");
-
-  // main_grad: two accumulating calls give main_grad + g1 + g2.
-  Tensor mg = suite.make({N}, DType::F32, true, 0.0, 1.0);
-  std::vector<double> start = suite.read(mg);
-  Tensor dc2 = suite.make({M, N}, dtype, true);
-  suite.check("rms_norm main_grad 1 " + at,
-              suite.ops.rmsNormBackwardAccumulate(a.view, w.view, eps, offset,
-                                                  dc.view, dx.view, mg.view));
-  suite.check("rms_norm main_grad 2 " + at,
-              suite.ops.rmsNormBackwardAccumulate(a.view, w.view, eps, offset,
-                                                  dc2.view, dx.view, mg.view));
-  suite.check("sync " + at, rt::synchronize(suite.ops.device()));
-  std::vector<double> want(N), scale(N);
-  for (int64_t j = 0; j < N; ++j) {
-    want[j] = start[j] + wdw[j];
-    scale[j] = dwTerms[j];
-  }
-  for (int64_t r = 0; r < M; ++r)
-    for (int64_t j = 0; j < N; ++j) {
-      double term = dc2.host[r * N + j] * a.host[r * N + j] * rstds[r];
-      want[j] += term;
-      scale[j] += std::fabs(term);
+  /// RMSNorm with a Gemma-style offset: forward, backward, dW's
+  /// determinism and main_grad accumulation.
+  void testRMSNorm() {
+    float eps = 1e-6f, offset = 1.0f;
+    Tensor w = suite.make({N}, dtype, true),
+           y = suite.make({M, N}, dtype, false);
+    Tensor dx = suite.make({M, N}, dtype, false),
+           dw = suite.make({N}, dtype, false);
+    suite.check("rms_norm fwd " + at,
+                suite.ops.rmsNormForward(a.view, w.view, eps, offset, y.view));
+    suite.check("rms_norm bwd " + at,
+                suite.ops.rmsNormBackward(a.view, w.view, eps, offset, dc.view,
+                                          dx.view, dw.view));
+    suite.check("sync " + at, rt::synchronize(suite.ops.device()));
+    // dW is a sum over the rows that cancels, and dx = rstd·(g − x̂·mean)
+    // cancels too (to ~0 at width 1, where x̂² ≈ 1): both are judged
+    // against the size of their terms, which their f32 rounding scales with.
+    std::vector<double> wy(count), wdx(count), wdw(N, 0.0), dwTerms(N, 0.0);
+    std::vector<double> dxTerms(count);
+    std::vector<double> rstds(M);
+    for (int64_t r = 0; r < M; ++r) {
+      const double *xr = &a.host[r * N], *gr = &dc.host[r * N];
+      double squares = 0;
+      for (int64_t j = 0; j < N; ++j)
+        squares += xr[j] * xr[j];
+      double rstd = rstds[r] = 1.0 / std::sqrt(squares / N + eps), dot = 0;
+      for (int64_t j = 0; j < N; ++j)
+        dot += xr[j] * rstd * gr[j] * (w.host[j] + offset);
+      for (int64_t j = 0; j < N; ++j) {
+        double xhat = xr[j] * rstd, g = gr[j] * (w.host[j] + offset);
+        wy[r * N + j] = xhat * (w.host[j] + offset);
+        wdx[r * N + j] = rstd * (g - xhat * dot / N);
+        dxTerms[r * N + j] = rstd * (std::fabs(g) + std::fabs(xhat * dot / N));
+        wdw[j] += gr[j] * xhat;
+        dwTerms[j] += std::fabs(gr[j] * xhat);
+      }
     }
-  // Accumulated in f32 whatever the input dtype: f32 tolerances, scaled
-  // by the terms of the sums.
-  suite.expect("rms_norm main_grad = start + g1 + g2 " + at, suite.read(mg),
-               want, DType::F32, &scale);
+    suite.expect("rms_norm fwd " + at, suite.read(y), wy, dtype);
+    suite.expect("rms_norm bwd dx " + at, suite.read(dx), wdx, dtype, &dxTerms);
+    suite.expect("rms_norm bwd dw " + at, suite.read(dw), wdw, dtype, &dwTerms);
+
+    // Determinism: the same call gives the same dW bits.
+    Tensor dwAgain = suite.make({N}, dtype, false);
+    suite.check("rms_norm bwd again " + at,
+                suite.ops.rmsNormBackward(a.view, w.view, eps, offset, dc.view,
+                                          dx.view, dwAgain.view));
+    suite.check("sync " + at, rt::synchronize(suite.ops.device()));
+    std::vector<double> first = suite.read(dw), second = suite.read(dwAgain);
+    suite.report("rms_norm dw deterministic " + at,
+                 std::memcmp(first.data(), second.data(),
+                             first.size() * sizeof(double)) == 0,
+                 "dW differs between two identical calls");
+
+    // main_grad: two accumulating calls give main_grad + g1 + g2.
+    Tensor mg = suite.make({N}, DType::F32, true, 0.0, 1.0);
+    std::vector<double> start = suite.read(mg);
+    Tensor dc2 = suite.make({M, N}, dtype, true);
+    suite.check("rms_norm main_grad 1 " + at,
+                suite.ops.rmsNormBackwardAccumulate(a.view, w.view, eps, offset,
+                                                    dc.view, dx.view, mg.view));
+    suite.check("rms_norm main_grad 2 " + at,
+                suite.ops.rmsNormBackwardAccumulate(
+                    a.view, w.view, eps, offset, dc2.view, dx.view, mg.view));
+    suite.check("sync " + at, rt::synchronize(suite.ops.device()));
+    std::vector<double> want(N), scale(N);
+    for (int64_t j = 0; j < N; ++j) {
+      want[j] = start[j] + wdw[j];
+      scale[j] = dwTerms[j];
+    }
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t j = 0; j < N; ++j) {
+        double term = dc2.host[r * N + j] * a.host[r * N + j] * rstds[r];
+        want[j] += term;
+        scale[j] += std::fabs(term);
+      }
+    // Accumulated in f32 whatever the input dtype: f32 tolerances, scaled
+    // by the terms of the sums.
+    suite.expect("rms_norm main_grad = start + g1 + g2 " + at, suite.read(mg),
+                 want, DType::F32, &scale);
+  }
+
+  Suite &suite;
+  DType dtype;
+  int64_t M, N;
+  std::string at;
+  size_t count;
+  Tensor a, b, dc, c, da, db;
+  Tensor x2, out, dx2;
+};
+} // namespace
+
+void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
+  OperatorTest test(suite, dtype, M, N);
+  test.testSwiGLU();
+  test.testSwiGLUInPlace();
+  test.testSiluAndMul();
+  test.testRMSNorm();
 }
 
 /// RMSNorm's backward with no rows: dW is zero (written over the poison),

@@ -277,8 +277,7 @@ uint64_t caseCount() {
 /// The element operations one case may take: --max-element-ops, or
 /// `otherwise` (the library's default for the mode).
 int64_t caseWorkLimit(int64_t otherwise) {
-  return maxElementOps.getNumOccurrences() ? int64_t(maxElementOps)
-                                           : otherwise;
+  return maxElementOps.getNumOccurrences() ? int64_t(maxElementOps) : otherwise;
 }
 
 /// What every mode needs besides the options: the function, its

@@ -195,12 +195,12 @@ static void test_bad_source(void) {
   tile_status_destroy(NULL); /* allowed, as free(NULL) */
 }
 
-/* The tiled MLP's plan needs no GPU; bad options and shapes are errors. */
+/* The MLP's plan needs no GPU; bad options and shapes are errors. */
 static void test_mlp_plan(void) {
   int64_t shards = 0, rows = 0;
   size_t bytes = 0;
   tile_mlp_options options = {4, 0, 1};
-  if (ok(tile_mlp_plan(&options, 1000, 300, TILE_DTYPE_BF16, &shards, &rows,
+  if (ok(tile_mlp_plan(&options, 1000, 300, 1, TILE_DTYPE_BF16, &shards, &rows,
                        &bytes),
          "plan 1000 rows in 4 shards")) {
     CHECK(shards == 4);
@@ -209,7 +209,7 @@ static void test_mlp_plan(void) {
     CHECK(bytes == (32u << 20) + 3 * ((250 * 300 * 2 + 255) / 256 * 256));
   }
   tile_mlp_options budget = {0, (32u << 20) + 3 * 256 + 3 * 300 * 2 * 64, 1};
-  if (ok(tile_mlp_plan(&budget, 1000, 300, TILE_DTYPE_F16, &shards, &rows,
+  if (ok(tile_mlp_plan(&budget, 1000, 300, 1, TILE_DTYPE_F16, &shards, &rows,
                        NULL),
          "plan under a budget")) {
     CHECK(rows == 64);
@@ -217,56 +217,50 @@ static void test_mlp_plan(void) {
   }
   tile_mlp_options negative = {-1, 0, 1};
   fails_with(
-      tile_mlp_plan(&negative, 10, 300, TILE_DTYPE_BF16, NULL, NULL, NULL),
+      tile_mlp_plan(&negative, 10, 300, 1, TILE_DTYPE_BF16, NULL, NULL, NULL),
       "shard count", "a negative shard count");
   tile_mlp_options untiled = {2, 0, 0};
   fails_with(
-      tile_mlp_plan(&untiled, 10, 300, TILE_DTYPE_BF16, NULL, NULL, NULL),
+      tile_mlp_plan(&untiled, 10, 300, 1, TILE_DTYPE_BF16, NULL, NULL, NULL),
       "untiled", "an untiled step with shards");
-  fails_with(tile_mlp_plan(NULL, 10, 300, TILE_DTYPE_F64, NULL, NULL, NULL),
+  fails_with(tile_mlp_plan(NULL, 10, 300, 1, TILE_DTYPE_F64, NULL, NULL, NULL),
              "bf16, f16 or f32", "a host dtype");
   /* A grouped step has one cuBLASLt workspace per GEMM stream: the default
      4 streams at 8 experts, 2 when asked for 2, never more than E. */
   size_t dense = 0, grouped_bytes = 0;
   tile_mlp_options two_streams = {4, 0, 1, 2};
-  if (ok(tile_mlp_plan(&options, 1000, 300, TILE_DTYPE_BF16, NULL, NULL,
+  if (ok(tile_mlp_plan(&options, 1000, 300, 1, TILE_DTYPE_BF16, NULL, NULL,
                        &dense),
          "plan the dense step") &&
-      ok(tile_grouped_mlp_plan(&options, 1000, 300, 8, TILE_DTYPE_BF16, NULL,
-                               NULL, &grouped_bytes),
+      ok(tile_mlp_plan(&options, 1000, 300, 8, TILE_DTYPE_BF16, NULL, NULL,
+                       &grouped_bytes),
          "plan a grouped step of 8 experts")) {
     CHECK(grouped_bytes == dense + 3 * (32u << 20));
-    CHECK(ok(tile_grouped_mlp_plan(&two_streams, 1000, 300, 8,
-                                   TILE_DTYPE_BF16, NULL, NULL,
-                                   &grouped_bytes),
+    CHECK(ok(tile_mlp_plan(&two_streams, 1000, 300, 8, TILE_DTYPE_BF16, NULL,
+                           NULL, &grouped_bytes),
              "plan 2 streams") &&
           grouped_bytes == dense + (32u << 20));
-    CHECK(ok(tile_grouped_mlp_plan(&options, 1000, 300, 1, TILE_DTYPE_BF16,
-                                   NULL, NULL, &grouped_bytes),
+    CHECK(ok(tile_mlp_plan(&options, 1000, 300, 1, TILE_DTYPE_BF16, NULL, NULL,
+                           &grouped_bytes),
              "plan one expert") &&
           grouped_bytes == dense);
   }
-  fails_with(tile_grouped_mlp_plan(NULL, 10, 300, 0, TILE_DTYPE_BF16, NULL,
-                                   NULL, NULL),
+  fails_with(tile_mlp_plan(NULL, 10, 300, 0, TILE_DTYPE_BF16, NULL, NULL, NULL),
              "0 experts", "a grouped plan without experts");
   tile_mlp mlp = NULL;
   fails_with(tile_mlp_create(NULL, NULL, &mlp), "null tile_operators",
              "an MLP without operators");
   CHECK(mlp == NULL);
-  fails_with(tile_mlp_forward(NULL, NULL, NULL, NULL, NULL, NULL, NULL),
-             "null tile_mlp", "a forward without an MLP");
-  tile_grouped_mlp grouped = NULL;
-  fails_with(tile_grouped_mlp_create(NULL, NULL, &grouped),
-             "null tile_operators", "a grouped MLP without operators");
-  CHECK(grouped == NULL);
   int64_t splits[2] = {3, 4};
-  fails_with(tile_grouped_mlp_forward(NULL, NULL, NULL, NULL, NULL, NULL,
-                                      splits, 2, NULL),
-             "null tile_grouped_mlp", "a grouped forward without an MLP");
-  fails_with(tile_grouped_mlp_backward(NULL, NULL, NULL, NULL, NULL, NULL,
-                                       splits, 2, NULL, NULL, NULL, NULL, NULL,
-                                       1),
-             "null tile_grouped_mlp", "a grouped backward without an MLP");
+  fails_with(
+      tile_mlp_forward(NULL, NULL, NULL, NULL, NULL, NULL, splits, 2, NULL),
+      "null tile_mlp", "a forward without an MLP");
+  fails_with(tile_mlp_backward(NULL, NULL, NULL, NULL, NULL, NULL, splits, 2,
+                               NULL, NULL, NULL, NULL, NULL, 1),
+             "null tile_mlp", "a backward without an MLP");
+  /* Destroying nothing is allowed, as free(NULL). */
+  tile_mlp_destroy(NULL);
+  tile_operators_destroy(NULL);
   fails_with(tile_matmul(NULL, NULL, NULL, 0, NULL, 0, NULL, 1.0f),
              "null tile_operators", "a GEMM without operators");
 }

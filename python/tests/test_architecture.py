@@ -1,0 +1,111 @@
+"""The package's shape (issue 44): its modules form one chain, each
+importing only those below it; only the C layer touches ctypes or the
+library; no module reaches into another's private names; each imports
+alone. Read from the sources (and, for the last, in fresh interpreters):
+no GPU."""
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "tile"
+
+# Bottom to top: a module may import the ones before it, never after.
+LAYERS = ["_capi", "autograd", "kernel", "operators", "mlp", "ops", "nn",
+          "transformers", "distributed", "__init__"]
+
+
+def _tree(name):
+    return ast.parse((PACKAGE / f"{name}.py").read_text(), f"{name}.py")
+
+
+def _package_imports(tree):
+    """(module, names) of every import of a tile module in `tree`:
+    `from . import x` gives (x, []), `from .x import a, b` (x, [a, b])."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module is None:
+                found.extend((alias.name, []) for alias in node.names)
+            else:
+                found.append((node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith("tile."):
+            found.append((node.module[5:], [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found.extend((a.name[5:], []) for a in node.names
+                         if a.name.startswith("tile."))
+    return found
+
+
+def test_every_module_is_a_layer():
+    assert sorted(p.stem for p in PACKAGE.glob("*.py")) == sorted(LAYERS)
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_imports_only_go_down(name):
+    below = set(LAYERS[:LAYERS.index(name)])
+    for module, _ in _package_imports(_tree(name)):
+        assert module in below, (
+            f"{name}.py imports {module}, which is not below it in "
+            f"{' -> '.join(LAYERS)}")
+
+
+@pytest.mark.parametrize("name", LAYERS[1:])
+def test_only_the_c_layer_touches_c(name):
+    tree = _tree(name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            assert all(a.name != "ctypes" for a in node.names), \
+                f"{name}.py imports ctypes"
+        if isinstance(node, ast.ImportFrom):
+            assert node.module != "ctypes", f"{name}.py imports ctypes"
+            if node.module == "_capi":
+                assert "lib" not in [a.name for a in node.names], \
+                    f"{name}.py imports the library handle"
+        if isinstance(node, ast.Attribute) and node.attr == "lib":
+            assert not (isinstance(node.value, ast.Name) and
+                        node.value.id == "_capi"), \
+                f"{name}.py:{node.lineno} calls the library itself"
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_no_reach_into_private_names(name):
+    tree = _tree(name)
+    modules = set()  # the names tile modules are bound to here
+    for module, names in _package_imports(tree):
+        for imported in names:
+            assert not imported.startswith("_") or imported.startswith("__"), \
+                f"{name}.py imports {module}.{imported}, a private name"
+        if not names:
+            modules.add(module)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and \
+                isinstance(node.value, ast.Name) and \
+                node.value.id in modules and node.attr.startswith("_"):
+            pytest.fail(f"{name}.py:{node.lineno} reaches into "
+                        f"{node.value.id}.{node.attr}")
+
+
+@pytest.mark.parametrize("name", LAYERS[:-1])
+def test_each_module_imports_alone(name):
+    """The module and what it imports, without the package's __init__
+    importing the rest first: nothing leans on an import order."""
+    program = (
+        "import importlib, sys, types\n"
+        f"package = types.ModuleType('tile')\n"
+        f"package.__path__ = [{str(PACKAGE)!r}]\n"
+        "sys.modules['tile'] = package\n"
+        f"importlib.import_module('tile.{name}')\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('tile.'))\n"
+        "print(' '.join(loaded))\n")
+    done = subprocess.run([sys.executable, "-c", program], env=os.environ,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    loaded = {m[5:] for m in done.stdout.split()}
+    below = set(LAYERS[:LAYERS.index(name) + 1])
+    assert loaded <= below, f"importing {name} loaded {loaded - below}"

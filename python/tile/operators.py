@@ -1,0 +1,65 @@
+"""The operator table: every kernel tile.ops runs, by name.
+
+Each elementwise or row operator is a kernel whose source libtile.so holds
+(tile_operator_source) as a tile.Kernel: the forward a user wrote, the
+backward tile-differentiate derived, compiled for the call's device, dtype
+and widths on first use.
+"""
+
+import torch
+
+from . import _capi
+from .autograd import tracing
+from .kernel import Kernel, apply, run_backward
+
+# (operator, main_grad) of every kernel, made when the package is imported
+# (a millisecond each: the host module is verified and derived, nothing is
+# compiled for a GPU until a call needs it). Made on first use instead, a
+# first call inside torch.compile would trace the construction, whose calls
+# into libtile Dynamo cannot follow: fullgraph=True would fail.
+OPERATORS = (("swiglu", False), ("geglu", False), ("silu_and_mul", False),
+             ("rms_norm", False), ("rms_norm", True), ("rope", False))
+_kernels = {(name, main_grad): Kernel(_capi.operator_source(name),
+                                      main_grad=main_grad)
+            for name, main_grad in OPERATORS}
+
+
+def kernel(name, main_grad=False):
+    """The operator's Kernel (a plain dict: torch.compile traces through
+    it)."""
+    return _kernels[(name, main_grad)]
+
+
+def gated_backward_in_place(name, a, b, dh):
+    """(da, db) of the gated kernel `name` ("swiglu" or "geglu"), written
+    over a and b: the kernel is elementwise, so no element is read after it
+    is overwritten, and the backward allocates no [..., H] tensor. Traced
+    (torch.compile), it is the functional custom op and writes new tensors
+    (a traced graph may not mutate what it did not create)."""
+    into = None if tracing([a, b, dh]) else {0: a, 1: b}
+    return run_backward(kernel(name), [a, b], (dh,), [], into=into)
+
+
+class _GatedInPlace(torch.autograd.Function):
+    """A gated kernel whose backward writes da and db over a and b
+    (gated_backward_in_place)."""
+
+    @staticmethod
+    def forward(ctx, a, b, name):
+        ctx.name = name
+        ctx.save_for_backward(a, b)
+        return apply(kernel(name), (a, b))
+
+    @staticmethod
+    def backward(ctx, dh):
+        a, b = ctx.saved_tensors
+        return (*gated_backward_in_place(ctx.name, a, b, dh), None)
+
+
+def gated(name, a, b, inplace_backward):
+    """The gated kernel `name` of a and b; with `inplace_backward` its
+    backward writes over a and b (gated_backward_in_place)."""
+    if not inplace_backward:
+        return kernel(name)(a, b)
+    kernel(name).check((a, b))  # the checks the kernel's own call makes
+    return _GatedInPlace.apply(a, b, name)
