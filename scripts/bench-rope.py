@@ -2,7 +2,7 @@
 """RoPE on q and k of Llama-3-8B's attention (32 query heads, 8 KV heads,
 head size 128, bf16, batch 1), on the GPU machine (docs/Performance.md).
 
-Columns: tile.ops.rope (the test/Zoo/rope.mlir kernel and its derived
+Columns: tile.ops.rope (the examples/rope.mlir kernel and its derived
 backward), Liger's liger_rotary_pos_emb (pure-Python wheel carried),
 Hugging Face's apply_rotary_pos_emb eagerly and under torch.compile. q and
 k are what the attention hands over: transposed views of [1, S, heads, D].

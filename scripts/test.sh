@@ -12,7 +12,7 @@ build=${TILE_BUILD_DIR:-$root/build}
 "$root/scripts/lint.sh"
 "$root/scripts/build.sh"
 ctest --test-dir "$build" --output-on-failure
-# The package over the library just built (python/tests/test_gpu.py skips
-# without a GPU).
+# The package over the library just built (the tests marked gpu skip
+# without a GPU; `-m gpu` selects them, `-m "not gpu"` the others).
 TILE_LIBRARY="$build/lib/libtile.so" PYTHONPATH="$root/python" \
   python3 -m pytest -q "$root/python/tests"

@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped when a struct or a signature below changes or a function is
    added. */
-#define TILE_C_API_VERSION 5
+#define TILE_C_API_VERSION 6
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -230,9 +230,11 @@ TILE_C_EXPORT void tile_host_results_destroy(tile_host_results results);
 
 /*===-- Operators ---------------------------------------------------------===*/
 
-/* The source of an operator's kernel: "swiglu", "silu_and_mul",
-   "rms_norm" (examples/*.mlir), "geglu" or "rope" (test/Zoo/); NULL for
-   another name. */
+/* The operators' names, index 0, 1, ... ("swiglu", "silu_and_mul",
+   "rms_norm", "geglu", "rope"); NULL past the last. */
+TILE_C_EXPORT const char *tile_operator_name(size_t index);
+/* The source of an operator's kernel (examples/<name>.mlir, embedded);
+   NULL for a name that is not an operator's. */
 TILE_C_EXPORT const char *tile_operator_source(const char *name);
 
 /* The operators of tile::ops on one device (the GEMM and the MLP below),

@@ -10,6 +10,7 @@
 
 #include "Support.h"
 
+#include "tile/Dialect/Tile/IR/ValueRoles.h"
 #include "tile/InitTile.h"
 #include "tile/Interp/Evaluator.h"
 #include "tile/JIT/JIT.h"
@@ -75,24 +76,32 @@ tile_dtype dtypeNamed(llvm::StringRef name) {
   return TILE_DTYPE_I64;
 }
 
-tile_role roleNamed(llvm::StringRef name) {
-  return llvm::StringSwitch<tile_role>(name)
-      .Case("cotangent", TILE_ROLE_COTANGENT)
-      .Case("saved", TILE_ROLE_SAVED)
-      .Case("main_grad", TILE_ROLE_MAIN_GRAD)
-      .Case("output", TILE_ROLE_OUTPUT)
-      .Case("gradient", TILE_ROLE_GRADIENT)
-      .Case("primal", TILE_ROLE_PRIMAL)
-      .Default(TILE_ROLE_INPUT);
-}
+// The C API's roles are the table's (ValueRoles.h), in its order.
+static_assert(
+    static_cast<int>(mlir::tile::ValueRole::Input) == TILE_ROLE_INPUT &&
+    static_cast<int>(mlir::tile::ValueRole::Cotangent) == TILE_ROLE_COTANGENT &&
+    static_cast<int>(mlir::tile::ValueRole::Saved) == TILE_ROLE_SAVED &&
+    static_cast<int>(mlir::tile::ValueRole::MainGrad) == TILE_ROLE_MAIN_GRAD &&
+    static_cast<int>(mlir::tile::ValueRole::Output) == TILE_ROLE_OUTPUT &&
+    static_cast<int>(mlir::tile::ValueRole::Gradient) == TILE_ROLE_GRADIENT &&
+    static_cast<int>(mlir::tile::ValueRole::Primal) == TILE_ROLE_PRIMAL &&
+    std::size(mlir::tile::kValueRoles) == TILE_ROLE_PRIMAL + 1);
 
-tile_value_info describeValue(const llvm::json::Object &value) {
+/// One argument or result of a kernel signature; an unknown role is an
+/// error (it would otherwise be taken for an input).
+StatusOr<tile_value_info> describeValue(const llvm::json::Object &value) {
   tile_value_info info{};
   info.is_tensor = value.getString("kind").value_or("") == "tensor";
   info.dtype = dtypeNamed(value.getString("dtype").value_or(""));
   if (const llvm::json::Array *shape = value.getArray("shape"))
     info.rank = static_cast<int32_t>(shape->size());
-  info.role = roleNamed(value.getString("role").value_or(""));
+  llvm::StringRef roleName = value.getString("role").value_or("");
+  std::optional<mlir::tile::ValueRole> role =
+      mlir::tile::valueRoleNamed(roleName);
+  if (!role)
+    return Status::error("malformed kernel signature: unknown role '" +
+                         roleName.str() + "'");
+  info.role = static_cast<tile_role>(*role);
   info.differentiable = value.getBoolean("differentiable").value_or(false);
   info.of = value.getInteger("of").value_or(-1);
   return info;
@@ -122,8 +131,12 @@ Status describeFunctions(tile_module module) {
                              std::pair{"results", &function->results}})
       if (const llvm::json::Array *values = kernel->getArray(key))
         for (const llvm::json::Value &value : *values)
-          if (const llvm::json::Object *object = value.getAsObject())
-            list->push_back(describeValue(*object));
+          if (const llvm::json::Object *object = value.getAsObject()) {
+            StatusOr<tile_value_info> info = describeValue(*object);
+            if (!info)
+              return info.takeStatus();
+            list->push_back(*info);
+          }
     module->functions.push_back(std::move(function));
   }
   return Status::ok();

@@ -33,8 +33,12 @@ tile_status withViews(
 
 extern "C" {
 
+const char *tile_operator_name(size_t index) {
+  return tile::ops::operatorName(index);
+}
+
 const char *tile_operator_source(const char *name) {
-  return name ? tile::ops::exampleSource(name) : nullptr;
+  return name ? tile::ops::operatorSource(name) : nullptr;
 }
 
 tile_status tile_operators_create(int device, const char *cache_dir,

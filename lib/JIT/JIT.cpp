@@ -69,9 +69,7 @@ std::string keyOf(const std::string &source, const CompileOptions &options) {
       << options.sourceName << '\0' << options.dtype << '\0'
       << options.differentiate << '\0' << options.policy << '\0'
       << options.mainGrad << '\0' << options.returnPrimal << '\0'
-      << options.threads << '\0' << options.rowsPerCta << '\0'
-      << options.persistentCtas << '\0' << options.rowGrid << '\0'
-      << options.foldFinalize << '\0' << options.device.str() << '\0';
+      << options.schedule.str() << '\0' << options.device.str() << '\0';
   for (auto [index, width] : options.widths)
     all << 'w' << index << '=' << width << ',';
   all << '\0' << source;
@@ -125,11 +123,7 @@ std::vector<std::string> loweringPasses(const CompileOptions &options) {
           " threads-per-sm=" + std::to_string(device.threadsPerSm) +
           " registers-per-sm=" + std::to_string(device.registersPerSm) +
           " shared-bytes-per-sm=" + std::to_string(device.sharedBytesPerSm) +
-          " threads=" + std::to_string(options.threads) +
-          " ctas=" + std::to_string(options.persistentCtas) +
-          " rows-per-cta=" + std::to_string(options.rowsPerCta) +
-          " row-grid=" + (options.rowGrid ? "true" : "false") +
-          " fold-finalize=" + (options.foldFinalize ? "true" : "false") + "}"};
+          " " + options.schedule.str() + "}"};
 }
 
 std::string join(const std::vector<std::string> &passes) {

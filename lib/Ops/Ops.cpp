@@ -2,6 +2,8 @@
 
 #include "tile/Ops/Ops.h"
 
+#include <iterator>
+
 namespace tile::ops {
 
 const char *const kStreamKernelSource = R"mlir(
@@ -12,25 +14,26 @@ func.func @stream(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>)
 })mlir";
 
 namespace {
-// examples/*.mlir, test/Zoo/geglu.mlir and test/Zoo/rope.mlir, embedded at
-// build time
-// (ExampleKernels.inc).
-#include "ExampleKernels.inc"
-
+/// An operator's name and its kernel's source.
+struct OperatorKernel {
+  const char *name;
+  const char *source;
+};
+// examples/<name>.mlir of every operator in lib/Ops/CMakeLists.txt's
+// TILE_OPERATORS, embedded at build time.
+#include "OperatorKernels.inc"
 } // namespace
 
-const char *exampleSource(const std::string &kernel) {
-  if (kernel == "swiglu")
-    return kSwigluSource;
-  if (kernel == "silu_and_mul")
-    return kSiluAndMulSource;
-  if (kernel == "rms_norm")
-    return kRmsNormSource;
-  if (kernel == "geglu")
-    return kGegluSource;
-  if (kernel == "rope")
-    return kRopeSource;
+const char *operatorSource(const std::string &name) {
+  for (const OperatorKernel &kernel : kOperatorKernels)
+    if (name == kernel.name)
+      return kernel.source;
   return nullptr;
+}
+
+const char *operatorName(size_t index) {
+  return index < std::size(kOperatorKernels) ? kOperatorKernels[index].name
+                                             : nullptr;
 }
 
 Operators::Operators(rt::Device device, std::string cacheDir,
@@ -57,11 +60,7 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
   options.mainGrad = mainGrad;
   options.returnPrimal = returnPrimal;
   options.widths = widths;
-  options.threads = overrides.threads;
-  options.rowsPerCta = overrides.rowsPerCta;
-  options.persistentCtas = overrides.persistentCtas;
-  options.rowGrid = overrides.rowGrid;
-  options.foldFinalize = overrides.foldFinalize;
+  options.schedule = overrides;
   std::string key = std::string(kernel) + "/" + options.dtype +
                     (mainGrad ? "/main-grad" : "") +
                     (returnPrimal ? "/return-primal" : "");
@@ -71,7 +70,7 @@ Operators::launcher(const char *kernel, rt::DType dtype, bool mainGrad,
   if (auto it = launchers.find(key); it != launchers.end())
     return it->second.get();
   rt::StatusOr<jit::CompiledKernels> compiled =
-      jit.compile(exampleSource(kernel), options);
+      jit.compile(operatorSource(kernel), options);
   if (!compiled)
     return compiled.takeStatus();
   rt::StatusOr<std::unique_ptr<Launcher>> created =

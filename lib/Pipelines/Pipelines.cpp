@@ -204,17 +204,12 @@ void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
 
 void mlir::tile::buildTileToPtxPipeline(OpPassManager &pm,
                                         const PtxOptions &options) {
-  TileSchedulePassOptions schedule;
-  schedule.threads = options.threads;
-  schedule.ctas = options.persistentCtas;
-  schedule.rowsPerCta = options.rowsPerCta;
-  schedule.rowGrid = options.rowGrid;
-  schedule.foldFinalize = options.foldFinalize;
-  schedule.sms = options.device.sms;
-  schedule.threadsPerSm = options.device.threadsPerSm;
-  schedule.registersPerSm = options.device.registersPerSm;
-  schedule.sharedBytesPerSm = options.device.sharedBytesPerSm;
-  pm.addPass(createTileSchedulePass(schedule));
+  TileSchedulePassOptions device;
+  device.sms = options.device.sms;
+  device.threadsPerSm = options.device.threadsPerSm;
+  device.registersPerSm = options.device.registersPerSm;
+  device.sharedBytesPerSm = options.device.sharedBytesPerSm;
+  pm.addPass(createTileSchedulePass(device, options.schedule));
   pm.addPass(createConvertTileToGPUPass());
   buildGpuToPtxPipeline(pm, options);
 }
@@ -268,34 +263,19 @@ struct GpuToPtxOptions final : PtxPipelineOptionsBase<GpuToPtxOptions> {};
 /// tile-lower-to-ptx also takes tile-schedule's overrides (PtxOptions),
 /// so that it spells the JIT's lowering whole (jit::passPipeline).
 struct LowerToPtxOptions final : PtxPipelineOptionsBase<LowerToPtxOptions> {
-  Option<int64_t> threads{*this, "threads",
-                          llvm::cl::desc("threads per CTA (0: the schedule's)"),
-                          llvm::cl::init(0)};
-  Option<int64_t> ctas{
-      *this, "ctas",
-      llvm::cl::desc("CTAs of persistent grids (0: the schedule's)"),
-      llvm::cl::init(0)};
-  Option<int64_t> rowsPerCta{
-      *this, "rows-per-cta",
-      llvm::cl::desc("rows a CTA works on at once (0: the schedule's)"),
-      llvm::cl::init(0)};
-  Option<bool> rowGrid{
-      *this, "row-grid",
-      llvm::cl::desc("one CTA per row for purely elementwise kernels too"),
-      llvm::cl::init(false)};
-  Option<bool> foldFinalize{
-      *this, "fold-finalize",
-      llvm::cl::desc("cross-row partials summed in the row kernel's last CTAs"),
-      llvm::cl::init(false)};
+#define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
+                             DESCRIPTION)                                      \
+  Option<TYPE> MEMBER{*this, FLAG, llvm::cl::desc(DESCRIPTION),                \
+                      llvm::cl::init(DEFAULT)};
+#include "tile/Target/ScheduleOptions.def"
 
   mlir::tile::PtxOptions toPtxOptions() const {
     mlir::tile::PtxOptions options =
         PtxPipelineOptionsBase<LowerToPtxOptions>::toPtxOptions();
-    options.threads = threads;
-    options.persistentCtas = ctas;
-    options.rowsPerCta = rowsPerCta;
-    options.rowGrid = rowGrid;
-    options.foldFinalize = foldFinalize;
+#define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
+                             DESCRIPTION)                                      \
+  options.schedule.MEMBER = MEMBER;
+#include "tile/Target/ScheduleOptions.def"
     return options;
   }
 };

@@ -7,6 +7,9 @@
 #include "llvm/Support/JSON.h"
 
 using namespace mlir;
+using mlir::tile::kValueRoles;
+using mlir::tile::ValueRole;
+using mlir::tile::ValueRoleInfo;
 
 namespace {
 llvm::json::Object describe(Type type) {
@@ -30,26 +33,22 @@ llvm::json::Object describe(Type type) {
   return object;
 }
 
-/// The role tile-differentiate gave an argument or result ("cotangent",
-/// "saved", "main_grad", "gradient", "primal"), with the index it refers to;
-/// `plain` where there is none.
-void describeRole(DictionaryAttr attrs, StringRef plain,
+/// The role tile-differentiate gave an argument or result (ValueRoles.h),
+/// with the index it refers to; `plain` where it gave none.
+void describeRole(DictionaryAttr attrs, ValueRole plain,
                   llvm::json::Object &object) {
-  using mlir::tile::TileDialect;
-  for (auto [name, role] :
-       {std::pair{TileDialect::getCotangentAttrName(), "cotangent"},
-        std::pair{TileDialect::getSavedAttrName(), "saved"},
-        std::pair{TileDialect::getMainGradAttrName(), "main_grad"},
-        std::pair{TileDialect::getGradientAttrName(), "gradient"},
-        std::pair{TileDialect::getPrimalAttrName(), "primal"}}) {
-    if (auto index = attrs ? dyn_cast_or_null<IntegerAttr>(attrs.get(name))
-                           : IntegerAttr()) {
-      object["role"] = role;
+  for (const ValueRoleInfo &info : kValueRoles) {
+    if (info.attribute.empty())
+      continue;
+    if (auto index =
+            attrs ? dyn_cast_or_null<IntegerAttr>(attrs.get(info.attribute))
+                  : IntegerAttr()) {
+      object["role"] = info.name;
       object["of"] = index.getInt();
       return;
     }
   }
-  object["role"] = plain;
+  object["role"] = kValueRoles[static_cast<int>(plain)].name;
 }
 } // namespace
 
@@ -63,13 +62,13 @@ LogicalResult mlir::tile::writeKernelSignatures(ModuleOp module,
     for (unsigned index = 0; index < func.getNumArguments(); ++index) {
       llvm::json::Object arg = describe(func.getArgument(index).getType());
       arg["differentiable"] = tile::isDifferentiableArgument(func, index);
-      describeRole(func.getArgAttrDict(index), "input", arg);
+      describeRole(func.getArgAttrDict(index), ValueRole::Input, arg);
       args.push_back(std::move(arg));
     }
     llvm::json::Array results;
     for (auto [index, type] : llvm::enumerate(func.getResultTypes())) {
       llvm::json::Object result = describe(type);
-      describeRole(func.getResultAttrDict(index), "output", result);
+      describeRole(func.getResultAttrDict(index), ValueRole::Output, result);
       results.push_back(std::move(result));
     }
     llvm::json::Object kernel{{"name", func.getSymName()},

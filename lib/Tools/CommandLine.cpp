@@ -51,3 +51,37 @@ void mlir::tile::prepareCommandLine(
   if (!categories.empty())
     flag->addCategory(*const_cast<cl::OptionCategory *>(categories.front()));
 }
+
+namespace mlir::tile {
+
+struct ScheduleCommandLine::Options {
+  explicit Options(llvm::cl::OptionCategory &category)
+      :
+#define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
+                             DESCRIPTION)                                      \
+  MEMBER(TOOL_FLAG, llvm::cl::desc(DESCRIPTION), llvm::cl::init(DEFAULT),      \
+         llvm::cl::cat(category)),
+#include "tile/Target/ScheduleOptions.def"
+        category(category) {
+  }
+#define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
+                             DESCRIPTION)                                      \
+  llvm::cl::opt<TYPE> MEMBER;
+#include "tile/Target/ScheduleOptions.def"
+  llvm::cl::OptionCategory &category;
+};
+
+ScheduleCommandLine::ScheduleCommandLine(llvm::cl::OptionCategory &category)
+    : options(std::make_unique<Options>(category)) {}
+ScheduleCommandLine::~ScheduleCommandLine() = default;
+
+::tile::ScheduleOptions ScheduleCommandLine::get() const {
+  ::tile::ScheduleOptions schedule;
+#define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
+                             DESCRIPTION)                                      \
+  schedule.MEMBER = options->MEMBER;
+#include "tile/Target/ScheduleOptions.def"
+  return schedule;
+}
+
+} // namespace mlir::tile

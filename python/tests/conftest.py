@@ -1,6 +1,9 @@
-"""Shared by the CPU and GPU suites: PyTorch references of every kernel the
-tests run through tile (the operators and test/Zoo), and the tolerances the
-GPU suite uses."""
+"""Shared by the test files: the `gpu` marker (a test marked gpu is skipped
+without CUDA and runs with the caching allocator poisoned; `pytest -m gpu`
+selects those, `pytest -m "not gpu"` the rest), PyTorch references of every
+kernel the tests run through tile (the operators, test/Zoo and the MLPs),
+the tolerances the GPU suite uses, and the helpers that run a function and
+its reference to their gradients."""
 
 import math
 from pathlib import Path
@@ -10,6 +13,35 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT / "test" / "Zoo"
+EXAMPLES = ROOT / "examples"
+
+
+def zoo_kernel(name):
+    """The source of a Zoo case: test/Zoo/<name>.mlir, or examples/ for the
+    kernels the operators embed (geglu, rope)."""
+    path = ZOO / f"{name}.mlir"
+    return path if path.exists() else EXAMPLES / f"{name}.mlir"
+
+
+# The dtypes the GPU tests run the operators and kernels in.
+DTYPES = [torch.bfloat16, torch.float16, torch.float32]
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "gpu: needs a CUDA GPU (skipped without one); runs with "
+        "the caching allocator poisoned (poison_the_allocator)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without CUDA, every test marked gpu is skipped."""
+    if torch.cuda.is_available():
+        return
+    no_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(no_gpu)
+
 
 # As tile-gpu-tests and tile-run --device: |got - ref| <= atol + rtol*|ref|,
 # both scaled by max(1, max|ref|).
@@ -159,13 +191,14 @@ def generator():
     return torch.Generator().manual_seed(1234)
 
 
-@pytest.fixture
-def poison_the_allocator():
-    """Freed blocks of torch's caching allocator hold NaN: a result the
-    kernels leave unwritten (torch.empty reuses them) cannot pass. The GPU
-    files use it on every test."""
-    block = torch.full((1 << 28,), float("nan"), device="cuda")
-    del block
+@pytest.fixture(autouse=True)
+def poison_the_allocator(request):
+    """Before every test marked gpu, freed blocks of torch's caching
+    allocator hold NaN: a result the kernels leave unwritten (torch.empty
+    reuses them) cannot pass. Other tests: nothing."""
+    if request.node.get_closest_marker("gpu") is not None:
+        block = torch.full((1 << 28,), float("nan"), device="cuda")
+        del block
     yield
 
 
@@ -177,6 +210,40 @@ def randn(shape, dtype, scale=1.0):
 def leaf(t):
     """A fresh leaf with t's values that requires grad."""
     return t.detach().clone().requires_grad_(True)
+
+
+def grads_of(function, args, seed):
+    """Gradients of sum(outputs * seed_i) with respect to the tensor args."""
+    args = [leaf(a) if isinstance(a, torch.Tensor) else a for a in args]
+    out = function(*args)
+    out = out if isinstance(out, tuple) else (out,)
+    loss = sum((o.double() * s).sum() for o, s in zip(out, seed))
+    loss.backward()
+    return out, [a.grad if isinstance(a, torch.Tensor) else None
+                 for a in args]
+
+
+def run_and_grads(function, args, seed):
+    """function(*args) and the tensor args' gradients, its outputs seeded
+    with `seed` (cast to their dtypes): the GPU tests' side."""
+    args = [leaf(a) if isinstance(a, torch.Tensor) else a for a in args]
+    out = function(*args)
+    out = out if isinstance(out, tuple) else (out,)
+    torch.autograd.backward([o for o in out], [s.to(o.dtype) for o, s in
+                                               zip(out, seed)])
+    return out, [a.grad if isinstance(a, torch.Tensor) else None
+                 for a in args]
+
+
+def reference_and_grads(reference, args, seed):
+    """As run_and_grads, for a PyTorch reference evaluated in float64."""
+    args = [leaf(a.double()) if isinstance(a, torch.Tensor) else a
+            for a in args]
+    out = reference(*args)
+    out = out if isinstance(out, tuple) else (out,)
+    torch.autograd.backward(list(out), [s.double() for s in seed])
+    return out, [a.grad if isinstance(a, torch.Tensor) else None
+                 for a in args]
 
 
 def gated_mlp(x, gate, up, down, act=silu):

@@ -7,9 +7,10 @@ loss and every gradient against the same model in one process.
   no_sync / gradient-sync accumulation, mixed-precision casts, activation
   checkpointing, the main_grad contract's hooks) with Tile's CPU path; the
   kernels, streams and devices are the GPU run's.
-- GPU: NCCL, one rank per device (cuda:<local_rank>), with two GPUs; one
-  rank on one GPU otherwise (the same cases, world size 1), and then two
-  ranks sharing it through gloo as well."""
+- GPU (test_gpu and test_gpu_shared, marked gpu): NCCL, one rank per
+  device (cuda:<local_rank>), with two GPUs; one rank on one GPU otherwise
+  (the same cases, world size 1), and then two ranks sharing it through
+  gloo as well."""
 
 import json
 import os
@@ -98,11 +99,13 @@ def test_cpu(cpu_results, case):
     _check(cpu_results, case)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("case", CASES)
 def test_gpu(gpu_results, case):
     _check(gpu_results, case)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("case", CASES)
 def test_gpu_shared(shared_gpu_results, case):
     _check(shared_gpu_results, case)

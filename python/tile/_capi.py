@@ -15,7 +15,7 @@ import threading
 from collections import namedtuple
 from pathlib import Path
 
-API_VERSION = 5
+API_VERSION = 6
 
 # tile_dtype
 BF16, F16, F32, F64, I64 = range(5)
@@ -176,6 +176,7 @@ SIGNATURES = {
     "tile_host_results_data": ([_handle, ctypes.c_size_t],
                                ctypes.POINTER(ctypes.c_double)),
     "tile_host_results_destroy": ([_handle], None),
+    "tile_operator_name": ([ctypes.c_size_t], ctypes.c_char_p),
     "tile_operator_source": ([ctypes.c_char_p], ctypes.c_char_p),
     "tile_operators_create": ([ctypes.c_int, ctypes.c_char_p, _out_handle],
                               _status),
@@ -235,6 +236,14 @@ def device_description(ordinal):
     check(lib.tile_device_describe(ordinal, ctypes.byref(description)))
     return (description.multiprocessors, description.threads_per_sm,
             description.registers_per_sm, description.shared_bytes_per_sm)
+
+
+def operator_names():
+    """Every operator's name, as the library lists them."""
+    names = []
+    while (name := lib.tile_operator_name(len(names))) is not None:
+        names.append(name.decode())
+    return names
 
 
 def operator_source(name):

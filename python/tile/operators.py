@@ -12,16 +12,24 @@ from . import _capi
 from .autograd import tracing
 from .kernel import Kernel, apply, run_backward
 
-# (operator, main_grad) of every kernel, made when the package is imported
-# (a millisecond each: the host module is verified and derived, nothing is
-# compiled for a GPU until a call needs it). Made on first use instead, a
-# first call inside torch.compile would trace the construction, whose calls
-# into libtile Dynamo cannot follow: fullgraph=True would fail.
-OPERATORS = (("swiglu", False), ("geglu", False), ("silu_and_mul", False),
-             ("rms_norm", False), ("rms_norm", True), ("rope", False))
-_kernels = {(name, main_grad): Kernel(_capi.operator_source(name),
-                                      main_grad=main_grad)
-            for name, main_grad in OPERATORS}
+# Every operator's kernel, plain and with main_grad (where that changes
+# anything: a cross-row gradient added to main_grad), made when the package
+# is imported (a millisecond each: the host module is verified and derived,
+# nothing is compiled for a GPU until a call needs it). Made on first use
+# instead, a first call inside torch.compile would trace the construction,
+# whose calls into libtile Dynamo cannot follow: fullgraph=True would fail.
+def _operator_kernels():
+    kernels = {}
+    for name in _capi.operator_names():
+        source = _capi.operator_source(name)
+        plain = kernels[(name, False)] = Kernel(source)
+        accumulating = Kernel(source, main_grad=True)
+        kernels[(name, True)] = accumulating \
+            if accumulating.main_grad_arguments else plain
+    return kernels
+
+
+_kernels = _operator_kernels()
 
 
 def kernel(name, main_grad=False):

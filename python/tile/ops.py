@@ -61,7 +61,7 @@ def _rope_sign(head_dim, device):
 class _Rotary(torch.autograd.Function):
     """The rope kernel and its derived backward, saving cos, sin and sign
     only. The derived backward takes x but reads nothing of it but its
-    shape (test/Zoo/rope.mlir checks that no op reads it), so the
+    shape (test/Examples/rope.test checks that no op reads it), so the
     cotangent, which has x's shape, stands in for it: the pre-rotation q
     and k are not kept alive until the backward (tile.Kernel's autograd
     would keep every input: 640 MiB per Llama-8B layer at 65536 tokens),

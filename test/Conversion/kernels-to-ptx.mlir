@@ -23,8 +23,8 @@
 // RUN: %ptx-check %tile_src/examples/rms_norm.mlir sm_80 f32 | FileCheck %s
 // RUN: %ptx-check %tile_src/examples/rms_norm.mlir sm_90a f32 | FileCheck %s
 // RUN: %ptx-check %tile_src/examples/rms_norm.mlir sm_90a bf16 "policy=save-row-stats main-grad" | FileCheck %s
-// RUN: %ptx-check %tile_src/test/Zoo/geglu.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
-// RUN: %ptx-check %tile_src/test/Zoo/geglu.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
+// RUN: %ptx-check %tile_src/examples/geglu.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
+// RUN: %ptx-check %tile_src/examples/geglu.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
 // RUN: %ptx-check %tile_src/test/Zoo/layer_norm.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
 // RUN: %ptx-check %tile_src/test/Zoo/layer_norm.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
 // RUN: %ptx-check %tile_src/test/Zoo/softmax.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s

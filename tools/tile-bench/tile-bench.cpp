@@ -145,19 +145,9 @@ cl::opt<bool> hostInclusive("host-inclusive",
                                      "include the host's cost of each call"),
                             cl::cat(category));
 cl::OptionCategory scheduleCategory("Schedule overrides (experiments)");
-cl::opt<int64_t> threads("threads-per-cta", cl::desc("threads per CTA"),
-                         cl::cat(scheduleCategory));
-cl::opt<int64_t> rowsPerCta("rows-per-cta", cl::desc("rows per CTA"),
-                            cl::cat(scheduleCategory));
-cl::opt<int64_t> ctas("ctas", cl::desc("CTAs of persistent grids"),
-                      cl::cat(scheduleCategory));
-cl::opt<bool> rowGrid("row-grid",
-                      cl::desc("one CTA per row for elementwise kernels too"),
-                      cl::cat(scheduleCategory));
-cl::opt<bool>
-    foldFinalize("fold-finalize",
-                 cl::desc("RMSNorm's dW summed in the row kernel's last CTAs"),
-                 cl::cat(scheduleCategory));
+// --threads-per-cta, --ctas, --rows-per-cta, --row-grid, --fold-finalize,
+// --vector-width: ScheduleOptions.def.
+mlir::tile::ScheduleCommandLine scheduleFlags(scheduleCategory);
 cl::opt<bool> noRegisterCaps("no-register-caps",
                              cl::desc("load kernels as the JIT made them"),
                              cl::cat(scheduleCategory));
@@ -201,9 +191,10 @@ std::string describeOverrides(const ops::ScheduleOverrides &schedule) {
     overrides += ", " + std::to_string(schedule.rowsPerCta) + " rows per CTA";
   if (schedule.rowGrid)
     overrides += ", one CTA per row";
-  if (schedule.persistentCtas)
-    overrides +=
-        ", " + std::to_string(schedule.persistentCtas) + " persistent CTAs";
+  if (schedule.ctas)
+    overrides += ", " + std::to_string(schedule.ctas) + " persistent CTAs";
+  if (schedule.vectorWidth)
+    overrides += ", vector width " + std::to_string(schedule.vectorWidth);
   if (schedule.foldFinalize)
     overrides += ", a folded finalize";
   if (!schedule.registerCaps)
@@ -519,11 +510,7 @@ int main(int argc, char **argv) {
     return runMLPBench(**created, options);
   }
   ops::ScheduleOverrides schedule;
-  schedule.threads = threads;
-  schedule.rowsPerCta = rowsPerCta;
-  schedule.persistentCtas = ctas;
-  schedule.rowGrid = rowGrid;
-  schedule.foldFinalize = foldFinalize;
+  static_cast<ScheduleOptions &>(schedule) = scheduleFlags.get();
   schedule.registerCaps = !noRegisterCaps;
   std::vector<DType> dtypes;
   for (const std::string &name : dtypeNames) {

@@ -296,21 +296,11 @@ cl::opt<bool> quick("quick", cl::desc("fewer shapes: rows 1, 7, 13"),
                     cl::cat(category));
 cl::opt<bool> small("small", cl::desc("a few shapes (for compute-sanitizer)"),
                     cl::cat(category));
-cl::opt<bool> rowGrid("row-grid",
-                      cl::desc("SwiGLU one CTA per row, as before its "
-                               "element grid"),
-                      cl::cat(category));
-cl::opt<int64_t> rowsPerCta("rows-per-cta", cl::desc("rows per CTA"),
-                            cl::cat(category));
-// Few persistent CTAs: each walks many rows (pipelined loads, the
-// exchanges' alternating slots across rows), and row-reducing kernels are
-// persistent too.
-cl::opt<int64_t> ctas("ctas", cl::desc("CTAs of persistent grids"),
-                      cl::cat(category));
-cl::opt<bool> foldFinalize(
-    "fold-finalize",
-    cl::desc("cross-row partials summed in the row kernel's last CTAs"),
-    cl::cat(category));
+// --threads-per-cta, --ctas, --rows-per-cta, --row-grid, --fold-finalize,
+// --vector-width (ScheduleOptions.def). Few persistent CTAs (--ctas=2):
+// each walks many rows (pipelined loads, the exchanges' alternating slots
+// across rows), and row-reducing kernels are persistent too.
+mlir::tile::ScheduleCommandLine scheduleFlags(category);
 } // namespace
 
 int main(int argc, char **argv) {
@@ -320,24 +310,28 @@ int main(int argc, char **argv) {
                               "Every operator x dtype x shape on GPU 0 "
                               "against a float64 reference\n");
   ops::ScheduleOverrides overrides;
-  overrides.rowsPerCta = rowsPerCta;
-  overrides.persistentCtas = ctas;
-  overrides.rowGrid = rowGrid;
-  overrides.foldFinalize = foldFinalize;
+  static_cast<ScheduleOptions &>(overrides) = scheduleFlags.get();
+  int64_t rowsPerCta = overrides.rowsPerCta, ctas = overrides.ctas;
+  bool rowGrid = overrides.rowGrid, foldFinalize = overrides.foldFinalize;
   auto ops = ops::Operators::create(0, "", overrides);
   if (!ops) {
     std::fprintf(stderr, "error: %s\n", ops.message().c_str());
     return 1;
   }
-  std::printf("device: %s (%s)%s\n", (*ops)->device().name().c_str(),
-              (*ops)->device().chip().c_str(),
-              (std::string(rowsPerCta ? ", " + std::to_string(rowsPerCta) +
-                                            " rows per CTA"
-                                      : "") +
-               (ctas ? ", " + std::to_string(ctas) + " persistent CTAs" : "") +
-               (rowGrid ? ", one CTA per row" : "") +
-               (foldFinalize ? ", a folded finalize" : ""))
-                  .c_str());
+  std::printf(
+      "device: %s (%s)%s\n", (*ops)->device().name().c_str(),
+      (*ops)->device().chip().c_str(),
+      (std::string(overrides.threads
+                       ? ", " + std::to_string(overrides.threads) + " threads"
+                       : "") +
+       (overrides.vectorWidth
+            ? ", vector width " + std::to_string(overrides.vectorWidth)
+            : "") +
+       (rowsPerCta ? ", " + std::to_string(rowsPerCta) + " rows per CTA" : "") +
+       (ctas ? ", " + std::to_string(ctas) + " persistent CTAs" : "") +
+       (rowGrid ? ", one CTA per row" : "") +
+       (foldFinalize ? ", a folded finalize" : ""))
+          .c_str());
   Suite suite{**ops};
   testCallerContext(suite);
   // Argument errors reach the caller as messages, on the GPU path too.

@@ -106,7 +106,7 @@ TEST_F(JITTest, EveryOptionIsPartOfTheKey) {
   ASSERT_TRUE(backward);
   EXPECT_TRUE(contains(backward->ptx, ".entry swiglu_bwd("));
   CompileOptions narrow = base;
-  narrow.threads = 128;
+  narrow.schedule.threads = 128;
   auto threads = jit.compile(readExample("rms_norm"), narrow);
   ASSERT_TRUE(threads) << threads.message();
   EXPECT_TRUE(contains(threads->manifest, "\"block\": 128"));
@@ -332,7 +332,7 @@ TEST_F(JITTest, ItsPipelineAsTileOptSpellsItReproducesTheCompile) {
 
   // A compile that fails says so with the pipeline that fails the same way.
   CompileOptions bad = options;
-  bad.threads = 48;
+  bad.schedule.threads = 48;
   auto failed = jit.compile(source, bad);
   ASSERT_FALSE(failed);
   std::string spelled =

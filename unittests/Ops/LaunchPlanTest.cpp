@@ -43,7 +43,7 @@ LaunchPlan plan(const std::string &kernel, bool mainGrad = false,
   jit::CompileOptions options;
   options.differentiate = true;
   options.mainGrad = mainGrad;
-  options.foldFinalize = foldFinalize;
+  options.schedule.foldFinalize = foldFinalize;
   options.widths = std::move(widths);
   auto compiled = jit.compile(example(kernel), options);
   EXPECT_TRUE(compiled) << compiled.message();

@@ -17,6 +17,7 @@
 #include "tile/Runtime/Runtime.h"
 #include "tile/Runtime/Status.h"
 #include "tile/Target/DeviceDescription.h"
+#include "tile/Target/ScheduleOptions.h"
 
 #include <cstdint>
 #include <map>
@@ -47,20 +48,9 @@ struct CompileOptions {
   bool mainGrad = false;
   /// The backward kernels also return the forward's results (tile.primal).
   bool returnPrimal = false;
-  /// Override tile-schedule's threads per CTA and rows per CTA (0: its
-  /// defaults).
-  int64_t threads = 0;
-  int64_t rowsPerCta = 0;
-  /// Override the CTA count of persistent grids (kernels that reduce
-  /// across rows), and make kernels with row reductions persistent too (0:
-  /// the schedule's).
-  int64_t persistentCtas = 0;
-  /// One CTA per row for purely elementwise kernels too, instead of their
-  /// element grid (for comparison).
-  bool rowGrid = false;
-  /// Cross-row partials summed in the row kernel's last CTAs instead of a
-  /// finalize kernel of their own (for comparison).
-  bool foldFinalize = false;
+  /// tile-schedule's overrides (ScheduleOptions.def; 0 and false: its
+  /// choices), for experiments.
+  ScheduleOptions schedule;
   /// Widths to specialize for, by tensor argument index, of every kernel
   /// (forward and derived backward share their leading arguments): the
   /// GPU kernels use them as constants, and calls must match them.

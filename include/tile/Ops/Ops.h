@@ -36,27 +36,21 @@ extern const char *const kStreamKernelSource;
 using rt::Status;
 using rt::TensorView;
 
-/// The source of an operator's kernel ("swiglu", "silu_and_mul",
-/// "rms_norm": examples/*.mlir; "geglu", "rope": test/Zoo/; embedded at
+/// The source of an operator's kernel (examples/<name>.mlir, embedded at
 /// build time); null for another name.
-const char *exampleSource(const std::string &kernel);
+const char *operatorSource(const std::string &name);
+/// The name of operator `index` (0, 1, ...: every operator of
+/// lib/Ops/CMakeLists.txt's TILE_OPERATORS, in its order); null past the
+/// last.
+const char *operatorName(size_t index);
 
 /// silu_and_mul's input must be [..., 2H]: an odd width would silently drop
 /// a column, so it is an error.
 Status checkSiluAndMulInput(const TensorView &x);
 
-/// Experiments' knobs over tile-schedule's choices (0: its default).
-struct ScheduleOverrides {
-  int64_t threads = 0;
-  int64_t rowsPerCta = 0;
-  /// The CTA count of persistent grids; kernels with row reductions then
-  /// take one too (see jit::CompileOptions::persistentCtas).
-  int64_t persistentCtas = 0;
-  /// One CTA per row for purely elementwise kernels (SwiGLU) too.
-  bool rowGrid = false;
-  /// RMSNorm's dW (a cross-row reduction) summed in the row kernel's last
-  /// CTAs instead of a finalize kernel of its own.
-  bool foldFinalize = false;
+/// Experiments' knobs over tile-schedule's choices (ScheduleOptions.def;
+/// 0 and false: its default), and one over how kernels load.
+struct ScheduleOverrides : ::tile::ScheduleOptions {
   /// Not a schedule but a load-time choice (LoadOptions::registerCaps):
   /// false keeps every kernel as the driver's JIT compiled it.
   bool registerCaps = true;

@@ -10,6 +10,7 @@
 #define TILE_PIPELINES_PIPELINES_H
 
 #include "tile/Target/DeviceDescription.h"
+#include "tile/Target/ScheduleOptions.h"
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
@@ -38,13 +39,9 @@ struct PtxOptions {
   /// is an error, not PTX with unresolved __nv_ symbols.
   std::string libdevice;
   unsigned optLevel = 3;
-  /// tile-schedule's overrides (0: its choice), for experiments: threads
-  /// per CTA, CTAs of persistent grids, rows per CTA, and one CTA per row
-  /// for purely elementwise kernels too; cross-row partials summed in the
-  /// row kernel's last CTAs.
-  int64_t threads = 0, persistentCtas = 0, rowsPerCta = 0;
-  bool rowGrid = false;
-  bool foldFinalize = false;
+  /// tile-schedule's overrides (ScheduleOptions.def; 0 and false: its
+  /// choice), for experiments.
+  ::tile::ScheduleOptions schedule;
   /// The GPU tile-schedule sizes persistent grids for.
   ::tile::DeviceDescription device;
 };

@@ -11,8 +11,12 @@
 #ifndef TILE_TOOLS_COMMANDLINE_H
 #define TILE_TOOLS_COMMANDLINE_H
 
+#include "tile/Target/ScheduleOptions.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <memory>
 
 namespace llvm::cl {
 class OptionCategory;
@@ -36,6 +40,22 @@ void prepareCommandLine(
     llvm::StringRef tool,
     llvm::ArrayRef<const llvm::cl::OptionCategory *> categories,
     bool readsIR = true);
+
+/// tile-schedule's overrides as a tool's command-line options
+/// (`--threads-per-cta=N`, `--ctas=N`, ...), one per entry of
+/// ScheduleOptions.def with its name, default and description, listed under
+/// `category`. Made at namespace scope, as a tool's other options are.
+class ScheduleCommandLine {
+public:
+  explicit ScheduleCommandLine(llvm::cl::OptionCategory &category);
+  ~ScheduleCommandLine();
+  /// The values parsed.
+  ::tile::ScheduleOptions get() const;
+
+private:
+  struct Options;
+  std::unique_ptr<Options> options;
+};
 
 } // namespace mlir::tile
 

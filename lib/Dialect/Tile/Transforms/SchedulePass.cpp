@@ -28,6 +28,25 @@ namespace {
 struct TileSchedulePass final
     : mlir::tile::impl::TileSchedulePassBase<TileSchedulePass> {
   using TileSchedulePassBase::TileSchedulePassBase;
+  TileSchedulePass(const TileSchedulePassOptions &device,
+                   const ::tile::ScheduleOptions &schedule)
+      : TileSchedulePassBase(device) {
+#define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
+                             DESCRIPTION)                                      \
+  MEMBER = schedule.MEMBER;
+#include "tile/Target/ScheduleOptions.def"
+  }
+  // Options cannot be copied: a clone makes its own, then takes their
+  // values (Pass::clone, copyOptionValuesFrom).
+  TileSchedulePass(const TileSchedulePass &other)
+      : TileSchedulePassBase(other) {}
+
+  // The overrides, from the one list of them.
+#define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
+                             DESCRIPTION)                                      \
+  Option<TYPE> MEMBER{*this, FLAG, llvm::cl::desc(DESCRIPTION),                \
+                      llvm::cl::init(DEFAULT)};
+#include "tile/Target/ScheduleOptions.def"
 
   void runOnOperation() override {
     warnNoKernels(getOperation(), getArgument());
@@ -95,3 +114,9 @@ struct TileSchedulePass final
   }
 };
 } // namespace
+
+std::unique_ptr<Pass>
+mlir::tile::createTileSchedulePass(const TileSchedulePassOptions &device,
+                                   const ::tile::ScheduleOptions &schedule) {
+  return std::make_unique<TileSchedulePass>(device, schedule);
+}

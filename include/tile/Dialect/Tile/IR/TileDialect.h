@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dialect.h"
 
+#include "tile/Dialect/Tile/IR/ValueRoles.h"
+
 #include "tile/Dialect/Tile/IR/TileOpsDialect.h.inc"
 
 #include "tile/Dialect/Tile/IR/TileEnums.h.inc"

@@ -87,19 +87,19 @@ def Tile_Dialect : Dialect {
     // argument #i; a result is the gradient of forward argument #i, or
     // (tile-differentiate's return-primal) forward result #i, recomputed.
     static constexpr ::llvm::StringLiteral getCotangentAttrName() {
-      return ::llvm::StringLiteral("tile.cotangent");
+      return valueRoleAttribute(ValueRole::Cotangent);
     }
     static constexpr ::llvm::StringLiteral getSavedAttrName() {
-      return ::llvm::StringLiteral("tile.saved");
+      return valueRoleAttribute(ValueRole::Saved);
     }
     static constexpr ::llvm::StringLiteral getMainGradAttrName() {
-      return ::llvm::StringLiteral("tile.main_grad");
+      return valueRoleAttribute(ValueRole::MainGrad);
     }
     static constexpr ::llvm::StringLiteral getGradientAttrName() {
-      return ::llvm::StringLiteral("tile.gradient");
+      return valueRoleAttribute(ValueRole::Gradient);
     }
     static constexpr ::llvm::StringLiteral getPrimalAttrName() {
-      return ::llvm::StringLiteral("tile.primal");
+      return valueRoleAttribute(ValueRole::Primal);
     }
   }];
 }

@@ -6,6 +6,7 @@
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "tile/Target/DeviceDescription.h"
+#include "tile/Target/ScheduleOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -14,6 +15,12 @@ namespace mlir::tile {
 
 #define GEN_PASS_DECL
 #include "tile/Dialect/Tile/Transforms/Passes.h.inc"
+
+/// tile-schedule for the device `device` describes, with `schedule`'s
+/// overrides (ScheduleOptions.def).
+std::unique_ptr<Pass>
+createTileSchedulePass(const TileSchedulePassOptions &device,
+                       const ::tile::ScheduleOptions &schedule);
 
 #define GEN_PASS_REGISTRATION
 #include "tile/Dialect/Tile/Transforms/Passes.h.inc"

@@ -110,23 +110,6 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
     device's figures.
   }];
   let options = [
-    Option<"threads", "threads", "int64_t", "0",
-           "threads per CTA (0: keep, or the default 256)">,
-    Option<"ctas", "ctas", "int64_t", "0",
-           "CTAs of a persistent grid, for every kernel with a reduction "
-           "(0: keep, or sms x the CTAs per SM of 512 threads)">,
-    Option<"rowGrid", "row-grid", "bool", "false",
-           "one CTA per row for purely elementwise kernels too (for "
-           "comparison with the element grid)">,
-    Option<"foldFinalize", "fold-finalize", "bool", "false",
-           "sum cross-row partials in the row kernel's last CTAs instead of "
-           "in a finalize kernel of its own (for comparison)">,
-    Option<"rowsPerCta", "rows-per-cta", "int64_t", "0",
-           "rows a CTA works on at once (0: keep, or chosen from a "
-           "specialized width)">,
-    Option<"vectorWidth", "vector-width", "int64_t", "0",
-           "columns per thread and access (0: keep, or 16 bytes of the "
-           "narrowest storage type; 1: scalar)">,
     Option<"sms", "sms", "int64_t", "::tile::DeviceDescription().sms",
            "the device's SMs (132: an H100 SXM or H200; 114: an H100 PCIe)">,
     Option<"threadsPerSm", "threads-per-sm", "int64_t", "::tile::DeviceDescription().threadsPerSm",

@@ -1,25 +1,48 @@
-"""tile.ops.grouped_swiglu_mlp and tile.nn.GroupedSwiGLUMLP on the CPU: the
-dense MLP's float64 steps per expert (GEMMs in torch, SwiGLU and its
-derived backward on the reference evaluator), autograd, the main_grad
-contract, Hugging Face state dicts, torch.compile and errors. Runs in CI."""
+"""tile.ops.grouped_swiglu_mlp and tile.nn.GroupedSwiGLUMLP, the dense
+MLP's code path over E experts (tile/mlp.py). On the CPU (runs in CI): the
+float64 steps per expert (GEMMs in torch, SwiGLU and its derived backward on
+the reference evaluator) with gradcheck, bf16/f32 against float64, the
+main_grad contract with Megatron-style hooks, Hugging Face state dicts,
+torch.compile and opcheck of the custom ops, errors. On the GPU (the tests
+marked gpu; tile::ops::GroupedSwiGLUMLP through the C API): forward and
+gradients against a float64 per-expert reference for E in {1, 3, 8} with
+uneven and zero splits, H in {64, 100}, I in {128, 300}, bf16/f16/f32 and
+several shard counts, tiled and untiled; the main_grad contract over
+micro-batches; CUDA-graph replay; splits as a CUDA tensor; one expert equal
+to the dense MLP; errors. The dense MLP: test_mlp.py."""
 
 import pytest
 import torch
 
 import tile
-from conftest import assert_close, grouped_swiglu_mlp, leaf
+from conftest import (assert_close, assert_replay_matches, grouped_swiglu_mlp,
+                      leaf, randn)
 
+
+# The CPU tests' splits; the GPU tests' are larger.
 SPLITS = [(7,), (5, 0, 12), (0, 3, 17, 0, 1, 9, 0, 6)]
+GPU_SPLITS = [(37,), (5, 0, 12), (0, 30, 170, 0, 1, 90, 0, 60)]
 
 
-def make(splits, hidden, inter, dtype, generator, scale=0.3):
-    def randn(*shape):
+def make(splits, hidden, inter, dtype, generator=None, scale=0.3):
+    """x [T, H], gate_up [E, 2I, H] and down [E, H, I] for `splits`. With a
+    generator (the CPU tests): float64 normal values times `scale`, stored in
+    `dtype`. Without one (the GPU tests): on the GPU, the weights scaled by
+    their fan-in to the power -1/2."""
+    experts, tokens = len(splits), sum(splits)
+    if generator is None:
+        return (randn((tokens, hidden), dtype),
+                randn((experts, 2 * inter, hidden), dtype, hidden ** -0.5),
+                randn((experts, hidden, inter), dtype, inter ** -0.5))
+
+    def draw(*shape):
         return (torch.randn(*shape, dtype=torch.float64, generator=generator)
                 * scale).to(dtype)
-    experts, tokens = len(splits), sum(splits)
-    return (randn(tokens, hidden), randn(experts, 2 * inter, hidden),
-            randn(experts, hidden, inter))
+    return (draw(tokens, hidden), draw(experts, 2 * inter, hidden),
+            draw(experts, hidden, inter))
 
+
+# -- against float64 -----------------------------------------------------------
 
 @pytest.mark.parametrize("splits", SPLITS)
 def test_float64_matches_the_reference_and_gradcheck(splits, generator):
@@ -49,6 +72,53 @@ def test_low_precision_matches_float64(dtype, hidden, inter, generator):
         assert got.grad.dtype == dtype
         assert_close(got.grad, want.grad, dtype, f"d{name}")
 
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16,
+                                   torch.float32])
+@pytest.mark.parametrize("splits", GPU_SPLITS)
+@pytest.mark.parametrize("hidden,inter", [(64, 128), (100, 300)])
+@pytest.mark.parametrize("shards,recompute", [(0, True), (3, True),
+                                              (0, False)])
+def test_matches_float64(dtype, splits, hidden, inter, shards, recompute):
+    torch.manual_seed(0)
+    tensors = make(splits, hidden, inter, dtype)
+    dy = randn((sum(splits), hidden), dtype)
+    args = [leaf(t) for t in tensors]
+    y = tile.ops.grouped_swiglu_mlp(*args, splits, shards=shards,
+                                    recompute=recompute)
+    y.backward(dy)
+    refs = [leaf(t.double()) for t in tensors]
+    ref = grouped_swiglu_mlp(*refs, splits)
+    ref.backward(dy.double())
+    assert_close(y, ref, dtype, "forward")
+    for got, want, name in zip(args, refs, ("x", "gate_up", "down")):
+        assert got.grad.dtype == dtype
+        assert_close(got.grad, want.grad, dtype, f"d{name}")
+
+
+@pytest.mark.gpu
+def test_splits_on_the_device_give_the_same_bits():
+    torch.manual_seed(2)
+    splits = (100, 0, 412)
+    tensors = make(splits, 256, 512, torch.bfloat16)
+    on_host = tile.ops.grouped_swiglu_mlp(*tensors, splits)
+    on_device = tile.ops.grouped_swiglu_mlp(
+        *tensors, torch.tensor(splits, device="cuda"))
+    assert torch.equal(on_host, on_device)
+
+
+@pytest.mark.gpu
+def test_one_expert_is_the_dense_mlp():
+    torch.manual_seed(4)
+    x, gate_up, down = make((500,), 256, 512, torch.bfloat16)
+    grouped = tile.ops.grouped_swiglu_mlp(x, gate_up, down, [500], shards=2)
+    dense = tile.ops.swiglu_mlp(x, gate_up[0, :512], gate_up[0, 512:],
+                                down[0], shards=2)
+    assert torch.equal(grouped, dense)
+
+
+# -- main_grad -----------------------------------------------------------------
 
 @pytest.mark.parametrize("recompute", [True, False],
                          ids=["tiled", "untiled"])
@@ -99,6 +169,81 @@ def test_main_grad_contract_over_micro_batches(recompute, compiled,
         assert torch.count_nonzero(p.main_grad[1]) == 0
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("shards,recompute,compiled", [
+    (3, True, False), (3, True, True), ("auto", False, True)],
+    ids=["eager", "compiled", "compiled-untiled"])
+def test_main_grad_contract_over_micro_batches_on_the_gpu(shards, recompute, compiled):
+    """Compiled: torch.compile(fullgraph) with Inductor; the traced
+    backward adds to the main_grads the loop attached."""
+    torch.manual_seed(1)
+    splits = (300, 0, 150, 250)
+    mlp = tile.nn.GroupedSwiGLUMLP(4, 256, 384, shards=shards,
+                                   accumulate_into_main_grad=True,
+                                   recompute=recompute, device="cuda",
+                                   dtype=torch.bfloat16)
+    run = mlp
+    if compiled:
+        torch._dynamo.reset()
+        run = torch.compile(mlp, fullgraph=True)
+    params = (mlp.gate_up_proj, mlp.down_proj)
+    for p in params:  # a main_grad attached by the training loop
+        p.main_grad = torch.full(p.shape, 0.25, device="cuda")
+    expected = [torch.full(p.shape, 0.25, dtype=torch.float64, device="cuda")
+                for p in params]
+    for _ in range(3):
+        x = leaf(randn((700, 256), torch.bfloat16))
+        dy = randn((700, 256), torch.bfloat16)
+        run(x, splits).backward(dy)
+        refs = [leaf(t.double()) for t in (x, *params)]
+        grouped_swiglu_mlp(*refs, splits).backward(dy.double())
+        assert_close(x.grad, refs[0].grad, torch.bfloat16, "dx")
+        for e, r in zip(expected, refs[1:]):
+            e += r.grad
+    for p, e in zip(params, expected):
+        assert p.grad is None
+        assert p.grad_added_to_main_grad
+        assert_close(p.main_grad, e, torch.bfloat16, "main_grad")
+        assert torch.all(p.main_grad[1] == 0.25)  # expert 1: no tokens
+
+
+@pytest.mark.gpu
+def test_untiled_layers_keep_their_own_activations():
+    # Two layers' forwards, then their backwards in reverse (what autograd
+    # does): each backward must run on its own forward's g, u and h, which
+    # one operator keeps per workspace; with main_grad, over two micro-
+    # batches.
+    torch.manual_seed(6)
+    splits = (200, 0, 56, 256)
+    layers = [tile.nn.GroupedSwiGLUMLP(4, 128, 256, recompute=False,
+                                       accumulate_into_main_grad=True,
+                                       device="cuda", dtype=torch.bfloat16)
+              for _ in range(2)]
+    expected = {}
+    for _ in range(2):
+        x = leaf(randn((512, 128), torch.bfloat16))
+        dy = randn((512, 128), torch.bfloat16)
+        layers[1](layers[0](x, splits), splits).backward(dy)
+        refs = [leaf(x.double())]
+        hidden = refs[0]
+        for layer in layers:
+            weights = [leaf(p.double()) for p in (layer.gate_up_proj,
+                                                  layer.down_proj)]
+            refs += weights
+            hidden = grouped_swiglu_mlp(hidden, *weights, splits)
+        hidden.backward(dy.double())
+        assert_close(x.grad, refs[0].grad, torch.bfloat16, "dx")
+        params = [p for layer in layers
+                  for p in (layer.gate_up_proj, layer.down_proj)]
+        for p, r in zip(params, refs[1:]):
+            expected[p] = expected.get(p, 0) + r.grad
+    for p, want in expected.items():
+        assert p.grad is None
+        assert_close(p.main_grad, want, torch.bfloat16, "main_grad")
+
+
+# -- Hugging Face --------------------------------------------------------------
+
 def test_state_dict_loads_from_hugging_face_experts():
     transformers = pytest.importorskip("transformers")
     from transformers.models.qwen3_moe import modeling_qwen3_moe
@@ -121,6 +266,8 @@ def test_state_dict_loads_from_hugging_face_experts():
     want = experts(x, top_k_index, top_k_weights)
     assert_close(ours(x, splits), want, torch.float32, "forward")
 
+
+# -- torch.compile, custom ops and CUDA graphs ---------------------------------
 
 @pytest.mark.parametrize("shards,recompute", [(2, True), (0, False)])
 def test_torch_compile_fullgraph(shards, recompute, generator):
@@ -181,6 +328,28 @@ def test_main_grad_custom_ops_pass_opcheck(generator):
                           (torch.zeros(12, 8), dg, x, True, False, 1.0))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("shards,recompute", [(2, True), (0, False)])
+def test_cuda_graph_replay_gives_the_eager_bits(shards, recompute):
+    # The experts' GEMM streams fork and join inside the capture.
+    torch.manual_seed(3)
+    splits = (256, 0, 512, 256)
+    x0, *ws0 = make(splits, 512, 1024, torch.bfloat16)
+    dy = randn((1024, 512), torch.bfloat16)
+
+    def step(x, gate_up, down):
+        y = tile.ops.grouped_swiglu_mlp(x, gate_up, down, splits,
+                                        shards=shards, recompute=recompute)
+        loss = (y.float() * dy.float()).sum()
+        return (y, *torch.autograd.grad(loss, (x, gate_up, down)))
+
+    eager = [t.detach().clone() for t in step(*[leaf(t) for t in (x0, *ws0)])]
+    args = [leaf(t) for t in (x0, *ws0)]
+    assert_replay_matches(step, args, eager)
+
+
+# -- bad input -----------------------------------------------------------------
+
 def test_errors_name_the_tensor_and_the_rule(generator):
     x, gate_up, down = make((2, 3), 16, 24, torch.float32, generator)
     mlp = tile.ops.grouped_swiglu_mlp
@@ -213,3 +382,16 @@ def test_errors_name_the_tensor_and_the_rule(generator):
     with pytest.raises(RuntimeError, match="must be a contiguous "
                                            "torch.float32 tensor"):
         module(leaf(x), [2, 3]).sum().backward()
+
+
+@pytest.mark.gpu
+def test_errors():
+    x, gate_up, down = make((8, 4), 64, 128, torch.bfloat16)
+    with pytest.raises(ValueError, match="gate_up is on cpu but x is on cuda"):
+        tile.ops.grouped_swiglu_mlp(x, gate_up.cpu(), down, [8, 4])
+    with pytest.raises(ValueError, match="m_splits add up to 13"):
+        tile.ops.grouped_swiglu_mlp(x, gate_up, down,
+                                    torch.tensor([9, 4], device="cuda"))
+    with pytest.raises(tile.TileError, match="memory budget of 4096 bytes"):
+        tile.ops.grouped_swiglu_mlp(x, gate_up, down, [8, 4],
+                                    memory_budget=4096)

@@ -1,67 +1,24 @@
-"""tile.nn and tile.transformers on the CPU (the reference evaluator): the
-modules against PyTorch, state dicts shared with Hugging Face modules, the
-main_grad contract over micro-batches (with Megatron-style hooks), and
-patched tiny Hugging Face models against the unpatched ones. Runs in CI."""
+"""tile.nn's modules -- RMSNorm, GatedMLP (SwiGLU and GeGLU), SwiGLUMLP and
+TiledSwiGLUMLP -- against PyTorch and Hugging Face's modules (their state
+dicts load either way), under torch.compile, and the main_grad contract over
+micro-batches: on the CPU in float64 (the reference evaluator; with and
+without Megatron-style hooks, aot_eager and Inductor, attach_main_grads); on
+the GPU (the tests marked gpu) in bf16 through cuBLASLt (GEMMs with beta = 1
+into fp32) against float64, eager and compiled. Skipped without
+transformers. GroupedSwiGLUMLP: test_grouped_mlp.py; apply_tile:
+test_transformers.py."""
 
 import pytest
 import torch
 
 import tile
-import tile.transformers
-from conftest import assert_close, leaf, rms_norm, swiglu_mlp
+from conftest import (assert_close, gated_mlp, gelu_tanh, leaf, rms_norm,
+                      swiglu_mlp)
 
 transformers = pytest.importorskip("transformers")
 
-# Hugging Face's RMSNorm computes in float32 even for float64 inputs: a
-# float64 model patched with Tile (exact in float64) differs from it by
-# float32 rounding, amplified a little through the layers.
-HF_RTOL = 1e-5
 
-
-def _rope_inputs(layout, dtype=torch.float64, generator=None):
-    """q, k as the attention makes them (transposed views of the
-    projections' [B, S, heads, D]) and Llama's cos, sin."""
-    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
-    config = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4,
-                                      num_key_value_heads=2)
-    cos, sin = LlamaRotaryEmbedding(config)(
-        torch.zeros(1, dtype=dtype), torch.arange(9).expand(2, 9))
-    q = torch.randn(2, 9, 4, 16, dtype=dtype, generator=generator)
-    k = torch.randn(2, 9, 2, 16, dtype=dtype, generator=generator)
-    if layout == 1:
-        q, k = q.transpose(1, 2), k.transpose(1, 2)
-    return leaf(q), leaf(k), cos.to(dtype), sin.to(dtype)
-
-
-@pytest.mark.parametrize("unsqueeze_dim", [1, 2])
-def test_rope_matches_hugging_face(unsqueeze_dim, generator):
-    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-    q, k, cos, sin = _rope_inputs(unsqueeze_dim, generator=generator)
-    got = tile.ops.rope(q, k, cos, sin, unsqueeze_dim)
-    rq, rk = leaf(q.detach()), leaf(k.detach())
-    want = apply_rotary_pos_emb(rq, rk, cos, sin, unsqueeze_dim)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.stride() == w.stride()
-        assert_close(g, w, torch.float64, "rope")
-    dq, dk = (torch.randn_like(w) for w in want)
-    torch.autograd.backward(got, (dq, dk))
-    torch.autograd.backward(want, (dq, dk))
-    assert_close(q.grad, rq.grad, torch.float64, "rope dq")
-    assert_close(k.grad, rk.grad, torch.float64, "rope dk")
-
-
-def test_rope_gradcheck_and_errors(generator):
-    q, _, cos, sin = _rope_inputs(1, generator=generator)
-    q = leaf(q.detach()[:, :2].contiguous())  # not a transposed view
-    assert torch.autograd.gradcheck(
-        lambda x: tile.ops.rotary(x, cos, sin), (q,))
-    with pytest.raises(ValueError, match="unsqueeze_dim must be 1 or 2"):
-        tile.ops.rotary(q, cos, sin, 3)
-    with pytest.raises(ValueError, match=r"cos and sin must be \[2 or 1, 9, 16\]"):
-        tile.ops.rotary(q, cos[..., :8], sin[..., :8])
-    with pytest.raises(ValueError, match="x must be 4-D"):
-        tile.ops.rotary(q[0], cos, sin)
-
+# -- the modules against PyTorch and Hugging Face ------------------------------
 
 def test_rms_norm_module_matches_and_loads_hf_state(generator):
     from transformers.models.llama.modeling_llama import LlamaRMSNorm
@@ -116,6 +73,20 @@ def test_gated_mlp_compiles_fullgraph(generator):
     for p, grad in zip(mlp.parameters(), expected):
         assert torch.equal(p.grad, grad)
 
+
+def test_tiled_mlp_module_matches_reference(generator):
+    mlp = tile.nn.TiledSwiGLUMLP(16, 24, "auto", dtype=torch.float64)
+    x = torch.randn(4, 16, dtype=torch.float64, generator=generator)
+    ref = swiglu_mlp(x, mlp.gate_proj.weight, mlp.up_proj.weight,
+                     mlp.down_proj.weight)
+    assert_close(mlp(x), ref, torch.float64, "tiled MLP")
+    with pytest.raises(ValueError, match="shards must be 'auto'"):
+        tile.nn.TiledSwiGLUMLP(16, 24, 0)
+    with pytest.raises(ValueError, match="activation 'relu'"):
+        tile.nn.GatedMLP(16, 24, "relu")
+
+
+# -- the main_grad contract ----------------------------------------------------
 
 def _modules(main_grad, generator):
     torch.manual_seed(int(torch.randint(0, 1 << 30, (1,),
@@ -218,71 +189,55 @@ def test_main_grad_compiled_by_inductor(generator):
         assert_close(p.main_grad, r.grad, torch.float64, "main_grad")
 
 
-def test_tiled_mlp_module_matches_reference(generator):
-    mlp = tile.nn.TiledSwiGLUMLP(16, 24, "auto", dtype=torch.float64)
-    x = torch.randn(4, 16, dtype=torch.float64, generator=generator)
-    ref = swiglu_mlp(x, mlp.gate_proj.weight, mlp.up_proj.weight,
-                     mlp.down_proj.weight)
-    assert_close(mlp(x), ref, torch.float64, "tiled MLP")
-    with pytest.raises(ValueError, match="shards must be 'auto'"):
-        tile.nn.TiledSwiGLUMLP(16, 24, 0)
-    with pytest.raises(ValueError, match="activation 'relu'"):
-        tile.nn.GatedMLP(16, 24, "relu")
+@pytest.mark.gpu
+@pytest.mark.parametrize("make", [
+    lambda: tile.nn.RMSNorm(512, 1e-6, accumulate_into_main_grad=True,
+                            device="cuda", dtype=torch.bfloat16),
+    lambda: tile.nn.SwiGLUMLP(512, 1024, accumulate_into_main_grad=True,
+                              device="cuda", dtype=torch.bfloat16),
+    lambda: tile.nn.GatedMLP(512, 1024, "gelu_pytorch_tanh",
+                             accumulate_into_main_grad=True, device="cuda",
+                             dtype=torch.bfloat16),
+    lambda: tile.nn.TiledSwiGLUMLP(512, 1024, 3,
+                                   accumulate_into_main_grad=True,
+                                   device="cuda", dtype=torch.bfloat16),
+], ids=["RMSNorm", "SwiGLUMLP", "GeGLUMLP", "TiledSwiGLUMLP"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_main_grad_on_the_gpu(make, compiled):
+    """Compiled: torch.compile(fullgraph) with Inductor, the main_grads
+    attached first (tile.nn.attach_main_grads)."""
+    torch.manual_seed(2)
+    module = make()
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn_like(p.float()) * p.shape[-1] ** -0.5)
+    run = module
+    if compiled:
+        torch._dynamo.reset()
+        run = torch.compile(tile.nn.attach_main_grads(module),
+                            fullgraph=True)
+    exact = [p.detach().double() for p in module.parameters()]
+    expected = [torch.zeros_like(e) for e in exact]
+    for _ in range(3):
+        x = leaf(torch.randn(700, 512, device="cuda").bfloat16())
+        dy = torch.randn(700, 512, device="cuda").bfloat16()
+        run(x).backward(dy)
+        # The float64 reference: the same module's math on float64 copies.
+        ref_params = [leaf(e) for e in exact]
+        ref_x = leaf(x.double())
+        _reference(module, ref_x, ref_params).backward(dy.double())
+        assert_close(x.grad, ref_x.grad, torch.bfloat16, "dx")
+        for e, r in zip(expected, ref_params):
+            e += r.grad
+    for p, e in zip(module.parameters(), expected):
+        assert p.grad is None and p.grad_added_to_main_grad
+        assert p.main_grad.dtype == torch.float32
+        assert_close(p.main_grad, e, torch.bfloat16, "main_grad")
 
 
-def _tiny(model_type):
-    common = dict(vocab_size=64, hidden_size=32, intermediate_size=48,
-                  num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=64)
-    configs = {
-        "llama": transformers.LlamaConfig,
-        "mistral": transformers.MistralConfig,
-        "qwen2": transformers.Qwen2Config,
-        "qwen3": transformers.Qwen3Config,
-        "gemma": transformers.GemmaConfig,
-    }
-    extra = {"gemma": dict(head_dim=8), "qwen3": dict(head_dim=8)}
-    config = configs[model_type](**common, **extra.get(model_type, {}))
-    return transformers.AutoModelForCausalLM.from_config(config).double()
-
-
-@pytest.mark.parametrize("model_type", sorted(tile.transformers.SUPPORTED))
-@pytest.mark.parametrize("tiled", [False, 2])
-def test_patched_model_matches_unpatched(model_type, tiled):
-    if tiled and model_type == "gemma":
-        pytest.skip("Gemma's MLP is GeGLU; the tiled MLP is SwiGLU")
-    torch.manual_seed(0)
-    model = _tiny(model_type)
-    ids = torch.randint(0, 64, (2, 9))
-    expected = model(ids, labels=ids)
-    expected.loss.backward()
-    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
-    model.zero_grad()
-    params = dict(model.named_parameters())
-    _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
-    layers = model.config.num_hidden_layers
-    assert counts["mlp"] == layers and counts["rope"] == 1
-    assert counts["rms_norm"] >= 2 * layers + 1
-    # The same Parameter objects, under the same names.
-    assert dict(model.named_parameters()) == params
-    got = model(ids, labels=ids)
-    got.loss.backward()
-    scale = expected.logits.abs().max().item()
-    assert (got.logits - expected.logits).abs().max().item() <= HF_RTOL * scale
-    assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
-    for name, p in model.named_parameters():
-        g = grads[name]
-        bound = HF_RTOL * max(1.0, g.abs().max().item())
-        assert (p.grad - g).abs().max().item() <= bound, name
-
-
-def test_unsupported_models_are_named():
-    config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=4,
-                                     vocab_size=64)
-    model = transformers.GPT2LMHeadModel(config)
-    with pytest.raises(ValueError, match="'gpt2'.*supported: gemma, llama"):
-        tile.transformers.apply_tile(model)
-    llama = _tiny("llama")
-    tile.transformers.apply_tile(llama)
-    with pytest.raises(ValueError, match="patched already"):
-        tile.transformers.apply_tile(llama)
+def _reference(module, x, params):
+    if isinstance(module, tile.nn.RMSNorm):
+        return rms_norm(x, params[0], module.eps, module.offset)
+    if getattr(module, "activation", "silu") != "silu":
+        return gated_mlp(x, *params, act=gelu_tanh)
+    return gated_mlp(x, *params)

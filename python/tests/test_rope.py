@@ -1,0 +1,92 @@
+"""tile.ops.rope (and tile.ops.rotary) against Hugging Face's
+apply_rotary_pos_emb: on the CPU in float64 for q and k as the attention
+makes them, both layouts (unsqueeze_dim 1 and 2), gradients, gradcheck and
+the errors; on the GPU (the tests marked gpu) in bf16/f16/f32 over three
+shapes against float64. Skipped without transformers. The test/Zoo rope
+kernel through tile.Kernel: test_kernel.py."""
+
+import pytest
+import torch
+
+import tile
+from conftest import assert_close, leaf
+
+transformers = pytest.importorskip("transformers")
+
+
+def _rope_inputs(layout, dtype=torch.float64, generator=None):
+    """q, k as the attention makes them (transposed views of the
+    projections' [B, S, heads, D]) and Llama's cos, sin."""
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    config = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4,
+                                      num_key_value_heads=2)
+    cos, sin = LlamaRotaryEmbedding(config)(
+        torch.zeros(1, dtype=dtype), torch.arange(9).expand(2, 9))
+    q = torch.randn(2, 9, 4, 16, dtype=dtype, generator=generator)
+    k = torch.randn(2, 9, 2, 16, dtype=dtype, generator=generator)
+    if layout == 1:
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+    return leaf(q), leaf(k), cos.to(dtype), sin.to(dtype)
+
+
+@pytest.mark.parametrize("unsqueeze_dim", [1, 2])
+def test_rope_matches_hugging_face(unsqueeze_dim, generator):
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+    q, k, cos, sin = _rope_inputs(unsqueeze_dim, generator=generator)
+    got = tile.ops.rope(q, k, cos, sin, unsqueeze_dim)
+    rq, rk = leaf(q.detach()), leaf(k.detach())
+    want = apply_rotary_pos_emb(rq, rk, cos, sin, unsqueeze_dim)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.stride() == w.stride()
+        assert_close(g, w, torch.float64, "rope")
+    dq, dk = (torch.randn_like(w) for w in want)
+    torch.autograd.backward(got, (dq, dk))
+    torch.autograd.backward(want, (dq, dk))
+    assert_close(q.grad, rq.grad, torch.float64, "rope dq")
+    assert_close(k.grad, rk.grad, torch.float64, "rope dk")
+
+
+def test_rope_gradcheck_and_errors(generator):
+    q, _, cos, sin = _rope_inputs(1, generator=generator)
+    q = leaf(q.detach()[:, :2].contiguous())  # not a transposed view
+    assert torch.autograd.gradcheck(
+        lambda x: tile.ops.rotary(x, cos, sin), (q,))
+    with pytest.raises(ValueError, match="unsqueeze_dim must be 1 or 2"):
+        tile.ops.rotary(q, cos, sin, 3)
+    with pytest.raises(ValueError, match=r"cos and sin must be \[2 or 1, 9, 16\]"):
+        tile.ops.rotary(q, cos[..., :8], sin[..., :8])
+    with pytest.raises(ValueError, match="x must be 4-D"):
+        tile.ops.rotary(q[0], cos, sin)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16,
+                                   torch.float32])
+@pytest.mark.parametrize("shape", [(1, 4096, 32, 8, 128), (2, 333, 4, 2, 64),
+                                   (3, 17, 6, 3, 8)])
+def test_rope_against_float64(dtype, shape, poison_the_allocator):
+    """tile.ops.rope on q, k as Llama's attention makes them (transposed
+    views of [B, S, heads, D]) against Hugging Face's formula in float64."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+    batch, seq, heads, kv_heads, head_dim = shape
+    g = torch.Generator("cuda").manual_seed(seq)
+    q = torch.randn(batch, seq, heads, head_dim, device="cuda", generator=g)
+    k = torch.randn(batch, seq, kv_heads, head_dim, device="cuda",
+                    generator=g)
+    angle = torch.rand(batch, seq, head_dim // 2, device="cuda",
+                       generator=g) * 100
+    cos = torch.cat([angle.cos()] * 2, -1).to(dtype)
+    sin = torch.cat([angle.sin()] * 2, -1).to(dtype)
+    q, k = (leaf(t.to(dtype).transpose(1, 2)) for t in (q, k))
+    got = tile.ops.rope(q, k, cos, sin)
+    exact_q, exact_k = (leaf(t.detach().double()) for t in (q, k))
+    want = apply_rotary_pos_emb(exact_q, exact_k, cos.double(),
+                                sin.double())
+    dy = [torch.randn_like(w).to(dtype) for w in want]
+    torch.autograd.backward(got, dy)
+    torch.autograd.backward(want, [d.double() for d in dy])
+    for o, w, name in zip(got, want, "qk"):
+        assert o.dtype == dtype and o.stride() == w.stride()
+        assert_close(o, w, dtype, f"rope {name}")
+    assert_close(q.grad, exact_q.grad, dtype, "rope dq")
+    assert_close(k.grad, exact_k.grad, dtype, "rope dk")
