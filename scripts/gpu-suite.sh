@@ -13,6 +13,10 @@
 #                                  one (tile-bench mlp), JSON likewise
 #                                  (default bench-mlp.json)
 #
+# The JSON is the form every benchmark writes; the Python benchmarks that
+# read it (benchmarks/vs_pytorch.py, benchmarks/operators.py) and how to
+# run them: benchmarks/README.md.
+#
 # The bundle needs nothing on the GPU machine but the driver: the programs
 # are linked statically against LLVM/MLIR (the JIT compiles in-process) and
 # open libcuda at run time. compute-sanitizer is used where installed.
@@ -124,7 +128,7 @@ bench-mlp)
     --json="${TILE_BENCH_JSON:-bench-mlp.json}" "${@:2}"
   ;;
 *)
-  sed -n '2,19p' "$0"
+  sed -n '2,22p' "$0"
   exit 2
   ;;
 esac

@@ -463,8 +463,10 @@ def _run(kernel, function, args, out=None):
         for index, given in (out or {}).items():
             flat[index] = given.copy_(flat[index].view(given.shape))
         return flat
-    call, device = _resolve(kernel, function, args)
+    # Errors name the argument, whether the host module's check before a
+    # first compile for a GPU raised them or the launch.
     try:
+        call, device = _resolve(kernel, function, args)
         return launch(call, args, device, out)
     except TileError as error:
         raise TileError(kernel.name_in(str(error))) from None

@@ -5,13 +5,17 @@
 // {8, 64} experts, I ∈ {1536, 14336}, T ∈ {16384, 65536} tokens, with
 // balanced splits (T/E each) and skewed ones (expert e's share ∝ 1/(e+1),
 // in whole 16-row blocks; the smallest shares are empty experts) — the
-// shapes of scripts/bench-grouped-mlp.py, which adds PyTorch's
+// shapes of benchmarks/grouped_mlp.py, which adds PyTorch's
 // implementations in the same run. Tiled (automatic shards) and untiled
-// steps alternate; each reports the median of its CUDA-event times and the
-// device memory its operator added (its workspace). A shape whose weights,
-// main_grad and activations do not fit is skipped, with the reason.
+// steps alternate; each reports the median of its CUDA-event times
+// (alternatingMedians, BenchTool.h) and the device memory its operator
+// added (its workspace). A shape whose weights, main_grad and activations
+// do not fit is skipped, with the reason.
 //
 //   tile-bench grouped-mlp [--iterations=N] [--streams=N] [--json=FILE]
+//
+// --json: one result row per shape and step ("case" "tiled" or "untiled"),
+// in the envelope of benchmarks/README.md.
 //
 // --streams is MLPOptions::streams (the GEMM streams the experts spread
 // over; 1: all on one stream).
@@ -24,7 +28,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -167,31 +170,52 @@ rt::Status measure(ops::Operators &ops, int iterations, int streams,
     *mib[which] = (double(*after) - double(*before)) / kMiB;
     mlps[which] = std::move(*mlp);
   }
-  auto timer = rt::EventTimer::create(ops.device());
-  if (!timer)
-    return timer.takeStatus();
-  std::vector<double> samples[2];
-  for (int i = 0; i < iterations; ++i)
-    for (int which = 0; which < 2; ++which) {
-      if (!mlps[which])
-        continue;
-      if (rt::Status s = timer->start(); !s)
-        return s;
-      if (rt::Status s = step(*mlps[which]); !s)
-        return s;
-      auto ms = timer->stop();
-      if (!ms)
-        return ms.takeStatus();
-      samples[which].push_back(*ms);
-    }
+  std::vector<std::function<rt::Status()>> steps(2);
+  for (int which = 0; which < 2; ++which)
+    if (ops::GroupedSwiGLUMLP *mlp = mlps[which].get())
+      steps[which] = [&step, mlp] { return step(*mlp); };
+  auto medians = alternatingMedians(ops.device(), iterations, steps);
+  if (!medians)
+    return medians.takeStatus();
   double *ms[2] = {&result.tiledMs, &result.untiledMs};
-  for (int which = 0; which < 2; ++which) {
-    if (samples[which].empty())
-      continue;
-    std::sort(samples[which].begin(), samples[which].end());
-    *ms[which] = samples[which][samples[which].size() / 2];
-  }
+  for (int which = 0; which < 2; ++which)
+    if ((*medians)[which])
+      *ms[which] = *(*medians)[which];
   return rt::Status::ok();
+}
+
+/// The results as JSON, into `path`: one result row per shape and step.
+rt::Status writeJson(const std::string &path, ops::Operators &ops,
+                     int iterations, int streams,
+                     const std::vector<Result> &results) {
+  BenchReport report;
+  report.benchmark = "tile-bench grouped-mlp";
+  report.device = ops.device().name();
+  report.settings = {{"hidden", kHidden},
+                     {"dtype", "bf16"},
+                     {"iterations", iterations},
+                     {"streams", streams}};
+  for (const Result &r : results)
+    for (bool tiled : {true, false}) {
+      double ms = tiled ? r.tiledMs : r.untiledMs;
+      // Not run: the shape was skipped, or the untiled step did not fit.
+      std::string skipped = !r.skipped.empty() ? r.skipped
+                            : ms < 0           ? "does not fit"
+                                               : "";
+      JsonFields row = {{"case", tiled ? "tiled" : "untiled"},
+                        {"experts", r.experts},
+                        {"intermediate", r.intermediate},
+                        {"tokens", r.tokens},
+                        {"skewed", r.skewed},
+                        {"splits", r.skewed ? "skewed" : "balanced"},
+                        {"empty_experts", r.empty},
+                        {"ran", skipped.empty()}};
+      row.emplace_back("ms", skipped.empty() ? llvm::json::Value(ms) : nullptr);
+      row.emplace_back("extra_mib", tiled ? r.tiledMiB : r.untiledMiB);
+      row.emplace_back("skipped", skipped);
+      report.results.push_back(std::move(row));
+    }
+  return writeReport(path, report);
 }
 } // namespace
 
@@ -230,24 +254,9 @@ int runGroupedMLPBench(ops::Operators &ops, int iterations, int streams,
           std::fflush(stdout);
           results.push_back(r);
         }
-  if (!jsonPath.empty()) {
-    std::ofstream json(jsonPath);
-    json << "{\"device\": \"" << ops.device().name()
-         << "\", \"streams\": " << streams << ", \"results\": [\n";
-    for (size_t i = 0; i < results.size(); ++i) {
-      const Result &r = results[i];
-      json << "  {\"experts\": " << r.experts
-           << ", \"intermediate\": " << r.intermediate
-           << ", \"tokens\": " << r.tokens
-           << ", \"skewed\": " << (r.skewed ? "true" : "false")
-           << ", \"skipped\": \"" << r.skipped
-           << "\", \"tiled_ms\": " << r.tiledMs
-           << ", \"tiled_mib\": " << r.tiledMiB
-           << ", \"untiled_ms\": " << r.untiledMs
-           << ", \"untiled_mib\": " << r.untiledMiB << "}"
-           << (i + 1 < results.size() ? ",\n" : "\n");
-    }
-    json << "]}\n";
-  }
+  if (!jsonPath.empty())
+    if (rt::Status s = writeJson(jsonPath, ops, iterations, streams, results);
+        !s)
+      return fail(s.message());
   return 0;
 }

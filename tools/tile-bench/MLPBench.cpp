@@ -8,46 +8,31 @@
 //
 // Time: CUDA events around forward + backward, after one warm-up step each;
 // the untiled and tiled steps alternate (same clocks, same temperature) and
-// each reports its median. Extra memory: device memory in use after an
-// operator's first step (cuMemGetInfo) minus before the operator was created,
-// with x, dy, y, dx, the weights and main_grad already allocated — the
-// operator allocates one workspace and keeps it, so this is its peak. A
-// step whose workspace does not fit in free memory is reported as skipped.
+// each reports its median (alternatingMedians, BenchTool.h). Extra memory:
+// device memory in use after an operator's first step (cuMemGetInfo) minus
+// before the operator was created, with x, dy, y, dx, the weights and main_grad
+// already allocated — the operator allocates one workspace and keeps it, so
+// this is its peak. A step whose workspace does not fit in free memory is
+// reported as skipped.
 //
 //   tile-bench mlp [--json=FILE] [--iterations=N] [--max-sequence=S]
 //                  [--shards=N] [--budget-mib=N]
+//
+// --json: one result row per sequence and step ("case" "untiled" or
+// "tiled"), in the envelope of benchmarks/README.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include "BenchTool.h"
 
 #include "tile/Ops/TiledMLP.h"
-#include "tile/Runtime/HostFloat.h"
 
-#include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
 using namespace tile;
 using rt::DType;
-
-rt::Status fillRandom(rt::DeviceBuffer &buffer, float scale, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(-scale, scale);
-  std::vector<uint16_t> block(8 << 20);
-  for (uint16_t &value : block)
-    value = rt::toBF16(uniform(rng));
-  size_t blockBytes = block.size() * 2;
-  for (size_t at = 0; at < buffer.size(); at += blockBytes)
-    if (rt::Status s = buffer.copyFromHost(
-            block.data(), std::min(blockBytes, buffer.size() - at), at);
-        !s)
-      return s;
-  return rt::Status::ok();
-}
 
 namespace {
 constexpr int64_t kHidden = 4096, kIntermediate = 12288;
@@ -146,31 +131,15 @@ public:
     auto tiled = create(S, tiledOptions, row.tiled);
     if (!tiled)
       return tiled.takeStatus();
-    auto timer = rt::EventTimer::create(ops.device());
-    if (!timer)
-      return timer.takeStatus();
-    std::vector<double> samples[2];
-    for (int i = 0; i < iterations; ++i)
-      for (int which = 0; which < 2; ++which) {
-        ops::TiledSwiGLUMLP *mlp = which ? tiled->get() : untiled->get();
-        if (!mlp)
-          continue;
-        if (rt::Status s = timer->start(); !s)
-          return s;
-        if (rt::Status s = step(*mlp); !s)
-          return s;
-        auto ms = timer->stop();
-        if (!ms)
-          return ms.takeStatus();
-        samples[which].push_back(*ms);
-      }
-    for (int which = 0; which < 2; ++which) {
-      if (samples[which].empty())
-        continue;
-      std::sort(samples[which].begin(), samples[which].end());
-      (which ? row.tiled : row.untiled).ms =
-          samples[which][samples[which].size() / 2];
-    }
+    std::vector<std::function<rt::Status()>> steps(2);
+    for (int which = 0; which < 2; ++which)
+      if (ops::TiledSwiGLUMLP *mlp = which ? tiled->get() : untiled->get())
+        steps[which] = [this, mlp] { return step(*mlp); };
+    auto medians = alternatingMedians(ops.device(), iterations, steps);
+    if (!medians)
+      return medians.takeStatus();
+    row.untiled.ms = (*medians)[0].value_or(0);
+    row.tiled.ms = (*medians)[1].value_or(0);
     return row;
   }
 
@@ -228,6 +197,36 @@ private:
   std::vector<rt::TensorView> io; // x, dy, y, dx
 };
 
+/// The rows as JSON, into `path`: one result row per sequence and step.
+rt::Status writeJson(const std::string &path, ops::Operators &ops,
+                     const MLPBenchOptions &options,
+                     const std::vector<Row> &rows) {
+  BenchReport report;
+  report.benchmark = "tile-bench mlp";
+  report.device = ops.device().name();
+  report.settings = {
+      {"hidden", kHidden},
+      {"intermediate", kIntermediate},
+      {"dtype", "bf16"},
+      {"iterations", options.iterations},
+      {"max_sequence", options.maxSequence},
+      {"shards", options.tiled.shards},
+      {"budget_mib", int64_t(options.tiled.memoryBudgetBytes >> 20)}};
+  for (const Row &r : rows)
+    for (const Step *s : {&r.untiled, &r.tiled}) {
+      JsonFields row = {{"case", s == &r.untiled ? "untiled" : "tiled"},
+                        {"sequence", r.sequence},
+                        {"ran", s->ran}};
+      row.emplace_back("ms", s->ran ? llvm::json::Value(s->ms) : nullptr);
+      row.emplace_back("extra_mib", s->extraMiB);
+      row.emplace_back("workspace_mib", s->workspaceMiB);
+      row.emplace_back("shards", s->shards);
+      row.emplace_back("skipped", s->skipped);
+      report.results.push_back(std::move(row));
+    }
+  return writeReport(path, report);
+}
+
 std::string cell(const Step &step, double value, const char *format) {
   if (!step.ran)
     return "-";
@@ -283,27 +282,8 @@ int runMLPBench(ops::Operators &ops, const MLPBenchOptions &options) {
         std::printf("          (%s step skipped: %s)\n",
                     s == &r.untiled ? "untiled" : "tiled", s->skipped.c_str());
   }
-  if (!jsonPath.empty()) {
-    std::ofstream json(jsonPath);
-    json << "{\n  \"device\": \"" << ops.device().name()
-         << "\",\n  \"hidden\": " << kHidden
-         << ", \"intermediate\": " << kIntermediate
-         << ", \"iterations\": " << iterations << ",\n  \"results\": [\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row &r = rows[i];
-      auto step = [&](const Step &s) {
-        json << "{\"ran\": " << (s.ran ? "true" : "false")
-             << ", \"ms\": " << s.ms << ", \"extra_mib\": " << s.extraMiB
-             << ", \"workspace_mib\": " << s.workspaceMiB
-             << ", \"shards\": " << s.shards << "}";
-      };
-      json << "    {\"sequence\": " << r.sequence << ", \"untiled\": ";
-      step(r.untiled);
-      json << ", \"tiled\": ";
-      step(r.tiled);
-      json << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
-    }
-    json << "  ]\n}\n";
-  }
+  if (!jsonPath.empty())
+    if (rt::Status s = writeJson(jsonPath, ops, options, rows); !s)
+      return fail(s.message());
   return 0;
 }

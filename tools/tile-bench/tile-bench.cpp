@@ -8,7 +8,8 @@
 // output written once, workspace not counted. Each figure also comes
 // with the same stream kernel run over the same number of bytes
 // ("same-size"), which tells a kernel held by its small size from a slow
-// one.
+// one. --json writes every figure in the envelope every benchmark writes
+// (benchmarks/README.md, "Results"; BenchTool.h).
 //
 // Device time: before each timed call the GPU is given a stream kernel of
 // about 40 us to run, so the start event fires when the GPU reaches the
@@ -44,7 +45,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -52,11 +52,6 @@
 
 using namespace tile;
 using rt::DType;
-
-int fail(const std::string &message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
-  return 1;
-}
 
 namespace {
 constexpr size_t kRotateBelow = 512ull << 20; // a set this small may sit in L2
@@ -402,38 +397,39 @@ void printTable(const std::vector<Result> &results, double ceiling,
 }
 
 /// The table and the register caps as JSON, into `path`.
-void writeJson(const std::string &path, ops::Operators &ops, int iterations,
-               bool hostInclusive, const std::vector<Result> &results,
-               double ceiling, const CappedLoads &capped) {
-  std::ofstream json(path);
-  json << "{\n  \"device\": \"" << ops.device().name() << "\",\n"
-       << "  \"iterations\": " << iterations << ",\n  \"timing\": \""
-       << (hostInclusive ? "host-inclusive" : "device") << "\",\n"
-       << "  \"results\": [\n";
-  for (size_t i = 0; i < results.size(); ++i) {
-    const Result &r = results[i];
-    json << "    {\"kernel\": \"" << r.kernel << "\", \"dtype\": \"" << r.dtype
-         << "\", \"shape\": \"" << r.shape << "\", \"bytes\": " << r.bytes
-         << ", \"ms\": " << r.ms << ", \"gbps\": " << r.gbps()
-         << ", \"ceiling_ratio\": " << r.gbps() / ceiling;
-    if (r.streamGbps)
-      json << ", \"stream_same_bytes_gbps\": " << r.streamGbps
-           << ", \"stream_same_bytes_ratio\": " << r.gbps() / r.streamGbps;
-    json << "}" << (i + 1 < results.size() ? ",\n" : "\n");
+rt::Status writeJson(const std::string &path, ops::Operators &ops,
+                     int iterations, bool hostInclusive,
+                     const std::vector<Result> &results, double ceiling,
+                     const CappedLoads &capped) {
+  BenchReport report;
+  report.benchmark = "tile-bench";
+  report.device = ops.device().name();
+  report.settings = {{"iterations", iterations},
+                     {"timing", hostInclusive ? "host-inclusive" : "device"}};
+  for (const Result &r : results) {
+    JsonFields row = {
+        {"case", r.kernel}, {"kernel", r.kernel},
+        {"dtype", r.dtype}, {"shape", r.shape},
+        {"bytes", r.bytes}, {"ms", r.ms},
+        {"gbps", r.gbps()}, {"ceiling_ratio", r.gbps() / ceiling}};
+    if (r.streamGbps) {
+      row.emplace_back("stream_same_bytes_gbps", r.streamGbps);
+      row.emplace_back("stream_same_bytes_ratio", r.gbps() / r.streamGbps);
+    }
+    report.results.push_back(std::move(row));
   }
-  json << "  ],\n  \"register_caps\": [\n";
-  for (size_t i = 0; i < capped.size(); ++i) {
-    const ops::KernelLoad &load = capped[i].second;
-    json << "    {\"compilation\": \"" << capped[i].first
-         << "\", \"kernel\": \"" << load.name
-         << "\", \"threads\": " << load.threads
-         << ", \"registers\": " << load.registers
-         << ", \"resident_ctas\": " << load.residentCtas
-         << ", \"capped_registers\": " << load.cappedRegisters
-         << ", \"capped_resident_ctas\": " << load.cappedResidentCtas << "}"
-         << (i + 1 < capped.size() ? ",\n" : "\n");
-  }
-  json << "  ]\n}\n";
+  llvm::json::Array caps;
+  for (const auto &[compilation, load] : capped)
+    caps.push_back(
+        llvm::json::Object{{"compilation", compilation},
+                           {"kernel", load.name},
+                           {"threads", load.threads},
+                           {"registers", load.registers},
+                           {"resident_ctas", load.residentCtas},
+                           {"capped_registers", load.cappedRegisters},
+                           {"capped_resident_ctas", load.cappedResidentCtas}});
+  report.extra = {{"register_caps", std::move(caps)}};
+  return writeReport(path, report);
 }
 
 /// The operator benchmarks: the ceiling, SwiGLU and RMSNorm at each dtype,
@@ -474,13 +470,14 @@ rt::Status runOperatorBench(const ops::ScheduleOverrides &schedule,
   CappedLoads capped = cappedLoads(ops);
   printTable(results, ceiling, capped);
   if (!jsonPath.empty())
-    writeJson(jsonPath, ops, iterations, hostInclusive, results, ceiling,
-              capped);
+    return writeJson(jsonPath, ops, iterations, hostInclusive, results, ceiling,
+                     capped);
   return rt::Status::ok();
 }
 } // namespace
 
 int main(int argc, char **argv) {
+  setCommandLine(argc, argv);
   mlir::tile::prepareCommandLine("tile-bench", {&category, &scheduleCategory},
                                  /*readsIR=*/false);
   cl::ParseCommandLineOptions(argc, argv,

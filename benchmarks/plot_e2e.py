@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-"""Plots scripts/bench-e2e.py's JSON (one or more runs): tokens/s and peak
+"""Plots benchmarks/e2e.py's JSON (one or more runs): tokens/s and peak
 memory per column and sequence, runs averaged, their spread as error bars.
 
-    python3 scripts/plot-e2e.py run1.json [run2.json ...] --out plot.png
+    python3 benchmarks/plot_e2e.py run1.json [run2.json ...] --out plot.png
 """
 
 import argparse
-import json
 
-import matplotlib
+import results
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+
+def pyplot():
+    """matplotlib's pyplot, drawing to files (no display)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 
 def main():
@@ -22,14 +26,15 @@ def main():
     figures = {}  # (column, sequence) -> [(tokens/s, peak GiB)]
     device = layers = None
     for path in options.runs:
-        data = json.load(open(path))
-        device, layers = data["device"], data["layers"]
+        data = results.read(path, "e2e")
+        device, layers = data["device"], data["settings"]["layers"]
         for r in data["results"]:
             if not r.get("oom"):
                 figures.setdefault((r["column"], r["sequence"]), []).append(
                     (r["tokens_per_s"], r["peak_gib"]))
     columns = list(dict.fromkeys(c for c, _ in figures))
     sequences = sorted({s for _, s in figures})
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     width = 0.8 / len(columns)
     for metric, axis, label in ((0, axes[0], "tokens / s"),

@@ -9,25 +9,24 @@
    queue full.
 2. GPU time of each tile.ops operator through Python next to tile-bench's
    figure for the same kernel (--tile-bench JSON of the same run), timed as
-   tile-bench times (a spacer kernel before each call, CUDA events, median).
-
+   tile-bench times (a spacer kernel before each call, CUDA events, median:
+   timing.gpu_ms).
 3. One step of the tiled SwiGLU MLP through tile.ops.swiglu_mlp next to
    tile-bench mlp's tiled step (--tile-bench-mlp JSON of the same run).
 
-    python3 scripts/bench-python.py [--tile-bench bench.json]
+    python3 benchmarks/operators.py [--tile-bench bench.json]
         [--tile-bench-mlp mlp.json] [--json out]
 """
 
 import argparse
-import json
 import statistics
-import time
 
 import torch
 
-import gpu_timer
 import peers
+import results
 import tile
+import timing
 from peers import EPS
 
 
@@ -43,16 +42,7 @@ def implementations():
 def host_forward_only(impl, x, w, calls=200):
     """Host time of the forward alone, no autograd, GPU kept busy."""
     with torch.no_grad():
-        for _ in range(5):
-            impl(x, w)
-        torch.cuda.synchronize()
-        torch.cuda._sleep(100_000_000)
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            impl(x, w)
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-    return (t1 - t0) / calls * 1e6
+        return timing.host_us(lambda: impl(x, w), calls)
 
 
 def step(impl, x, w, dy):
@@ -66,22 +56,11 @@ def host_block(impl, x, w, dy, steps=40):
     and few enough launches that the launch queue never fills (a full queue
     blocks the host until the GPU catches up). With the queue full the
     events time the GPU's work alone."""
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(50_000_000)
-    start.record()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step(impl, x, w, dy)
-    t1 = time.perf_counter()
-    stop.record()
-    idle = start.query()  # the sleep ended before the host was done
-    torch.cuda.synchronize()
-    host = (t1 - t0) / steps * 1e6
-    if idle:
+    host, gpu, idle = timing.queued_block(lambda: step(impl, x, w, dy), steps)
+    if idle:  # the sleep ended before the host was done
         print(f"  (the GPU went idle while the host queued: {host:.0f} "
               "us/step is host-bound; its GPU time is not)")
-    return host, start.elapsed_time(stop) / steps * 1e3
+    return host, gpu
 
 
 def host_rounds(impls, x, w, dy, rounds):
@@ -109,50 +88,57 @@ def quartiles(values):
 SPACERS = {
     # tile-bench's spacer, 8 times: one (~40 us) is shorter than a Python
     # call's host cost, and 8 leave L2 as tile-bench leaves it.
-    "stream": gpu_timer.stream_spacer(8),
+    "stream": timing.stream_spacer(8),
     # ~200 us that touches no memory.
-    "sleep": gpu_timer.sleep_spacer(400_000),
+    "sleep": timing.sleep_spacer(400_000),
 }
 
 
 def gpu_time(call, sets, iterations=50, ahead="stream"):
     """tile-bench's method: a spacer, then events around one call of
     `call(set)`, the sets taken in turn."""
-    return gpu_timer.gpu_ms(call, SPACERS[ahead], sets, iterations)
+    return timing.gpu_ms(call, SPACERS[ahead], sets, iterations)
+
+
+def shape_times(shape, dtype, ahead):
+    """(kernel, shape, ms) of each operator at one shape; its input sets
+    are freed when it returns."""
+    from tile.kernel import run_backward
+    swiglu = tile.operators.kernel("swiglu")
+    rms = tile.operators.kernel("rms_norm")
+    r, c = shape
+    sets = timing.sets_for(3 * r * c * dtype.itemsize)
+
+    def tensor(*size):
+        return torch.randn(*size, device="cuda").to(dtype)
+    # The incoming gradient d is a tensor of its own, as in tile-bench (an
+    # input passed again would be read from L2).
+    io = [(tensor(r, c), tensor(r, c), tensor(c), tensor(r, c))
+          for _ in range(sets)]
+    rows = []
+    if c != 1024:  # tile-bench's SwiGLU shapes
+        rows.append(("swiglu fwd", shape, gpu_time(
+            lambda s: tile.ops.swiglu(io[s][0], io[s][1]), sets,
+            ahead=ahead)))
+        rows.append(("swiglu bwd", shape, gpu_time(
+            lambda s: run_backward(
+                swiglu, [io[s][0], io[s][1]], (io[s][3],), []),
+            sets, ahead=ahead)))
+    rows.append(("rms_norm fwd", shape, gpu_time(
+        lambda s: tile.ops.rms_norm(io[s][0], io[s][2], EPS), sets,
+        ahead=ahead)))
+    rows.append(("rms_norm bwd", shape, gpu_time(
+        lambda s: run_backward(
+            rms, [io[s][0], io[s][2], EPS, 0.0], (io[s][3],), []),
+        sets, ahead=ahead)))
+    return rows
 
 
 def operator_times(shapes, ahead):
-    from tile.kernel import run_backward
     rows = []
-    swiglu = tile.operators.kernel("swiglu")
-    rms = tile.operators.kernel("rms_norm")
     for shape in shapes:
-        r, c = shape
         for dtype in [torch.bfloat16]:
-            sets = gpu_timer.sets_for(3 * r * c * dtype.itemsize)
-
-            def tensor(*size):
-                return torch.randn(*size, device="cuda").to(dtype)
-            # The incoming gradient d is a tensor of its own, as in
-            # tile-bench (an input passed again would be read from L2).
-            io = [(tensor(r, c), tensor(r, c), tensor(c), tensor(r, c))
-                  for _ in range(sets)]
-            if c != 1024:  # tile-bench's SwiGLU shapes
-                rows.append(("swiglu fwd", shape, gpu_time(
-                    lambda s: tile.ops.swiglu(io[s][0], io[s][1]), sets,
-                    ahead=ahead)))
-                rows.append(("swiglu bwd", shape, gpu_time(
-                    lambda s: run_backward(
-                        swiglu, [io[s][0], io[s][1]], (io[s][3],), []),
-                    sets, ahead=ahead)))
-            rows.append(("rms_norm fwd", shape, gpu_time(
-                lambda s: tile.ops.rms_norm(io[s][0], io[s][2], EPS), sets,
-                ahead=ahead)))
-            rows.append(("rms_norm bwd", shape, gpu_time(
-                lambda s: run_backward(
-                    rms, [io[s][0], io[s][2], EPS, 0.0], (io[s][3],), []),
-                sets, ahead=ahead)))
-            del io
+            rows += shape_times(shape, dtype, ahead)
     return rows
 
 
@@ -171,17 +157,21 @@ def mlp_times(sequences, hidden=4096, inter=12288):
     gate, up = weight(inter, hidden), weight(inter, hidden)
     down = weight(hidden, inter)
     for seq in sequences:
-        x = (torch.rand(seq, hidden, device="cuda", generator=gen) * 2 - 1
-             ).to(torch.bfloat16).requires_grad_(True)
-        dy = ((torch.rand(seq, hidden, device="cuda", generator=gen) * 2 - 1)
-              * 0.01).to(torch.bfloat16)
-
-        def step(_):
-            x.grad = None
-            tile.ops.swiglu_mlp(x, gate, up, down, main_grad=True).backward(dy)
-        rows.append((seq, gpu_time(step, 1, iterations=10)))
-        del x, dy
+        rows.append((seq, mlp_step_ms(seq, hidden, (gate, up, down), gen)))
     return rows
+
+
+def mlp_step_ms(seq, hidden, weights, gen):
+    """One sequence of mlp_times; x and dy are freed when it returns."""
+    x = (torch.rand(seq, hidden, device="cuda", generator=gen) * 2 - 1
+         ).to(torch.bfloat16).requires_grad_(True)
+    dy = ((torch.rand(seq, hidden, device="cuda", generator=gen) * 2 - 1)
+          * 0.01).to(torch.bfloat16)
+
+    def step(_):
+        x.grad = None
+        tile.ops.swiglu_mlp(x, *weights, main_grad=True).backward(dy)
+    return gpu_time(step, 1, iterations=10)
 
 
 def host_table(rounds):
@@ -202,7 +192,9 @@ def host_table(rounds):
         host = quartiles([h for h, _ in blocks[name]])
         gpu = statistics.median(g for _, g in blocks[name])
         forward = host_forward_only(impl, x.detach(), w.detach())
-        table.append({"impl": name, "host_us": host, "gpu_us": gpu,
+        table.append({"case": "rms_norm fwd+bwd host", "impl": name,
+                      "dtype": "bf16", "shape": "4096x1024",
+                      "ms": gpu / 1e3, "host_us": host, "gpu_us": gpu,
                       "forward_host_us": forward, "blocks": blocks[name]})
         print(f"{name:32} {host[0]:7.1f} {host[1]:7.1f} {host[2]:7.1f} "
               f"{gpu:8.1f} {forward:17.1f}")
@@ -235,12 +227,12 @@ def main():
     options = parser.parse_args()
     device = torch.cuda.get_device_name()
     print(f"device: {device}, torch {torch.__version__}")
-    results = {"device": device, "host": [], "operators": []}
+    rows = []
     if options.host_rounds:
-        results["host"] = host_table(options.host_rounds)
+        rows += host_table(options.host_rounds)
     bench = {}
     if options.tile_bench:
-        for r in json.load(open(options.tile_bench))["results"]:
+        for r in results.read(options.tile_bench, "tile-bench")["results"]:
             bench[(r["kernel"], r["dtype"], r["shape"])] = r["ms"]
     shapes = [tuple(int(v) for v in s.split("x"))
               for s in options.shapes.split(",") if s]
@@ -252,27 +244,31 @@ def main():
         key = (kernel, "bf16", f"{shape[0]}x{shape[1]}")
         ref = bench.get(key)
         ratio = ms / ref if ref else float("nan")
-        results["operators"].append({"kernel": kernel, "shape": key[2],
-                                     "python_ms": ms, "tile_bench_ms": ref})
+        rows.append({"case": kernel, "kernel": kernel, "dtype": key[1],
+                     "shape": key[2], "ms": ms, "python_ms": ms,
+                     "tile_bench_ms": ref})
         print(f"{kernel:13} {key[2]:>11} {ms * 1e3:8.2f} "
               f"{(ref or float('nan')) * 1e3:10.2f} {ratio:6.3f}")
     mlp_bench = {}
     if options.tile_bench_mlp:
-        for r in json.load(open(options.tile_bench_mlp))["results"]:
-            mlp_bench[r["sequence"]] = r["tiled"]["ms"]
+        for r in results.read(options.tile_bench_mlp,
+                              "tile-bench mlp")["results"]:
+            if r.get("case") == "tiled":
+                mlp_bench[r["sequence"]] = r["ms"]
     print("\nTiled MLP step H=4096 I=12288 bf16 through Python vs tile-bench "
           "mlp (ms, median):")
     print(f"{'sequence':>9} {'python':>8} {'tile-bench':>10} {'ratio':>6}")
-    results["mlp"] = []
     for seq, ms in mlp_times(int(s) for s in
                              options.mlp_sequences.split(",") if s):
         ref = mlp_bench.get(seq)
-        results["mlp"].append({"sequence": seq, "python_ms": ms,
-                               "tile_bench_ms": ref})
+        rows.append({"case": "tiled mlp step", "sequence": seq, "ms": ms,
+                     "python_ms": ms, "tile_bench_ms": ref})
         print(f"{seq:9d} {ms:8.2f} {(ref or float('nan')):10.2f} "
               f"{ms / ref if ref else float('nan'):6.3f}")
     if options.json:
-        json.dump(results, open(options.json, "w"), indent=1)
+        results.write(options.json, "operators", rows,
+                      dict(vars(options), torch=torch.__version__),
+                      device=device)
 
 
 if __name__ == "__main__":

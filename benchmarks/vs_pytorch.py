@@ -8,8 +8,8 @@ the spread of its own figures, twice):
 
     TILE_BENCH_JSON=bench1.json ./scripts/gpu-suite.sh bench
     TILE_BENCH_JSON=bench2.json ./scripts/gpu-suite.sh bench
-    TILE_LIBRARY=... PYTHONPATH=python:scripts python3 \\
-        scripts/bench-vs-pytorch.py bench1.json bench2.json [--runs 2]
+    TILE_LIBRARY=... PYTHONPATH=python python3 \\
+        benchmarks/vs_pytorch.py bench1.json bench2.json [--runs 2]
 
 For every kernel, dtype and shape of tile-bench's table it times the same
 operation through Python for each side: Tile (tile.ops), PyTorch eager,
@@ -22,7 +22,7 @@ tile.ops.swiglu may not do, so Tile/best sets the default against every peer
 and inpl/Liger the two in-place sides against each other. The forward runs under
 no_grad; the backward is torch.autograd.grad of the inputs through each
 side's own autograd (retain_graph, so nothing accumulates). Every call is
-timed by gpu_timer.settled_ms: behind queued stream kernels (which also
+timed by timing.settled_ms: behind queued stream kernels (which also
 evict L2) deep enough that the time no longer falls when the queue grows,
 input sets rotated as tile-bench rotates them. The whole table is taken
 `--runs` times (cases in the same order) and the spread between runs is
@@ -39,14 +39,14 @@ best peer, and tile-bench's same-size stream ratio.
 """
 
 import argparse
-import json
 import statistics
 
 import torch
 
-import gpu_timer
 import peers
+import results
 import tile
+import timing
 from peers import EPS
 
 torch._dynamo.config.cache_size_limit = 256
@@ -117,7 +117,7 @@ def time_side(fn, direction, io):
         def call(s):
             torch.autograd.grad(outs[s], io[s][0], io[s][1],
                                 retain_graph=True)
-    return gpu_timer.settled_ms(call, len(io), iterations=20)
+    return timing.settled_ms(call, len(io), iterations=20)
 
 
 def take_run(cases, impls, run):
@@ -138,7 +138,7 @@ def take_run(cases, impls, run):
         # incoming gradient (and, for SwiGLU, its inputs) with the results,
         # goes last.
         io = [make_inputs(kernel, dtype, m, n)
-              for _ in range(gpu_timer.sets_for(moved))]
+              for _ in range(timing.sets_for(moved))]
         row = {}
         for side, fn in impls[kernel].items():
             ms, depth, ratio = time_side(fn, direction, io)
@@ -197,8 +197,14 @@ def summary(cases, runs, benches):
         over_ceiling = [g / c for g, c in zip(bench_gbps, ceilings)]
         same = [r.get("stream_same_bytes_ratio") or float("nan")
                 for r in bench_rows]
-        table.append({"kernel": f"{kernel} {direction}", "dtype": dtype_name,
-                      "shape": f"{m}x{n}", "gbps": mean,
+        e = torch.tensor([], dtype=DTYPES[dtype_name]).element_size()
+        moved = moved_bytes(kernel, direction, m, n, e)
+        table.append({"case": f"{kernel} {direction}",
+                      "kernel": f"{kernel} {direction}", "dtype": dtype_name,
+                      "shape": f"{m}x{n}",
+                      "ms": statistics.mean(moved / (run[key]["tile"][0] * 1e6)
+                                            for run in runs),
+                      "gbps": mean,
                       "tile_bench_gbps": bench_gbps,
                       "tile_over_best_peer": over_best,
                       "in_place_over_liger": in_place,
@@ -229,7 +235,8 @@ def main():
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--json", help="write every figure here")
     options = parser.parse_args()
-    benches = [json.load(open(path)) for path in options.bench_json]
+    benches = [results.read(path, "tile-bench")
+               for path in options.bench_json]
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     wanted = options.dtypes.split(",")
     cases = []
@@ -243,10 +250,9 @@ def main():
     runs = [take_run(cases, impls, run + 1) for run in range(options.runs)]
     table, spread = summary(cases, runs, benches)
     if options.json:
-        json.dump({"device": torch.cuda.get_device_name(),
-                   "torch": torch.__version__, "table": table,
-                   "spread_between_runs": spread}, open(options.json, "w"),
-                  indent=1)
+        results.write(options.json, "vs_pytorch", table,
+                      dict(vars(options), torch=torch.__version__),
+                      extra={"spread_between_runs": spread})
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 training step each (forward + backward, weight gradients ending in fp32
 main_grad), in one run on one GPU.
 
-    python3 scripts/bench-grouped-mlp.py [--experts 8 64] [--inter 1536 14336]
+    python3 benchmarks/grouped_mlp.py [--experts 8 64] [--inter 1536 14336]
         [--tokens 16384 65536] [--iterations 10] [--json FILE]
 
 H = 4096, bf16. Splits: balanced (T/E each) and skewed (expert e gets a
@@ -24,7 +24,8 @@ share ∝ 1/(e+1), rounded to 16 rows; the last experts get none). Columns:
 
 Timing: each step starts behind a GPU sleep longer than the step's host
 time (measured), so the host's cost is hidden for every column alike; the
-GPU time between two events around the step is reported (median). The host
+GPU time between two events around the step is reported (median;
+timing.gpu_times behind timing.sleep_spacer, the host's by timing.host_ms). The host
 time per step is printed too: where it exceeds the GPU time the step is
 host-bound and the GPU time flatters it. Memory: peak allocated during the
 step minus what was allocated before it (weights, main_grad, x, dy).
@@ -38,15 +39,15 @@ plans are cached by shape); without it every step reuses one split.
 
 import argparse
 import gc
-import json
 import random
 import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
+import results
 import tile
+import timing
 
 HIDDEN = 4096
 DTYPE = torch.bfloat16
@@ -180,43 +181,21 @@ def steps(p):
             "grouped_mm": grouped_mm, "compiled": compiled, "loop": loop}
 
 
-def sleep_cycles_per_ms():
-    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-    torch.cuda._sleep(1000)
-    start.record()
-    torch.cuda._sleep(10_000_000)
-    end.record()
-    end.synchronize()
-    return 10_000_000 / start.elapsed_time(end)
-
-
 def measure(step, p, iterations, cycles_per_ms):
     """(median GPU ms, median host ms, peak extra MiB) of one step."""
     for _ in range(2):  # warm-up: compilation, plans, workspaces
         step()
     torch.cuda.synchronize()
-    host = []
-    for _ in range(3):
-        begin = time.perf_counter()
-        step()
-        host.append((time.perf_counter() - begin) * 1e3)
-        torch.cuda.synchronize()
+    host = timing.host_ms(step, 3)
     host_ms = statistics.median(host)
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
     step()
     torch.cuda.synchronize()
     extra_mib = (torch.cuda.max_memory_allocated() - before) / 2**20
-    gpu = []
     sleep = int(cycles_per_ms * (2 * max(host) + 1))
-    for _ in range(iterations):
-        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-        torch.cuda._sleep(sleep)
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        gpu.append(start.elapsed_time(end))
+    gpu = timing.gpu_times(lambda _: step(), timing.sleep_spacer(sleep),
+                           iterations=iterations, warmup=0)
     return statistics.median(gpu), host_ms, extra_mib, min(gpu), max(gpu)
 
 
@@ -234,12 +213,12 @@ def main():
                         help="new splits every step (see above)")
     parser.add_argument("--json")
     args = parser.parse_args()
-    cycles_per_ms = sleep_cycles_per_ms()
+    cycles_per_ms = timing.sleep_cycles_per_ms()
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}"
           f", H={HIDDEN} bf16, forward + backward into fp32 main_grad, "
           f"median of {args.iterations} steps (GPU ms; host ms per step)"
           + (", new splits every step" if args.fresh_splits else ""))
-    results = []
+    rows = []
     for experts in args.experts:
         for inter in args.inter:
             for tokens in args.tokens:
@@ -256,8 +235,8 @@ def main():
                         torch.cuda.empty_cache()
                         continue
                     print(label, flush=True)
-                    row = {"experts": experts, "inter": inter,
-                           "tokens": tokens, "splits": kind, "columns": {}}
+                    shape = {"experts": experts, "inter": inter,
+                             "tokens": tokens, "splits": kind}
                     step = None
                     for name, step in steps(problem).items():
                         if args.columns and name not in args.columns:
@@ -270,13 +249,12 @@ def main():
                                   f"{str(e).splitlines()[0][:100]}")
                             torch.cuda.empty_cache()
                             continue
-                        row["columns"][name] = {
-                            "ms": ms, "host_ms": host, "extra_mib": mib,
-                            "min_ms": low, "max_ms": high}
+                        rows.append({
+                            "case": name, **shape, "ms": ms, "host_ms": host,
+                            "extra_mib": mib, "min_ms": low, "max_ms": high})
                         print(f"  {name:15s} {ms:9.3f} ms  (host {host:7.3f}"
                               f" ms, spread {low:.3f}–{high:.3f})  "
                               f"{mib:8.0f} MiB", flush=True)
-                    results.append(row)
                     # `step` is the last column's closure over the problem:
                     # it too must go before the next shape's tensors.
                     del problem, step
@@ -287,10 +265,9 @@ def main():
                     gc.collect()
                     torch.cuda.empty_cache()
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(),
-                       "torch": torch.__version__, "results": results}, f,
-                      indent=1)
+        results.write(args.json, "grouped_mlp", rows,
+                      dict(vars(args), hidden=HIDDEN, dtype="bf16",
+                           torch=torch.__version__))
 
 
 if __name__ == "__main__":

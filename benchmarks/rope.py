@@ -16,16 +16,16 @@ hid the host (a ratio above 1 shows host cost the shorter one let in; at
 GB/s counts q and k read and written once and cos, sin read once per
 direction.
 
-    python3 scripts/bench-rope.py [--sequences 4096,16384,65536] [--json f]
+    python3 benchmarks/rope.py [--sequences 4096,16384,65536] [--json f]
 """
 
 import argparse
-import json
 
 import torch
 
-import gpu_timer
+import results
 import tile
+import timing
 
 HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128
 
@@ -54,6 +54,39 @@ def implementations():
     return impls
 
 
+def sequence_rows(seq, impls):
+    """Every implementation at one sequence, printed as it goes: result
+    rows. The inputs are freed when it returns."""
+    q, k, cos, sin = inputs(seq)
+    moved = 2 * (q.numel() + k.numel()) * 2 + 2 * cos.numel() * 2
+    dq, dk = torch.randn_like(q), torch.randn_like(k)
+    rows = []
+    for name, rope in impls.items():
+        def forward():
+            with torch.no_grad():
+                rope(q, k, cos, sin)
+
+        def both():
+            out = rope(q, k, cos, sin)
+            torch.autograd.grad(out, (q, k), (dq, dk))
+        row = {}
+        for key, call, scale in (("fwd", forward, 1), ("fwd_bwd", both, 2)):
+            short, long = (timing.gpu_ms(
+                lambda _: call(), timing.sleep_spacer(cycles))
+                for cycles in (1.6e6, 6.4e6))
+            ms = long
+            row[key] = {"case": f"{name} {key}", "impl": name,
+                        "direction": key, "sequence": seq, "ms": ms,
+                        "gbps": scale * moved / ms / 1e6,
+                        "short_over_long": short / long}
+        rows += row.values()
+        f, b = row["fwd"], row["fwd_bwd"]
+        print(f"{name:11} {seq:6d} {f['ms']:8.3f} {f['gbps']:6.0f} "
+              f"{f['short_over_long']:6.2f} {b['ms']:10.3f} "
+              f"{b['gbps']:6.0f} {b['short_over_long']:6.2f}", flush=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sequences", default="4096,16384,65536")
@@ -66,37 +99,14 @@ def main():
           f" behind 1.6e6 / that, GB/s")
     print(f"{'impl':11} {'seq':>6} {'fwd ms':>8} {'GB/s':>6} {'ratio':>6} "
           f"{'fwd+bwd ms':>10} {'GB/s':>6} {'ratio':>6}")
-    results = []
+    rows = []
     for seq in map(int, options.sequences.split(",")):
-        q, k, cos, sin = inputs(seq)
-        moved = 2 * (q.numel() + k.numel()) * 2 + 2 * cos.numel() * 2
-        dq, dk = torch.randn_like(q), torch.randn_like(k)
-        for name, rope in impls.items():
-            def forward():
-                with torch.no_grad():
-                    rope(q, k, cos, sin)
-
-            def both():
-                out = rope(q, k, cos, sin)
-                torch.autograd.grad(out, (q, k), (dq, dk))
-            row = {"impl": name, "sequence": seq}
-            for key, call, scale in (("fwd", forward, 1),
-                                     ("fwd_bwd", both, 2)):
-                short, long = (gpu_timer.gpu_ms(
-                    lambda _: call(), gpu_timer.sleep_spacer(cycles))
-                    for cycles in (1.6e6, 6.4e6))
-                ms = long
-                row[key] = {"ms": ms, "gbps": scale * moved / ms / 1e6,
-                            "short_over_long": short / long}
-            results.append(row)
-            f, b = row["fwd"], row["fwd_bwd"]
-            print(f"{name:11} {seq:6d} {f['ms']:8.3f} {f['gbps']:6.0f} "
-                  f"{f['short_over_long']:6.2f} {b['ms']:10.3f} "
-                  f"{b['gbps']:6.0f} {b['short_over_long']:6.2f}", flush=True)
-        del q, k, cos, sin, dq, dk
+        rows += sequence_rows(seq, impls)
     if options.json:
-        json.dump({"device": torch.cuda.get_device_name(),
-                   "results": results}, open(options.json, "w"), indent=1)
+        results.write(options.json, "rope", rows,
+                      dict(vars(options), heads=HEADS, kv_heads=KV_HEADS,
+                           head_dim=HEAD_DIM, dtype="bf16",
+                           torch=torch.__version__))
 
 
 if __name__ == "__main__":

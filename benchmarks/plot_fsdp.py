@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-"""Plots scripts/bench-fsdp.py's JSON: step time and peak memory per GPU of
+"""Plots benchmarks/fsdp.py's JSON: step time and peak memory per GPU of
 each column against the sequence, each as a ratio to the regular MLP's.
 
-    python3 scripts/plot-fsdp.py fsdp2.json --out plot.png
+    python3 benchmarks/plot_fsdp.py fsdp2.json --out plot.png
 """
 
 import argparse
-import json
 
-import matplotlib
+import results
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+
+def pyplot():
+    """matplotlib's pyplot, drawing to files (no display)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 
 def main():
@@ -19,10 +23,12 @@ def main():
     parser.add_argument("run")
     parser.add_argument("--out", required=True)
     options = parser.parse_args()
-    data = json.load(open(options.run))
+    data = results.read(options.run, "fsdp")
+    settings = data["settings"]
     rows = data["results"]
     regular = {r["sequence"]: r for r in rows if r["column"] == "regular"}
     columns = sorted({r["column"] for r in rows} - {"regular"})
+    plt = pyplot()
     figure, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(10, 4))
     for column in columns:
         mine = sorted((r for r in rows if r["column"] == column),
@@ -40,8 +46,8 @@ def main():
         axis.set_title(title)
         axis.axhline(1.0, color="grey", linewidth=0.8)
         axis.legend()
-    figure.suptitle(f"FSDP2, {data['ranks']} × {data['device']}, "
-                    f"{data['layers']} Llama layers (H 4096, I 12288), bf16")
+    figure.suptitle(f"FSDP2, {settings['ranks']} × {data['device']}, "
+                    f"{settings['layers']} Llama layers (H 4096, I 12288), bf16")
     figure.tight_layout()
     figure.savefig(options.out, dpi=110)
 

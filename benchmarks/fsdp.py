@@ -7,7 +7,7 @@ the MLP as it is ("regular"), Tile's tiled MLP
 Liger's (LigerTiledSwiGLUMLP; carry its pure-Python wheel). Only the MLP
 differs between the columns.
 
-    torchrun --nproc-per-node=2 scripts/bench-fsdp.py
+    torchrun --nproc-per-node=2 benchmarks/fsdp.py
         [--sequences 2048,8192,16384,32768,65536,131072]
         [--columns regular,tile-tiled,liger-tiled] [--layers 2]
         [--steps 3] [--json out.json]
@@ -21,12 +21,15 @@ random input embeddings, backward from a random output gradient (no LM
 head: its [S, vocab] logits are not what the tiled MLPs change).
 """
 
-import json
+import functools
 import os
 
 import torch
 import torch.distributed as dist
-from llama_bench import HIDDEN, llama_layers, parse_options, timed_steps
+
+import results
+import timing
+from llama import HIDDEN, llama_layers, parse_options
 
 INTER = 12288
 COLUMNS = ["regular", "tile-tiled", "liger-tiled"]
@@ -73,8 +76,8 @@ def measure(column, sequence, layers, steps, device):
         step(model, x, dy)
     torch.cuda.synchronize(device)
     dist.barrier()
-    ms, fastest, slowest = timed_steps(lambda: step(model, x, dy), steps,
-                                       device)
+    ms, fastest, slowest = timing.step_ms(
+        functools.partial(step, model, x, dy), steps, device=device)
     torch.cuda.reset_peak_memory_stats(device)
     step(model, x, dy)
     torch.cuda.synchronize(device)
@@ -83,7 +86,7 @@ def measure(column, sequence, layers, steps, device):
     dist.all_reduce(peak, op=dist.ReduceOp.MAX)
     del model, x, dy
     torch.cuda.empty_cache()
-    return {"column": column, "sequence": sequence, "ms": ms,
+    return {"case": column, "column": column, "sequence": sequence, "ms": ms,
             "spread_ms": [fastest, slowest],
             "peak_gib": peak.item() / 2**30}
 
@@ -103,7 +106,7 @@ def main():
               f"{INTER}), bf16, batch 1, median of {options.steps}")
         print(f"{'column':12} {'seq':>7} {'ms':>9} {'vs regular':>10} "
               f"{'peak GiB':>9} {'vs regular':>10}")
-    results, regular = [], {}
+    rows, regular = [], {}
     for sequence in sequences:
         for column in columns:
             try:
@@ -112,12 +115,12 @@ def main():
             except torch.cuda.OutOfMemoryError:
                 # Every rank runs out together (the same shapes).
                 torch.cuda.empty_cache()
-                results.append({"column": column, "sequence": sequence,
-                                "oom": True})
+                rows.append({"case": column, "column": column,
+                             "sequence": sequence, "oom": True, "ms": None})
                 if rank0:
                     print(f"{column:12} {sequence:7d}  out of memory")
                 continue
-            results.append(r)
+            rows.append(r)
             if column == "regular":
                 regular[sequence] = r
             base = regular.get(sequence)
@@ -129,9 +132,9 @@ def main():
                 print(f"{column:12} {sequence:7d} {r['ms']:9.1f} {ratio}",
                       flush=True)
     if rank0 and options.json:
-        json.dump({"device": torch.cuda.get_device_name(),
-                   "ranks": dist.get_world_size(), "layers": options.layers,
-                   "results": results}, open(options.json, "w"), indent=1)
+        results.write(options.json, "fsdp", rows,
+                      dict(vars(options), ranks=dist.get_world_size(),
+                           torch=torch.__version__))
     dist.destroy_process_group()
 
 

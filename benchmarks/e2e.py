@@ -32,17 +32,20 @@ Liger patches llama's modules and rotary embedding module-wide, so its
 columns run last in a process; run the script twice (two processes) for the
 run-to-run spread.
 
-    python3 scripts/bench-e2e.py [--sequences 4096,16384,65536]
+    python3 benchmarks/e2e.py [--sequences 4096,16384,65536]
         [--columns eager,compile,tile,tile-tiled,liger,liger-tiled,
                    tile-norm-mlp,liger-norm-mlp]
         [--layers 2] [--json out.json]
 """
 
-import json
+import functools
 import time
 
 import torch
-from llama_bench import HIDDEN, llama_layers, parse_options, timed_steps
+
+import results
+import timing
+from llama import HIDDEN, llama_layers, parse_options
 
 INTER = 14336
 COLUMNS = ["eager", "compile", "tile", "tile-tiled", "tile-norm-mlp",
@@ -167,10 +170,9 @@ def measure(column, sequence, layers, steps):
          ).to(torch.bfloat16)
     dy = (torch.randn(1, sequence, HIDDEN, device="cuda", generator=gen)
           * 1e-3).to(torch.bfloat16)
-    for _ in range(3):  # compile, autotune, load
-        step(model, x, dy)
-    torch.cuda.synchronize()
-    ms, fastest, slowest = timed_steps(lambda: step(model, x, dy), steps)
+    # Three warm-up steps: compile, autotune, load.
+    ms, fastest, slowest = timing.step_ms(
+        functools.partial(step, model, x, dy), steps, warmup=3)
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
     step(model, x, dy)
@@ -179,7 +181,8 @@ def measure(column, sequence, layers, steps):
     kinds, wall, idle, top = breakdown(model, x, dy)
     # A compiled model's MLP alone would run eagerly: not measured.
     mlp_peak = None if column == "compile" else mlp_memory(model, x, dy)
-    result = {"column": column, "sequence": sequence, "ms": ms,
+    result = {"case": column, "column": column, "sequence": sequence,
+              "ms": ms,
               "spread_ms": [fastest, slowest],
               "tokens_per_s": sequence / ms * 1e3,
               "peak_gib": (peak - before) / 2**30,
@@ -210,7 +213,7 @@ def main():
               " ".join(f"{k:>9}" for k, _ in KINDS) +
               f" {'other':>9} {'gpu idle':>9}")
     print(header)
-    results = []
+    rows = []
     # Columns outside: Liger patches llama's classes (a fresh model is
     # Liger's too), so nothing may run after its columns.
     for column in columns:
@@ -220,10 +223,10 @@ def main():
             except torch.cuda.OutOfMemoryError:
                 print(f"{column:12} {sequence:6d}  out of memory")
                 torch.cuda.empty_cache()
-                results.append({"column": column, "sequence": sequence,
-                                "oom": True})
+                rows.append({"case": column, "column": column,
+                             "sequence": sequence, "oom": True, "ms": None})
                 continue
-            results.append(r)
+            rows.append(r)
             k = r["kernels_ms"]
             print(f"{column:12} {sequence:6d} {r['ms']:9.2f} "
                   f"{r['tokens_per_s']:9.0f} {r['peak_gib']:8.2f} "
@@ -231,9 +234,9 @@ def main():
                   " ".join(f"{k[name]:9.2f}" for name, _ in KINDS) +
                   f" {k['other']:9.2f} {r['gpu_idle_ms']:9.2f}", flush=True)
     if options.json:
-        json.dump({"device": torch.cuda.get_device_name(),
-                   "layers": options.layers, "results": results},
-                  open(options.json, "w"), indent=1)
+        results.write(options.json, "e2e", rows,
+                      dict(vars(options), torch=torch.__version__,
+                           transformers=transformers.__version__))
 
 
 if __name__ == "__main__":

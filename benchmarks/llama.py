@@ -1,9 +1,8 @@
-"""Shared by the Llama-layer benchmarks (bench-e2e.py, bench-fsdp.py): the
-layers' model, the command line every such benchmark takes, and the timed
-steps."""
+"""Shared by the Llama-layer benchmarks (e2e.py, fsdp.py): the layers'
+model and the command line every such benchmark takes (their steps are
+timed by timing.step_ms)."""
 
 import argparse
-import statistics
 
 import torch
 
@@ -47,17 +46,3 @@ def parse_options(columns, sequences, steps, default_columns=None):
             parser.error(f"unknown column {column}: {', '.join(columns)}")
     return options, asked, [int(s) for s in options.sequences.split(",")]
 
-
-def timed_steps(step, steps, device=None):
-    """(median, min, max) ms of `steps` calls of step(), each timed by CUDA
-    events and waited for."""
-    times = []
-    for _ in range(steps):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        stop.record()
-        torch.cuda.synchronize(device)
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times), min(times), max(times)
