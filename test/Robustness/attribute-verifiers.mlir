@@ -74,3 +74,25 @@ func.func @no_ptx(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {tile.kerne
   %y = math.trunc %x : tensor<?x?xf32>
   return %y : tensor<?x?xf32>
 }
+
+// -----
+
+// A backward's role indices name values of the kernel it was derived from
+// (issue 49: a bad cotangent index got an error without a location).
+func.func @bad_cotangent_fwd(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {tile.kernel} {
+  return %x : tensor<?x?xf32>
+}
+// expected-error @+1 {{argument #1's 'tile.cotangent' = 7 names result #7 of @bad_cotangent_fwd, which has 1 result}}
+func.func @bad_cotangent_bwd(%x: tensor<?x?xf32>, %dy: tensor<?x?xf32> {tile.cotangent = 7 : i64}) -> tensor<?x?xf32> attributes {tile.kernel, tile.backward_of = @bad_cotangent_fwd} {
+  return %dy : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @bad_gradient_fwd(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {tile.kernel} {
+  return %x : tensor<?x?xf32>
+}
+// expected-error @+1 {{result #0's 'tile.gradient' = 1 names argument #1 of @bad_gradient_fwd, which has 1 argument}}
+func.func @bad_gradient_bwd(%x: tensor<?x?xf32>, %dy: tensor<?x?xf32> {tile.cotangent = 0 : i64}) -> (tensor<?x?xf32> {tile.gradient = 1 : i64}) attributes {tile.kernel, tile.backward_of = @bad_gradient_fwd} {
+  return %dy : tensor<?x?xf32>
+}

@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -39,6 +40,49 @@ LogicalResult verifyIndexAttr(Operation *op, NamedAttribute attr,
   if (!index || index.getInt() < 0)
     return op->emitError("'") << attr.getName().getValue() << "' on " << where
                               << " must be a non-negative integer index";
+  return success();
+}
+
+/// A backward's role indices name values of the kernel it was derived
+/// from: a cotangent or primal one of its results, a main_grad or gradient
+/// one of its arguments. Checked where the forward is in the module (a
+/// function missing its header is left to func.func's verifier).
+LogicalResult verifyRoleIndices(func::FuncOp backward, FlatSymbolRefAttr of) {
+  auto forward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      backward.getOperation(), of);
+  if (!forward || !hasFunctionHeader(forward) || !hasFunctionHeader(backward))
+    return success();
+  int64_t results = forward.getNumResults();
+  int64_t arguments = forward.getNumArguments();
+  auto check = [&](DictionaryAttr attrs, std::string where, StringRef role,
+                   int64_t count, StringRef what) -> LogicalResult {
+    auto index =
+        attrs ? dyn_cast_or_null<IntegerAttr>(attrs.get(role)) : IntegerAttr();
+    if (!index || index.getInt() < count)
+      return success();
+    return backward.emitError()
+           << where << "'s '" << role << "' = " << index.getInt() << " names "
+           << what << " #" << index.getInt() << " of @" << forward.getSymName()
+           << ", which has " << count << " " << what << (count == 1 ? "" : "s");
+  };
+  for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
+    DictionaryAttr attrs = backward.getArgAttrDict(i);
+    std::string where = "argument #" + std::to_string(i);
+    if (failed(check(attrs, where, TileDialect::getCotangentAttrName(), results,
+                     "result")) ||
+        failed(check(attrs, where, TileDialect::getMainGradAttrName(),
+                     arguments, "argument")))
+      return failure();
+  }
+  for (unsigned i = 0; i < backward.getNumResults(); ++i) {
+    DictionaryAttr attrs = backward.getResultAttrDict(i);
+    std::string where = "result #" + std::to_string(i);
+    if (failed(check(attrs, where, TileDialect::getGradientAttrName(),
+                     arguments, "argument")) ||
+        failed(check(attrs, where, TileDialect::getPrimalAttrName(), results,
+                     "result")))
+      return failure();
+  }
   return success();
 }
 
@@ -112,6 +156,9 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'") << name
                                 << "' marks a derived kernel: the function "
                                    "must carry 'tile.kernel' too";
+    if (name == getBackwardOfAttrName())
+      return verifyRoleIndices(cast<func::FuncOp>(op),
+                               cast<FlatSymbolRefAttr>(attr.getValue()));
     return success();
   }
   if (name == getNoGradAttrName())
