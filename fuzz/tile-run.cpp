@@ -81,10 +81,11 @@ std::string join(const Input &input) {
 /// elsewhere (response files, --output-dir), or set the work limit.
 bool isExcluded(llvm::StringRef arg) {
   llvm::StringRef name = arg.ltrim('-');
-  // LLVM reads `-h` as --help, and `--hs` as -h and -s grouped: every
-  // name that starts with h but --high.
-  return arg.starts_with("@") ||
-         (name.starts_with("h") && !name.starts_with("high")) ||
+  // LLVM reads `-h` as --help, and `--hs` as -h and -s grouped (so too
+  // `--highX...`, an unknown name): every name that starts with h but
+  // --high itself.
+  bool high = name == "high" || name.starts_with("high=");
+  return arg.starts_with("@") || (name.starts_with("h") && !high) ||
          name.starts_with("version") || name.starts_with("output-dir") ||
          name.starts_with("max-element-ops") || name.starts_with("print-all") ||
          name.starts_with("print-options");

@@ -96,3 +96,30 @@ func.func @bad_gradient_fwd(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {
 func.func @bad_gradient_bwd(%x: tensor<?x?xf32>, %dy: tensor<?x?xf32> {tile.cotangent = 0 : i64}) -> (tensor<?x?xf32> {tile.gradient = 1 : i64}) attributes {tile.kernel, tile.backward_of = @bad_gradient_fwd} {
   return %dy : tensor<?x?xf32>
 }
+
+// -----
+
+// The role check runs before func.func's own verifier: attribute arrays
+// shorter than the signature (once read past, a crash the fuzzers found)
+// are left to it, and a short array's entries are still checked.
+"func.func"() <{function_type = (tensor<?x?xf32>) -> tensor<?x?xf32>, sym_name = "short_fwd"}> ({
+^bb0(%x: tensor<?x?xf32>):
+  "func.return"(%x) : (tensor<?x?xf32>) -> ()
+}) {tile.kernel} : () -> ()
+// expected-error @+1 {{expects result attribute array to have the same number of elements as the number of function results, got 1, but expected 2}}
+"func.func"() <{function_type = (tensor<?x?xf32>, tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>), res_attrs = [{tile.gradient = 0 : i64}], sym_name = "short_bwd"}> ({
+^bb0(%x: tensor<?x?xf32>, %dy: tensor<?x?xf32>):
+  "func.return"(%x, %dy) : (tensor<?x?xf32>, tensor<?x?xf32>) -> ()
+}) {tile.backward_of = @short_fwd, tile.kernel} : () -> ()
+
+// -----
+
+"func.func"() <{function_type = (tensor<?x?xf32>) -> tensor<?x?xf32>, sym_name = "short2_fwd"}> ({
+^bb0(%x: tensor<?x?xf32>):
+  "func.return"(%x) : (tensor<?x?xf32>) -> ()
+}) {tile.kernel} : () -> ()
+// expected-error @+1 {{argument #0's 'tile.cotangent' = 3 names result #3 of @short2_fwd, which has 1 result}}
+"func.func"() <{arg_attrs = [{tile.cotangent = 3 : i64}], function_type = (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>, sym_name = "short2_bwd"}> ({
+^bb0(%x: tensor<?x?xf32>, %dy: tensor<?x?xf32>):
+  "func.return"(%dy) : (tensor<?x?xf32>) -> ()
+}) {tile.backward_of = @short2_fwd, tile.kernel} : () -> ()

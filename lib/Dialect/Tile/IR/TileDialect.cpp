@@ -54,35 +54,39 @@ LogicalResult verifyRoleIndices(func::FuncOp backward, FlatSymbolRefAttr of) {
     return success();
   int64_t results = forward.getNumResults();
   int64_t arguments = forward.getNumArguments();
-  auto check = [&](DictionaryAttr attrs, std::string where, StringRef role,
+  // Read through the raw attribute arrays: this runs before func.func's
+  // own verifier, so they may be shorter than the signature or hold
+  // something other than dictionaries (getArgAttrDict would read past
+  // them).
+  auto check = [&](ArrayAttr all, unsigned i, StringRef where, StringRef role,
                    int64_t count, StringRef what) -> LogicalResult {
+    auto attrs = all && i < all.size() ? dyn_cast<DictionaryAttr>(all[i])
+                                       : DictionaryAttr();
     auto index =
         attrs ? dyn_cast_or_null<IntegerAttr>(attrs.get(role)) : IntegerAttr();
     if (!index || index.getInt() < count)
       return success();
     return backward.emitError()
-           << where << "'s '" << role << "' = " << index.getInt() << " names "
-           << what << " #" << index.getInt() << " of @" << forward.getSymName()
-           << ", which has " << count << " " << what << (count == 1 ? "" : "s");
+           << where << " #" << i << "'s '" << role << "' = " << index.getInt()
+           << " names " << what << " #" << index.getInt() << " of @"
+           << forward.getSymName() << ", which has " << count << " " << what
+           << (count == 1 ? "" : "s");
   };
-  for (unsigned i = 0; i < backward.getNumArguments(); ++i) {
-    DictionaryAttr attrs = backward.getArgAttrDict(i);
-    std::string where = "argument #" + std::to_string(i);
-    if (failed(check(attrs, where, TileDialect::getCotangentAttrName(), results,
-                     "result")) ||
-        failed(check(attrs, where, TileDialect::getMainGradAttrName(),
-                     arguments, "argument")))
+  ArrayAttr argAttrs = backward.getArgAttrsAttr();
+  for (unsigned i = 0; i < backward.getNumArguments(); ++i)
+    if (failed(check(argAttrs, i, "argument",
+                     TileDialect::getCotangentAttrName(), results, "result")) ||
+        failed(check(argAttrs, i, "argument",
+                     TileDialect::getMainGradAttrName(), arguments,
+                     "argument")))
       return failure();
-  }
-  for (unsigned i = 0; i < backward.getNumResults(); ++i) {
-    DictionaryAttr attrs = backward.getResultAttrDict(i);
-    std::string where = "result #" + std::to_string(i);
-    if (failed(check(attrs, where, TileDialect::getGradientAttrName(),
+  ArrayAttr resAttrs = backward.getResAttrsAttr();
+  for (unsigned i = 0; i < backward.getNumResults(); ++i)
+    if (failed(check(resAttrs, i, "result", TileDialect::getGradientAttrName(),
                      arguments, "argument")) ||
-        failed(check(attrs, where, TileDialect::getPrimalAttrName(), results,
-                     "result")))
+        failed(check(resAttrs, i, "result", TileDialect::getPrimalAttrName(),
+                     results, "result")))
       return failure();
-  }
   return success();
 }
 
