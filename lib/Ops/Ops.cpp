@@ -36,6 +36,25 @@ const char *operatorName(size_t index) {
                                              : nullptr;
 }
 
+std::string describe(const ScheduleOverrides &overrides) {
+  std::string text;
+  if (overrides.threads)
+    text += ", " + std::to_string(overrides.threads) + " threads";
+  if (overrides.rowsPerCta)
+    text += ", " + std::to_string(overrides.rowsPerCta) + " rows per CTA";
+  if (overrides.rowGrid)
+    text += ", one CTA per row";
+  if (overrides.ctas)
+    text += ", " + std::to_string(overrides.ctas) + " persistent CTAs";
+  if (overrides.vectorWidth)
+    text += ", vector width " + std::to_string(overrides.vectorWidth);
+  if (overrides.foldFinalize)
+    text += ", a folded finalize";
+  if (!overrides.registerCaps)
+    text += ", no register caps";
+  return text;
+}
+
 Operators::Operators(rt::Device device, std::string cacheDir,
                      ScheduleOverrides overrides)
     : dev(std::move(device)), jit(std::move(cacheDir)), overrides(overrides) {}

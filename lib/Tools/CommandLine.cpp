@@ -55,20 +55,15 @@ void mlir::tile::prepareCommandLine(
 namespace mlir::tile {
 
 struct ScheduleCommandLine::Options {
-  explicit Options(llvm::cl::OptionCategory &category)
-      :
-#define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
-                             DESCRIPTION)                                      \
-  MEMBER(TOOL_FLAG, llvm::cl::desc(DESCRIPTION), llvm::cl::init(DEFAULT),      \
-         llvm::cl::cat(category)),
-#include "tile/Target/ScheduleOptions.def"
-        category(category) {
-  }
-#define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
-                             DESCRIPTION)                                      \
-  llvm::cl::opt<TYPE> MEMBER;
-#include "tile/Target/ScheduleOptions.def"
+  explicit Options(llvm::cl::OptionCategory &category) : category(category) {}
+  // First: the options below are listed under it.
   llvm::cl::OptionCategory &category;
+#define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
+                             DESCRIPTION)                                      \
+  llvm::cl::opt<TYPE> MEMBER{TOOL_FLAG, llvm::cl::desc(DESCRIPTION),           \
+                             llvm::cl::init(DEFAULT),                          \
+                             llvm::cl::cat(category)};
+#include "tile/Target/ScheduleOptions.def"
 };
 
 ScheduleCommandLine::ScheduleCommandLine(llvm::cl::OptionCategory &category)

@@ -25,13 +25,10 @@ GPU_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16",
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
-def tensor_arg(tensor, dtype=None):
-    """`tensor` (dense) as the C layer takes it; `dtype` overrides its tile
-    dtype (an exact host call describes float64 data by the kernel's
-    types)."""
+def tensor_arg(tensor):
+    """`tensor` (dense) as the C layer takes it."""
     return _capi.TensorArg(tensor.data_ptr(), tuple(tensor.shape),
-                           TILE_DTYPES[tensor.dtype] if dtype is None
-                           else dtype)
+                           TILE_DTYPES[tensor.dtype])
 
 
 def stream_of(device):
@@ -40,9 +37,7 @@ def stream_of(device):
 
 
 def workspace_of(tensor):
-    """(address, bytes) of a uint8 workspace tensor, or (None, 0)."""
-    if tensor is None:
-        return None, 0
+    """(address, bytes) of a uint8 workspace tensor."""
     return tensor.data_ptr(), tensor.numel()
 
 

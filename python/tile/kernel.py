@@ -366,11 +366,10 @@ def launch(call, args, device, out=None):
                        torch.empty(shape, dtype=dtype, device=device))
     workspace = (torch.empty(record.workspace_bytes, dtype=torch.uint8,
                              device=device) if record.workspace_bytes else None)
-    launcher = record.launch
     record.launch(
         device.index, stream_of(device),
-        [flats[i].data_ptr() for i in launcher.tensor_slots],
-        [args[i] for i in launcher.float_slots],
+        [flats[i].data_ptr() for i in record.launch.tensor_slots],
+        [args[i] for i in record.launch.float_slots],
         [output.data_ptr() for output in outputs],
         workspace.data_ptr() if workspace is not None else None,
         record.workspace_bytes)

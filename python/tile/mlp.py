@@ -155,8 +155,8 @@ def _cpu_backward(x, gate, up, down, dy, splits, grads, overwrite):
     swiglu = operators.kernel("swiglu")
     dx = torch.zeros_like(x)
     computed = [torch.zeros(g.shape, dtype=f64) for g in grads]
-    grad_gate, grad_up = _halves(*computed[:-1], None) if up is None \
-        else computed[:2]
+    grad_gate, grad_up = _halves(computed[0],
+                                 None if up is None else computed[1])
     for e, rows in _expert_rows(splits, x.shape[0]):
         if rows.start == rows.stop:
             continue  # no tokens: zero gradients
@@ -191,7 +191,7 @@ def _workspace_bytes(x, gate, up, splits, options):
     inter = gate.shape[1] // (1 if up is not None else 2)
     experts = gate.shape[0]
     *_, workspace = plan(x.shape[0], inter, x.dtype, shards=options[0],
-                         memory_budget=options[1] or None, experts=experts,
+                         memory_budget=options[1], experts=experts,
                          recompute=options[2])
     return workspace
 
@@ -208,39 +208,39 @@ def _forward(x, gate, up, down, splits, options):
                             dtype=torch.uint8, device=x.device)
     _capi.mlp_forward(
         x.device.index, options, stream_of(x.device),
-        workspace_of(workspace),
-        [None if w is None else tensor_arg(w) for w in (gate, up, down)],
+        workspace_of(workspace), _tensor_args((gate, up, down)),
         tensor_arg(x), _splits_or_all(splits, x), tensor_arg(y))
     return y, (None if options[2] else workspace)
 
 
-def _backward(x, gate, up, down, dy, splits, options, kept, grads,
-              overwrite):
+def _backward(x, gate, up, down, dy, splits, shards, memory_budget, kept,
+              grads, overwrite):
     """dx; the weight gradients written to (`overwrite`) or added to
     `grads` (fp32, stacked as the weights). `kept`: the untiled forward's
     workspace (its g, u and h become dg, du and dh here), or None for the
-    tiled step."""
+    tiled step of `shards` and `memory_budget`."""
     if x.device.type == "cpu":
         return _cpu_backward(x, gate, up, down, dy, splits, grads, overwrite)
     dx = torch.empty_like(x)
     if kept is None:
-        options = (options[0], options[1], True)
+        options = (shards, memory_budget, True)
         kept = torch.empty(_workspace_bytes(x, gate, up, splits, options),
                            dtype=torch.uint8, device=x.device)
-    else:
+    else:  # the untiled forward's handle
         options = (0, 0, False)
+    # The gradients as Tile.h takes them: laid out as the weights.
+    grads = grads if up is not None else [grads[0], None, grads[1]]
     _capi.mlp_backward(
         x.device.index, options, stream_of(x.device), workspace_of(kept),
-        [None if w is None else tensor_arg(w) for w in (gate, up, down)],
-        tensor_arg(x), _splits_or_all(splits, x), tensor_arg(dy),
-        tensor_arg(dx), _as_weights([tensor_arg(g) for g in grads], up),
-        overwrite)
+        _tensor_args((gate, up, down)), tensor_arg(x),
+        _splits_or_all(splits, x), tensor_arg(dy), tensor_arg(dx),
+        _tensor_args(grads), overwrite)
     return dx
 
 
-def _as_weights(grads, up):
-    """Gradients laid out as the weights: (gate, up or None, down)."""
-    return grads if up is not None else [grads[0], None, grads[1]]
+def _tensor_args(tensors):
+    """TensorArgs of (gate, up or None, down)-shaped tensors."""
+    return [None if t is None else tensor_arg(t) for t in tensors]
 
 
 def _grad_buffers(x, weights):
@@ -297,8 +297,7 @@ def _backward_op(x: torch.Tensor, gate: torch.Tensor,
     """dx; the weight gradients written to or added to `grads` in place.
     `kept`: the untiled forward's workspace, whose g, u and h the step
     overwrites, or an empty tensor for the tiled step (or the CPU)."""
-    return _backward(x, gate, up, down, dy, splits,
-                     (shards, memory_budget, True),
+    return _backward(x, gate, up, down, dy, splits, shards, memory_budget,
                      kept if kept.numel() else None, grads, overwrite)
 
 
@@ -352,9 +351,8 @@ class _MLPFunction(torch.autograd.Function):
             dx = _backward_op(x, *weights, dy, splits, shards, memory_budget,
                               _kept_or_empty(x, kept), grads, overwrite)
         else:
-            dx = _backward(x, *weights, dy, splits,
-                           (shards, memory_budget, True), kept, grads,
-                           overwrite)
+            dx = _backward(x, *weights, dy, splits, shards, memory_budget,
+                           kept, grads, overwrite)
         rest = (None,) * (4 + len(main_grads))
         if main_grads:
             mark_main_grads(params, in_forward=False)

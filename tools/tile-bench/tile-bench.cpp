@@ -176,27 +176,6 @@ cl::opt<int> groupedStreams(
     "streams", cl::desc("the streams the experts' GEMMs spread over"),
     cl::init(ops::MLPOptions().streams), cl::sub(groupedCommand));
 
-/// The schedule overrides in effect, as ", 256 threads, ..." (empty for
-/// none): the end of the "device:" line.
-std::string describeOverrides(const ops::ScheduleOverrides &schedule) {
-  std::string overrides;
-  if (schedule.threads)
-    overrides += ", " + std::to_string(schedule.threads) + " threads";
-  if (schedule.rowsPerCta)
-    overrides += ", " + std::to_string(schedule.rowsPerCta) + " rows per CTA";
-  if (schedule.rowGrid)
-    overrides += ", one CTA per row";
-  if (schedule.ctas)
-    overrides += ", " + std::to_string(schedule.ctas) + " persistent CTAs";
-  if (schedule.vectorWidth)
-    overrides += ", vector width " + std::to_string(schedule.vectorWidth);
-  if (schedule.foldFinalize)
-    overrides += ", a folded finalize";
-  if (!schedule.registerCaps)
-    overrides += ", no register caps";
-  return overrides;
-}
-
 /// Whether --shapes (",MxN,...," or empty for every shape) asks for m x n.
 bool selected(const std::string &shapes, int64_t m, int64_t n) {
   return shapes.empty() ||
@@ -447,7 +426,7 @@ rt::Status runOperatorBench(const ops::ScheduleOverrides &schedule,
               ops.device().name().c_str(), ops.device().chip().c_str(),
               ops.device().multiprocessors(), iterations.getValue(),
               hostInclusive.getValue() ? "host-inclusive" : "device time",
-              describeOverrides(schedule).c_str());
+              ops::describe(schedule).c_str());
 
   // Here, not in measureCeiling: bench.ahead runs the stream kernel before
   // every later timed call.

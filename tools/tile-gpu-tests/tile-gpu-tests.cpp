@@ -311,27 +311,14 @@ int main(int argc, char **argv) {
                               "against a float64 reference\n");
   ops::ScheduleOverrides overrides;
   static_cast<ScheduleOptions &>(overrides) = scheduleFlags.get();
-  int64_t rowsPerCta = overrides.rowsPerCta, ctas = overrides.ctas;
-  bool rowGrid = overrides.rowGrid, foldFinalize = overrides.foldFinalize;
   auto ops = ops::Operators::create(0, "", overrides);
   if (!ops) {
     std::fprintf(stderr, "error: %s\n", ops.message().c_str());
     return 1;
   }
-  std::printf(
-      "device: %s (%s)%s\n", (*ops)->device().name().c_str(),
-      (*ops)->device().chip().c_str(),
-      (std::string(overrides.threads
-                       ? ", " + std::to_string(overrides.threads) + " threads"
-                       : "") +
-       (overrides.vectorWidth
-            ? ", vector width " + std::to_string(overrides.vectorWidth)
-            : "") +
-       (rowsPerCta ? ", " + std::to_string(rowsPerCta) + " rows per CTA" : "") +
-       (ctas ? ", " + std::to_string(ctas) + " persistent CTAs" : "") +
-       (rowGrid ? ", one CTA per row" : "") +
-       (foldFinalize ? ", a folded finalize" : ""))
-          .c_str());
+  std::printf("device: %s (%s)%s\n", (*ops)->device().name().c_str(),
+              (*ops)->device().chip().c_str(),
+              ops::describe(overrides).c_str());
   Suite suite{**ops};
   testCallerContext(suite);
   // Argument errors reach the caller as messages, on the GPU path too.

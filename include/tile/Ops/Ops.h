@@ -56,6 +56,10 @@ struct ScheduleOverrides : ::tile::ScheduleOptions {
   bool registerCaps = true;
 };
 
+/// The overrides that differ from the defaults, as a tool's banner lists
+/// them (", 4 rows per CTA, one CTA per row"); empty for none.
+std::string describe(const ScheduleOverrides &overrides);
+
 class Operators {
 public:
   /// Opens device `ordinal`; `cacheDir` as for jit::Jit.
