@@ -95,10 +95,14 @@ def test_no_reach_into_private_names(name):
 def test_each_module_imports_alone(name):
     """The module and what it imports, without the package's __init__
     importing the rest first: nothing leans on an import order."""
+    # The tile this process imports (the source tree or an installed
+    # package, which holds libtile.so beside its modules).
+    import tile
+    installed = str(Path(tile.__file__).resolve().parent)
     program = (
         "import importlib, sys, types\n"
         f"package = types.ModuleType('tile')\n"
-        f"package.__path__ = [{str(PACKAGE)!r}]\n"
+        f"package.__path__ = [{installed!r}]\n"
         "sys.modules['tile'] = package\n"
         f"importlib.import_module('tile.{name}')\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('tile.'))\n"
