@@ -23,6 +23,7 @@ import datetime
 import functools
 import json
 import os
+import sys
 import traceback
 
 import torch
@@ -307,6 +308,14 @@ def main():
         with open(args.out, "w") as out:
             json.dump(results, out, indent=1)
     dist.destroy_process_group()
+    # Every case has run and its result is written. About one run in ten
+    # (2 of 20, two CPU ranks over gloo, 2026-11-25) then aborts while the
+    # interpreter tears down ("terminate called without an active
+    # exception"): an open defect (issue 49), not a case's result, so the
+    # rank leaves without the teardown; its output is flushed first.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
