@@ -30,9 +30,9 @@ import timing
 from peers import EPS
 
 
-def implementations():
+def implementations(with_liger):
     impls = {"tile.ops.rms_norm": lambda x, w: tile.ops.rms_norm(x, w, EPS)}
-    others = peers.liger()
+    others = peers.liger(required=with_liger)
     if others:
         impls["Liger LigerRMSNormFunction"] = others["rms_norm"]
     impls["torch.compile (default)"] = torch.compile(peers.rms_norm_eager)
@@ -174,7 +174,7 @@ def mlp_step_ms(seq, hidden, weights, gen):
     return gpu_time(step, 1, iterations=10)
 
 
-def host_table(rounds):
+def host_table(rounds, with_liger):
     """The host-cost table: RMSNorm forward + backward per step."""
     x = torch.randn(4096, 1024, device="cuda").to(torch.bfloat16)
     x.requires_grad_(True)
@@ -182,7 +182,7 @@ def host_table(rounds):
     w.requires_grad_(True)
     dy = torch.randn(4096, 1024, device="cuda").to(torch.bfloat16)
     table = []
-    impls = implementations()
+    impls = implementations(with_liger)
     print(f"\nRMSNorm forward + backward, 4096x1024 bf16, per step; "
           f"{rounds} interleaved rounds (25 % / median / 75 %):")
     print(f"{'implementation':32} {'host us':>23} {'GPU us':>8} "
@@ -224,12 +224,14 @@ def main():
                         help="work queued ahead of each timed operator call")
     parser.add_argument("--host-rounds", type=int, default=15,
                         help="interleaved rounds of the host-cost table")
+    parser.add_argument("--without-liger", action="store_true",
+                        help="leave Liger's row out (else it must import)")
     options = parser.parse_args()
     device = torch.cuda.get_device_name()
     print(f"device: {device}, torch {torch.__version__}")
     rows = []
     if options.host_rounds:
-        rows += host_table(options.host_rounds)
+        rows += host_table(options.host_rounds, not options.without_liger)
     bench = {}
     if options.tile_bench:
         for r in results.read(options.tile_bench, "tile-bench")["results"]:

@@ -19,16 +19,27 @@ def rms_norm_eager(x, w, eps=EPS):
     return y.to(x.dtype)
 
 
-def liger():
-    """{"swiglu": fn, "rms_norm": fn} through Liger's autograd functions,
-    or None with the reason printed where Liger is not importable.
+def liger(required=True):
+    """{"swiglu": fn, "rms_norm": fn} through Liger's autograd functions.
     RMSNorm with LigerRMSNorm's defaults: llama casting, dY overwritten by
-    dX in the backward (its fastest path)."""
+    dX in the backward (its fastest path). Where Liger is not importable:
+    an exit with how to provide it, unless not `required` (the script's
+    --without-liger), then None. A table without its strongest peer must
+    be asked for, never a silent fallback: a run whose Liger wheel had not
+    installed once showed ratios against the next-best peer as if they
+    were the comparison (2026-11-25)."""
     try:
         from liger_kernel.ops.rms_norm import LigerRMSNormFunction
         from liger_kernel.ops.swiglu import LigerSiLUMulFunction
     except ImportError as error:
-        print(f"Liger not importable ({error}): its column left out")
+        if required:
+            raise SystemExit(
+                f"Liger is not importable ({error}). Unpack its wheel onto "
+                "PYTHONPATH (pip install --no-deps --target DIR "
+                "liger_kernel-*.whl; PYTHONPATH=python:DIR), or pass "
+                "--without-liger to leave its column out") from error
+        print(f"Liger not importable ({error}): its column left out, as "
+              "--without-liger asked")
         return None
     return {"swiglu": LigerSiLUMulFunction.apply,
             "rms_norm": lambda x, w, eps=EPS: LigerRMSNormFunction.apply(

@@ -59,7 +59,7 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 IN_PLACE = "tile-inpl"  # Tile's SwiGLU whose backward writes over a and b
 
 
-def implementations():
+def implementations(with_liger):
     """{kernel: {side: callable}}; Tile first, the sides that overwrite their
     inputs in the backward (Tile's in-place SwiGLU, Liger) last."""
     impls = {
@@ -73,7 +73,7 @@ def implementations():
                      "compile": torch.compile(peers.rms_norm_eager,
                                               dynamic=False)},
     }
-    for kernel, fn in (peers.liger() or {}).items():
+    for kernel, fn in (peers.liger(required=with_liger) or {}).items():
         impls[kernel]["liger"] = fn
     return impls
 
@@ -234,6 +234,8 @@ def main():
     parser.add_argument("--dtypes", default="bf16,f16,f32")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--json", help="write every figure here")
+    parser.add_argument("--without-liger", action="store_true",
+                        help="leave Liger's column out (else it must import)")
     options = parser.parse_args()
     benches = [results.read(path, "tile-bench")
                for path in options.bench_json]
@@ -246,7 +248,7 @@ def main():
         kernel, direction = r["kernel"].split()
         m, n = (int(v) for v in r["shape"].split("x"))
         cases.append((kernel, direction, r["dtype"], m, n))
-    impls = implementations()
+    impls = implementations(not options.without_liger)
     runs = [take_run(cases, impls, run + 1) for run in range(options.runs)]
     table, spread = summary(cases, runs, benches)
     if options.json:
