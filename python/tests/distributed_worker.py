@@ -245,6 +245,50 @@ def run_megatron(ctx):
                 TOLERANCE[ctx.dtype])
 
 
+def expect_refusal(run, *needles):
+    """`run` must raise a RuntimeError whose text holds every needle: a
+    main_grad the engine would leave wrong is an error, never a step."""
+    try:
+        run()
+    except RuntimeError as error:
+        missing = [n for n in needles if n not in str(error)]
+        if missing:
+            raise AssertionError(f"the error does not say {missing}: "
+                                 f"{error}") from error
+        return
+    raise AssertionError("no error: the step ran with a main_grad the "
+                         "engine leaves unreduced")
+
+
+def fully_shard_llama(model, ctx):
+    mesh = init_device_mesh(ctx.device.type, (ctx.world,))
+    for layer in model.model.layers:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def run_fsdp2_main_grad_refused(ctx, attach):
+    """accumulate_into_main_grad=True under fully_shard: the first forward
+    (or attach_main_grads, where the loop calls it) raises, naming the
+    module's parameter and what to do instead."""
+    model = fully_shard_llama(llama(ctx.dtype, ctx.device, main_grad=True),
+                              ctx)
+    if attach:
+        run = functools.partial(tile.nn.attach_main_grads, model)
+    else:
+        run = functools.partial(llama_loss, model, ctx.rank, 0, ctx.device)
+    expect_refusal(run, "FSDP2", "(parameter '",
+                   "accumulate_into_main_grad=False")
+
+
+def run_ddp_main_grad_without_hook_refused(ctx):
+    model = llama(ctx.dtype, ctx.device, main_grad=True)
+    ddp = DistributedDataParallel(model, gradient_as_bucket_view=True)
+    expect_refusal(lambda: llama_loss(ddp, ctx.rank, 0, ctx.device),
+                   "DistributedDataParallel", "main_grad_comm_hook")
+
+
 def cases(ctx):
     low = torch.float32 if ctx.device.type == "cpu" else torch.bfloat16
     return {
@@ -259,6 +303,12 @@ def cases(ctx):
         "ddp": lambda: run_ddp(ctx, main_grad=False),
         "ddp_main_grad": lambda: run_ddp(ctx, main_grad=True),
         "megatron_main_grad": lambda: run_megatron(ctx),
+        "fsdp2_main_grad_refused": lambda: run_fsdp2_main_grad_refused(
+            ctx, attach=False),
+        "fsdp2_attach_main_grads_refused": lambda:
+            run_fsdp2_main_grad_refused(ctx, attach=True),
+        "ddp_main_grad_without_hook_refused": lambda:
+            run_ddp_main_grad_without_hook_refused(ctx),
     }
 
 

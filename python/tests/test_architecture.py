@@ -15,8 +15,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "tile"
 
 # Bottom to top: a module may import the ones before it, never after.
-LAYERS = ["_capi", "autograd", "kernel", "operators", "mlp", "ops", "nn",
-          "transformers", "distributed", "__init__"]
+LAYERS = ["_capi", "autograd", "distributed", "kernel", "operators", "mlp",
+          "ops", "nn", "transformers", "__init__"]
 
 
 def _tree(name):

@@ -26,13 +26,21 @@ fp32 ``param.main_grad`` and autograd gets None, so there is nothing in
   in the sharded (master) parameter's dtype, reduced in
   ``MixedPrecisionPolicy(reduce_dtype=torch.float32)``: that is the fp32
   accumulation main_grad gives DDP. A main_grad under FSDP2 would be a full,
-  unreduced copy on every rank.
+  unreduced copy on every rank, and the sharded parameter would get no
+  gradient, so a module with main_grad under fully_shard raises at its
+  first forward (refuse_unreduced_main_grad), as one under torch's DDP
+  without main_grad_comm_hook does.
+
+This module sits low in the package (only the C layer and autograd below
+it): tile.nn's forwards call its check.
 """
+
+import weakref
 
 import torch
 import torch.distributed as dist
 
-__all__ = ["main_grad_comm_hook"]
+__all__ = ["main_grad_comm_hook", "refuse_unreduced_main_grad"]
 
 
 def _uses_main_grad(param):
@@ -84,3 +92,102 @@ def main_grad_comm_hook(process_group, bucket):
         done.set_result(buffer)
         return done
     return last.then(lambda _: buffer)
+
+
+# -- engines that would leave a main_grad wrong ------------------------------
+
+def _composable_states():
+    """FSDP2's record of where fully_shard was applied: the map from module
+    to state in torch.distributed._composable_state (present since torch
+    2.2). FSDP2 keeps no public registry, and this is the one place that
+    knows; where it is missing the check cannot be made, and says so
+    rather than pass."""
+    try:
+        from torch.distributed import _composable_state
+        return _composable_state._module_state_mapping
+    except (ImportError, AttributeError) as error:
+        raise RuntimeError(
+            "tile: cannot tell whether FSDP2 shards this module (this "
+            f"PyTorch has no FSDP2 state map: {error}); the main_grad "
+            "contract needs that check") from error
+
+
+# module -> the count of composable states when it was last found outside
+# every fully_shard: a new fully_shard anywhere invalidates it, and the
+# forward's check costs a dictionary lookup until then.
+_OUTSIDE_FSDP2 = weakref.WeakKeyDictionary()
+
+
+def _fully_shard_root(module):
+    """The fully_shard-ed module `module` is (or is under), or None."""
+    if not dist.is_available():
+        return None
+    from torch.distributed.fsdp import FSDPModule
+    states = _composable_states()
+    count = len(states)
+    if _OUTSIDE_FSDP2.get(module) == count:
+        return None
+    for root in list(states.keys()):
+        if isinstance(root, FSDPModule) and \
+                any(m is module for m in root.modules()):
+            return root
+    _OUTSIDE_FSDP2[module] = count
+    return None
+
+
+def _active_ddp():
+    """The torch DistributedDataParallel whose forward is running, or
+    None (DDP records it for TorchDynamo; not with its Python reducer,
+    which compiled autograd uses)."""
+    if not dist.is_available():
+        return None
+    from torch.nn.parallel import DistributedDataParallel
+    return DistributedDataParallel._get_active_ddp_module()
+
+
+def _first_parameter_name(module):
+    return next((name for name, _ in module.named_parameters()), "?")
+
+
+def refuse_unreduced_main_grad(module):
+    """Raises where `module`, a tile.nn module with
+    accumulate_into_main_grad=True, runs under an engine that would leave
+    its main_grad wrong without a word:
+
+    - FSDP2 (fully_shard on it or on a module above it): each rank's
+      main_grad would hold the full, unreduced gradient of its own
+      micro-batch, and the sharded parameter FSDP2 reduces and steps would
+      get none;
+    - torch's DDP without main_grad_comm_hook: DDP reduces the zero .grad,
+      and each rank's main_grad keeps its own gradient.
+
+    Megatron-LM's DDP (not torch's) reduces the buffer main_grad lives in,
+    and passes. Called from the forward, eagerly; while torch.compile
+    traces, attach_main_grads (which a compiled main_grad step needs
+    first) has made the FSDP2 check."""
+    if torch.compiler.is_compiling():
+        return
+    what = (f"{type(module).__name__} (parameter "
+            f"'{_first_parameter_name(module)}')")
+    root = _fully_shard_root(module)
+    if root is not None:
+        raise RuntimeError(
+            f"tile: {what} has accumulate_into_main_grad=True under FSDP2 "
+            f"(fully_shard on {type(root).__name__}). FSDP2 reduce-scatters "
+            ".grad into each rank's shard; main_grad would be a full, "
+            "unreduced gradient on every rank and the sharded parameter "
+            "would get none. Build it with accumulate_into_main_grad=False "
+            "(apply_tile(model, accumulate_into_main_grad=False)) and keep "
+            "fp32 gradients with fp32 parameters and "
+            "MixedPrecisionPolicy(reduce_dtype=torch.float32)")
+    ddp = _active_ddp()
+    if ddp is not None and not any(
+            hook is main_grad_comm_hook
+            for hook, _ in getattr(ddp, "_comm_hooks", ())):
+        raise RuntimeError(
+            f"tile: {what} has accumulate_into_main_grad=True under torch's "
+            "DistributedDataParallel without tile.distributed."
+            "main_grad_comm_hook: DDP would reduce a zero .grad and leave "
+            "each rank's main_grad unreduced. Register it before the first "
+            "step: ddp.register_comm_hook(None, "
+            "tile.distributed.main_grad_comm_hook)")

@@ -20,6 +20,7 @@ from torch.nn import functional as F
 
 from . import ops
 from .autograd import main_grads_of, mark_main_grads
+from .distributed import refuse_unreduced_main_grad
 from .mlp import matmul_into
 from .operators import gated, gated_backward_in_place, kernel
 
@@ -46,6 +47,16 @@ def _ensure_main_grad(param):
     return param.main_grad
 
 
+def _prepare_main_grads(module, params):
+    """The main_grad contract's checks before `module`'s forward: an
+    engine that would leave main_grad wrong refuses (FSDP2, torch DDP
+    without main_grad_comm_hook), then each of `params` gets its main_grad
+    (_ensure_main_grad)."""
+    refuse_unreduced_main_grad(module)
+    for param in params:
+        _ensure_main_grad(param)
+
+
 def attach_main_grads(model):
     """Gives every parameter of the Tile modules in `model` that use the
     main_grad contract (``accumulate_into_main_grad=True``) a zero fp32
@@ -55,8 +66,7 @@ def attach_main_grads(model):
     for module in model.modules():
         if isinstance(module, _MAIN_GRAD_MODULES) and \
                 module.accumulate_into_main_grad:
-            for param in module.parameters():
-                _ensure_main_grad(param)
+            _prepare_main_grads(module, module.parameters())
     return model
 
 
@@ -86,7 +96,7 @@ class RMSNorm(nn.Module):
     def forward(self, x):
         weight = self.weight
         if self.accumulate_into_main_grad:
-            _ensure_main_grad(weight)
+            _prepare_main_grads(self, [weight])
         elif weight.dtype != x.dtype:
             # Mixed precision (an fp32 weight, bf16 activations): the kernel
             # takes one dtype; autograd casts the gradient back.
@@ -190,8 +200,7 @@ class GatedMLP(nn.Module):
         if self.accumulate_into_main_grad and torch.is_grad_enabled():
             weights = (self.gate_proj.weight, self.up_proj.weight,
                        self.down_proj.weight)
-            for w in weights:
-                _ensure_main_grad(w)
+            _prepare_main_grads(self, weights)
             main_grads = main_grads_of(weights, ("gate", "up", "down"))
             return _MainGradGatedMLP.apply(x, *weights, self.activation,
                                            *main_grads)
@@ -233,8 +242,7 @@ class TiledSwiGLUMLP(nn.Module):
         weights = (self.gate_proj.weight, self.up_proj.weight,
                    self.down_proj.weight)
         if self.accumulate_into_main_grad:
-            for w in weights:
-                _ensure_main_grad(w)
+            _prepare_main_grads(self, weights)
         return ops.swiglu_mlp(
             x.contiguous(), *weights,
             shards=0 if self.shards == "auto" else self.shards,
@@ -299,8 +307,7 @@ class GroupedSwiGLUMLP(nn.Module):
 
     def forward(self, x, m_splits):
         if self.accumulate_into_main_grad:
-            for w in (self.gate_up_proj, self.down_proj):
-                _ensure_main_grad(w)
+            _prepare_main_grads(self, (self.gate_up_proj, self.down_proj))
         return ops.grouped_swiglu_mlp(
             x.contiguous(), self.gate_up_proj, self.down_proj, m_splits,
             shards=0 if self.shards == "auto" else self.shards,
