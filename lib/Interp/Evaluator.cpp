@@ -13,6 +13,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace tile::interp {
@@ -174,6 +176,13 @@ llvm::Error bindArgument(func::FuncOp func, unsigned index, const Buffer &arg,
     return fail("expected a scalar");
   }
   bound.storage = storageOf(value.getType());
+  // Integer data (labels) holds integers, which doubles represent exactly
+  // up to 2^53: a fraction or a larger magnitude is the caller's mistake.
+  if (getElementTypeOrSelf(value).isInteger())
+    for (double element : bound.values)
+      if (element != std::trunc(element) || std::abs(element) > 0x1p53)
+        return fail("holds " + std::to_string(element) +
+                    ", not an integer the evaluator holds exactly");
   if (options.roundStorage && isa<FloatType>(getElementTypeOrSelf(value)))
     for (double &element : bound.values)
       element = roundTo(bound.storage, element);

@@ -77,8 +77,13 @@ makeInputs(func::FuncOp func, const std::vector<std::string> &specs,
       StorageType storage = getStorageType(tensorType.getElementType())
                                 .value_or(StorageType::F64);
       Buffer buffer = Buffer::tensor(*shape, storage);
-      for (double &value : buffer.values)
+      // Integer data (labels) gets integers of the same range.
+      bool integers = tensorType.getElementType().isInteger();
+      for (double &value : buffer.values) {
         value = random.uniform(options.low, options.high);
+        if (integers)
+          value = std::floor(value);
+      }
       args.push_back(std::move(buffer));
       continue;
     }

@@ -36,6 +36,15 @@ llvm::Error evalCast(t::CastOp op, Env &env) {
   return llvm::Error::success();
 }
 
+llvm::Error evalIota(t::IotaOp op, Env &env) {
+  Buffer result = emptyLike(op, env.get(op.getShape()).shape);
+  int64_t width = result.shape.back();
+  for (size_t i = 0; i < result.values.size(); ++i)
+    result.values[i] = static_cast<double>(static_cast<int64_t>(i) % width);
+  env.values[op] = std::move(result);
+  return llvm::Error::success();
+}
+
 llvm::Error evalSplat(t::SplatOp op, Env &env) {
   const Buffer &shape = env.get(op.getShape());
   Buffer result = emptyLike(op, shape.shape);
@@ -298,6 +307,7 @@ std::optional<llvm::Error> detail::evalStructural(Operation *op, Env &env) {
   return llvm::TypeSwitch<Operation *, std::optional<llvm::Error>>(op)
       .Case([&](t::CastOp cast) { return evalCast(cast, env); })
       .Case([&](t::SplatOp splat) { return evalSplat(splat, env); })
+      .Case([&](t::IotaOp iota) { return evalIota(iota, env); })
       .Case([&](t::BroadcastOp b) { return evalBroadcast(b, env); })
       .Case([&](t::ReduceOp reduce) { return evalReduce(reduce, env); })
       .Case([&](t::SliceOp slice) { return evalSlice(slice, env); })

@@ -167,6 +167,12 @@ Value Evaluator::convert(Value value, Type to) {
   Type from = value.getType();
   if (from == to)
     return value;
+  // Integer data (a label, an iota's index) as a signed integer.
+  if (from.isIntOrIndex()) {
+    if (from.isIndex())
+      value = arith::IndexCastOp::create(b, loc, b.getI64Type(), value);
+    return arith::SIToFPOp::create(b, loc, to, value);
+  }
   if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()) {
     // A lane of a 16-bit vector load (extractLanes): widened from its word
     // where it is bf16 (a bf16 is the top half of an f32, so one shift or
@@ -374,6 +380,9 @@ Value Evaluator::rowValue(Value value) {
                                     ValueRange{rowIndex});
   } else if (auto reduce = value.getDefiningOp<ReduceOp>()) {
     result = reduceRow(reduce);
+  } else if (auto iota = value.getDefiningOp<IotaOp>()) {
+    // A per-row value's last dimension is the rows: its index is the row.
+    result = convert(rowIndex, elementTypeOf(iota.getResult()));
   } else if (auto constant = f.model.tableOf(value)) {
     result = memref::LoadOp::create(b, loc, constantTable(constant),
                                     ValueRange{rowIndex});
@@ -529,6 +538,12 @@ Lanes Evaluator::group(Value value, Value base) {
     Operation *def = value.getDefiningOp();
     if (auto reduce = dyn_cast<ReduceOp>(def)) {
       result = {acrossRowsTotal(reduce, base)};
+    } else if (auto iota = dyn_cast<IotaOp>(def)) {
+      // Each lane's column.
+      for (int64_t l = 0; l < laneCount; ++l)
+        result.push_back(
+            convert(arith::AddIOp::create(b, loc, base, f.index(l)),
+                    elementTypeOf(iota.getResult())));
     } else if (Value column = inputColumn(def, base)) {
       result = group(def->getOperand(0), column);
     } else if (auto pad = dyn_cast<PadOp>(def)) {

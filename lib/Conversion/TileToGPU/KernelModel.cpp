@@ -98,6 +98,8 @@ void propagate(Operation *op, Propagator &p) {
     return p.unify({cast.getInput(), cast.getResult()}, op);
   if (auto splat = dyn_cast<SplatOp>(op))
     return p.unify({splat.getShape(), splat.getResult()}, op);
+  if (auto iota = dyn_cast<IotaOp>(op))
+    return p.unify({iota.getShape(), iota.getResult()}, op);
   if (auto pad = dyn_cast<PadOp>(op)) {
     p.set(pad.getInput(), ValueKind::Element, op);
     p.set(pad.getResult(), ValueKind::Element, op);
@@ -242,6 +244,16 @@ FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
     return p.conflictAt->emitOpError(
         "mixes per-row and per-column values; broadcast one of them first");
 
+  // Integer data is read one value per row (a label), with a scalar load:
+  // the vectorized column loops move floats only.
+  for (BlockArgument arg : body.getArguments())
+    if (isTensor(arg) && elementTypeOf(arg).isInteger() &&
+        p.get(arg) != ValueKind::RowValue)
+      return func.emitOpError("argument #")
+             << arg.getArgNumber() << " (" << arg.getType() << ") is integer "
+             << "data per " << stringifyKind(*p.get(arg))
+             << "; the GPU lowering reads integer tensors per row only (one "
+                "label per row): pass other integer data as floats";
   for (Operation &op : body) {
     for (Value value : llvm::concat<Value>(op.getOperands(), op.getResults()))
       if (isTensor(value) && !p.get(value))
@@ -351,6 +363,8 @@ WidthRule KernelModel::widthRule(Value value) const {
     return {Kind::SameAs, broadcast.getShape()};
   if (auto splat = dyn_cast<SplatOp>(def))
     return {Kind::SameAs, splat.getShape()};
+  if (auto iota = dyn_cast<IotaOp>(def))
+    return {Kind::SameAs, iota.getShape()};
   if (auto reduce = dyn_cast<ReduceOp>(def))
     return {Kind::SameAs, reduce.getInput()};
   if (auto constant = dyn_cast<arith::ConstantOp>(def)) {

@@ -14,6 +14,47 @@ func.func @cast_shape(%x: tensor<4x?xbf16>) -> tensor<5x?xf32> {
 
 // -----
 
+func.func @cast_to_integer(%x: tensor<?xf32>) -> tensor<?xi64> {
+  // expected-error@+1 {{result #0 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values}}
+  %0 = tile.cast %x : tensor<?xf32> to tensor<?xi64>
+  return %0 : tensor<?xi64>
+}
+
+// -----
+
+func.func @cast_i8(%x: tensor<?xi8>) -> tensor<?xf32> {
+  // expected-error@+1 {{operand #0 must be}}
+  %0 = tile.cast %x : tensor<?xi8> to tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @integer_data_read(%x: tensor<?x?xf32>, %labels: tensor<?xi64>)
+    -> tensor<?x?xf32> attributes {tile.kernel} {
+  // expected-error@+1 {{'arith.addi' op reads the integer tensor argument #1 ('tensor<?xi64>'); integer tensors are read through tile.cast to a float type}}
+  %sum = arith.addi %labels, %labels : tensor<?xi64>
+  return %x : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @iota_shape(%x: tensor<4x?xf32>) -> tensor<5x?xf32> {
+  // expected-error@+1 {{'tile.iota' op result shape [5, ?] differs from the shape of the 'like' operand [4, ?]}}
+  %0 = tile.iota like %x : tensor<4x?xf32> -> tensor<5x?xf32>
+  return %0 : tensor<5x?xf32>
+}
+
+// -----
+
+func.func @iota_scalar(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error@+1 {{'tile.iota' op needs a tensor of rank 1 or more}}
+  %0 = tile.iota like %x : tensor<f32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
 func.func @cast_f64(%x: tensor<?xf32>) -> tensor<?xf64> {
   // expected-error@+1 {{result #0 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values}}
   %0 = tile.cast %x : tensor<?xf32> to tensor<?xf64>
@@ -332,7 +373,7 @@ func.func private @kernel_external(%x: tensor<?xf32>) -> tensor<?xf32> attribute
 
 // -----
 
-// expected-error@+1 {{kernel argument #1 has unsupported type 'tensor<?xi8>'; kernels take ranked tensors of bf16, f16 or f32 and scalar f32, index, i32 or i64 parameters}}
+// expected-error@+1 {{kernel argument #1 has unsupported type 'tensor<?xi8>'; kernels take ranked tensors of bf16, f16, f32 (or i32 and i64 data such as labels) and scalar f32, index, i32 or i64 parameters}}
 func.func @kernel_arg_i8(%x: tensor<?xf32>, %m: tensor<?xi8>) -> tensor<?xf32> attributes {tile.kernel} {
   return %x : tensor<?xf32>
 }

@@ -30,6 +30,26 @@ bool isStorageTensor(Type type) {
   return tensor && isStorageFloat(tensor.getElementType());
 }
 
+/// Integer data (labels): an argument only, read through tile.cast.
+bool isIntegerTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && (tensor.getElementType().isInteger(32) ||
+                    tensor.getElementType().isInteger(64));
+}
+
+/// Whether `user` reads `value` only through tile.cast, or only for its
+/// shape (a 'like' operand, tensor.dim): canonicalization points 'like'
+/// operands at any value of the same shape, an integer argument included.
+bool readsAsFloatOrShape(Operation *user, Value value) {
+  if (isa<CastOp, IotaOp, tensor::DimOp>(user))
+    return true;
+  if (auto splat = dyn_cast<SplatOp>(user))
+    return splat.getValue() != value;
+  if (auto broadcast = dyn_cast<BroadcastOp>(user))
+    return broadcast.getInput() != value;
+  return false;
+}
+
 /// Ops that only move or convert data; they may carry storage types.
 bool isDataMovement(Operation *op) {
   return isa<CastOp, SplatOp, BroadcastOp, SliceOp, ConcatOp, PadOp, RepeatOp,
@@ -117,11 +137,24 @@ LogicalResult mlir::tile::verifyKernel(func::FuncOp func) {
               "'$' and more (the name is the GPU kernel's in PTX)";
   FunctionType type = func.getFunctionType();
   for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
-    if (!isStorageTensor(argType) && !isScalarParameter(argType))
+    if (!isStorageTensor(argType) && !isIntegerTensor(argType) &&
+        !isScalarParameter(argType))
       return func.emitOpError("kernel argument #")
              << index << " has unsupported type " << argType
-             << "; kernels take ranked tensors of bf16, f16 or f32 and "
-                "scalar f32, index, i32 or i64 parameters";
+             << "; kernels take ranked tensors of bf16, f16, f32 (or i32 and "
+                "i64 data such as labels) and scalar f32, index, i32 or i64 "
+                "parameters";
+    if (!isIntegerTensor(argType))
+      continue;
+    // Integer data enters the float math through one conversion, so that
+    // every other op, rule and emitter sees floats only.
+    for (Operation *user : func.getArgument(index).getUsers())
+      if (!readsAsFloatOrShape(user, func.getArgument(index)))
+        return user->emitOpError("reads the integer tensor argument #")
+               << index << " (" << argType
+               << "); integer tensors are read through tile.cast to a float "
+                  "type (tile.cast %labels : tensor<?xi64> to "
+                  "tensor<?xf32>)";
   }
   if (type.getNumResults() == 0)
     return func.emitOpError("kernel must return at least one tensor");

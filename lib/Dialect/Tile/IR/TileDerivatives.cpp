@@ -22,7 +22,18 @@ void noCotangents(Operation *op, SmallVectorImpl<Value> &cotangents) {
 
 LogicalResult CastOp::buildAdjoint(AdjointBuilder &, ValueRange results,
                                    SmallVectorImpl<Value> &operands) {
-  operands.push_back(results[0]);
+  // Integers (labels) are data, never differentiated.
+  if (!isa<FloatType>(getElementTypeOrSelf(getInput())))
+    noCotangents(*this, operands);
+  else
+    operands.push_back(results[0]);
+  return success();
+}
+
+LogicalResult IotaOp::buildAdjoint(AdjointBuilder &, ValueRange,
+                                   SmallVectorImpl<Value> &operands) {
+  // The index does not depend on the 'like' operand's values.
+  noCotangents(*this, operands);
   return success();
 }
 

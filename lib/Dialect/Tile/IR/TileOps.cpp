@@ -90,6 +90,24 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// IotaOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult IotaOp::verify() {
+  auto shapeType = cast<RankedTensorType>(getShape().getType());
+  RankedTensorType resultType = getType();
+  if (shapeType.getShape() != resultType.getShape())
+    return emitOpError("result shape ")
+           << formatShape(resultType.getShape())
+           << " differs from the shape of the 'like' operand "
+           << formatShape(shapeType.getShape());
+  if (resultType.getRank() == 0)
+    return emitOpError("needs a tensor of rank 1 or more: the index is "
+                       "along the last dimension");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // SplatOp
 //===----------------------------------------------------------------------===//
 

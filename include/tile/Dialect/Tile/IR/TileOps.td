@@ -18,6 +18,9 @@ include "mlir/IR/OpBase.td"
 /// The storage element types a kernel may read and write.
 def Tile_StorageFloat : AnyTypeOf<[BF16, F16, F32]>;
 def Tile_FloatTensor : RankedTensorOf<[BF16, F16, F32]>;
+/// Integer data a kernel reads but never differentiates (a loss's labels):
+/// read through tile.cast to a float type, its only use.
+def Tile_IntegerTensor : RankedTensorOf<[I32, I64]>;
 
 /// Every tile op states its derivative rule (TileInterfaces.td).
 class Tile_Op<string mnemonic, list<Trait> traits = []>
@@ -30,20 +33,56 @@ class Tile_Op<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 def Tile_CastOp : Tile_Op<"cast", [Pure, SameOperandsAndResultShape]> {
-  let summary = "converts between floating-point storage types";
+  let summary = "converts between storage types";
   let description = [{
     Converts every element of `input` to the element type of the result,
     rounding to nearest even when narrowing (exactly as the GPU's `cvt.rn`).
     Kernels load `bf16`/`f16` data, cast it to `f32`, compute, and cast back.
 
+    An `i32`/`i64` input (a loss's labels, an index per row) converts to a
+    float as a signed integer; in `f32` every integer of magnitude up to
+    2^24 is exact. This is how integer data enters the float math: it is
+    the one op that may read an integer tensor, and no gradient flows
+    through it to the integers.
+
     ```mlir
     %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+    %lf = tile.cast %labels : tensor<?xi64> to tensor<?xf32>
     ```
   }];
-  let arguments = (ins Tile_FloatTensor:$input);
+  let arguments = (ins AnyTypeOf<[Tile_FloatTensor, Tile_IntegerTensor]>:$input);
   let results = (outs Tile_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// IotaOp
+//===----------------------------------------------------------------------===//
+
+def Tile_IotaOp : Tile_Op<"iota", [Pure]> {
+  let summary = "each element's index along the last dimension";
+  let description = [{
+    Produces a tensor with the shape of `shape` (whose element values are not
+    read) in which every element is its index along the last dimension, as
+    a float: in a `[rows, width]` tensor the column, 0 to width - 1. In `f32`
+    the index is exact for widths up to 2^24.
+
+    With `arith.cmpf` and `arith.select` it picks the element at a per-row
+    column (a label's logit) or masks columns, in float math that the
+    evaluator checks and the derivative rules differentiate. No gradient
+    flows through it: its value does not depend on `shape`'s.
+
+    ```mlir
+    %col = tile.iota like %logits : tensor<?x?xf32> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$shape);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = [{
+    `like` $shape attr-dict `:` type($shape) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
