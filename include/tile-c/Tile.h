@@ -48,7 +48,10 @@ typedef enum {
   TILE_DTYPE_F32 = 2,
   /* Host evaluation only. */
   TILE_DTYPE_F64 = 3,
+  /* Integer data (labels): a kernel's i64 / i32 tensor arguments on the
+     GPU, and a kernel signature's integer scalars and tensors. */
   TILE_DTYPE_I64 = 4,
+  TILE_DTYPE_I32 = 5,
 } tile_dtype;
 
 /* A tensor: device memory for launches, host float64 for evaluation.

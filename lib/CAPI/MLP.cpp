@@ -82,6 +82,10 @@ tile_status tile_mlp_plan(const tile_mlp_options *options, int64_t rows,
   StatusOr<tile::rt::DType> type = tile::capi::deviceDType(dtype, "the MLP");
   if (!type)
     return tile::capi::toC(type.takeStatus());
+  if (!tile::rt::isFloat(*type))
+    return tile::capi::error(std::string("the MLP has dtype ") +
+                             tile::rt::name(*type) +
+                             ": it is bf16, f16 or f32");
   auto plan = tile::ops::planShards(rows, intermediate, *type,
                                     toOptions(options), experts);
   if (!plan)

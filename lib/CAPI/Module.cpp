@@ -73,7 +73,9 @@ tile_dtype dtypeNamed(llvm::StringRef name) {
     return TILE_DTYPE_F32;
   if (name == "f64")
     return TILE_DTYPE_F64;
-  return TILE_DTYPE_I64;
+  if (name == "i32")
+    return TILE_DTYPE_I32;
+  return TILE_DTYPE_I64; // i64 and index
 }
 
 // The C API's roles are the table's (ValueRoles.h), in its order.

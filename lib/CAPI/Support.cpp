@@ -29,9 +29,14 @@ StatusOr<rt::DType> deviceDType(tile_dtype dtype, const std::string &what) {
     return rt::DType::F16;
   case TILE_DTYPE_F32:
     return rt::DType::F32;
+  case TILE_DTYPE_I32:
+    return rt::DType::I32;
+  case TILE_DTYPE_I64:
+    return rt::DType::I64;
   default:
     return Status::error(what + " has dtype " + std::to_string(int(dtype)) +
-                         ": a GPU tensor is bf16, f16 or f32");
+                         ": a GPU tensor is bf16, f16, f32, or i32/i64 "
+                         "integer data");
   }
 }
 

@@ -200,6 +200,7 @@ double apply(math::FmaOp, A a) { return a[0] * a[1] + a[2]; }
 double apply(mlir::tile::SigmoidOp, A a) {
   return 1.0 / (1.0 + std::exp(-a[0]));
 }
+double apply(mlir::tile::StopGradientOp, A a) { return a[0]; }
 
 /// A division by zero, or INT64_MIN / -1 (which overflows, and traps on
 /// x86: arith says the result is undefined, so a kernel that computes it is
@@ -238,7 +239,8 @@ std::optional<llvm::Error> detail::evalElementwise(Operation *op, Env &env) {
 #define TILE_KERNEL_OP(QualifiedName)                                          \
   .Case([&](QualifiedName typed) { evaluate(typed); })
 #include "tile/Dialect/Tile/IR/KernelOps.def"
-      .Case([&](mlir::tile::SigmoidOp typed) { evaluate(typed); });
+      .Case([&](mlir::tile::SigmoidOp typed) { evaluate(typed); })
+      .Case([&](mlir::tile::StopGradientOp typed) { evaluate(typed); });
   return result;
 }
 

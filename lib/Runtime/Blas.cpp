@@ -38,6 +38,8 @@ int cudaType(DType dtype) {
   case DType::F16:
     return kCudaR16F;
   case DType::F32:
+  case DType::I32: // integer data is no matrix: checkMatrix refuses it
+  case DType::I64:
     return kCudaR32F;
   }
   return kCudaR32F;
@@ -81,6 +83,9 @@ Status checkMatrix(const MatrixView &m, const char *what) {
                          " below its " + std::to_string(m.cols) + " columns");
   if (m.data == 0)
     return Status::error("matmul: " + name + " is a null pointer");
+  if (!isFloat(m.dtype))
+    return Status::error("matmul: " + name + " is " + rt::name(m.dtype) +
+                         " data; matrices are bf16, f16 or f32");
   if (m.data % byteSize(m.dtype) != 0)
     return Status::error("matmul: " + name + " is misaligned for " +
                          rt::name(m.dtype));

@@ -9,7 +9,19 @@
 
 namespace tile::rt {
 
-size_t byteSize(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+size_t byteSize(DType dtype) {
+  switch (dtype) {
+  case DType::BF16:
+  case DType::F16:
+    return 2;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::I64:
+    return 8;
+  }
+  return 4;
+}
 
 const char *name(DType dtype) {
   switch (dtype) {
@@ -19,12 +31,17 @@ const char *name(DType dtype) {
     return "f16";
   case DType::F32:
     return "f32";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
   }
   return "?";
 }
 
 std::optional<DType> dtypeNamed(std::string_view name) {
-  for (DType dtype : {DType::BF16, DType::F16, DType::F32})
+  for (DType dtype :
+       {DType::BF16, DType::F16, DType::F32, DType::I32, DType::I64})
     if (name == rt::name(dtype))
       return dtype;
   return std::nullopt;
@@ -35,6 +52,15 @@ std::vector<unsigned char> encode(DType dtype,
   size_t size = byteSize(dtype);
   std::vector<unsigned char> bytes(values.size() * size);
   for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::I32 || dtype == DType::I64) {
+      int64_t integer = static_cast<int64_t>(values[i]);
+      int32_t narrow = static_cast<int32_t>(integer);
+      std::memcpy(&bytes[i * size],
+                  dtype == DType::I64 ? static_cast<const void *>(&integer)
+                                      : static_cast<const void *>(&narrow),
+                  size);
+      continue;
+    }
     float value = static_cast<float>(values[i]);
     if (dtype == DType::F32) {
       std::memcpy(&bytes[i * 4], &value, 4);
@@ -50,7 +76,15 @@ std::vector<double> decode(DType dtype, const unsigned char *bytes,
                            size_t count) {
   std::vector<double> values(count);
   for (size_t i = 0; i < count; ++i) {
-    if (dtype == DType::F32) {
+    if (dtype == DType::I64) {
+      int64_t value;
+      std::memcpy(&value, bytes + i * 8, 8);
+      values[i] = static_cast<double>(value);
+    } else if (dtype == DType::I32) {
+      int32_t value;
+      std::memcpy(&value, bytes + i * 4, 4);
+      values[i] = value;
+    } else if (dtype == DType::F32) {
       float value;
       std::memcpy(&value, bytes + i * 4, 4);
       values[i] = value;

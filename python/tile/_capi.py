@@ -18,7 +18,7 @@ from pathlib import Path
 API_VERSION = 6
 
 # tile_dtype
-BF16, F16, F32, F64, I64 = range(5)
+BF16, F16, F32, F64, I64, I32 = range(6)
 
 # tile_value_kind
 TENSOR, FLOAT, INT = range(3)

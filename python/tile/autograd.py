@@ -9,14 +9,18 @@ import torch
 from . import _capi
 
 # torch dtype -> tile dtype: the GPU's storage types (and float64, the
-# host's exact mode).
+# host's exact mode), and the integer data kernels read (labels).
 TILE_DTYPES = {
     torch.bfloat16: _capi.BF16,
     torch.float16: _capi.F16,
     torch.float32: _capi.F32,
     torch.float64: _capi.F64,
+    torch.int64: _capi.I64,
+    torch.int32: _capi.I32,
 }
 TORCH_DTYPES = {v: k for k, v in TILE_DTYPES.items()}
+# The library's integer dtypes (a kernel's integer tensors and scalars).
+INTEGER_DTYPES = (_capi.I64, _capi.I32)
 # The dtypes kernels are compiled for on the GPU, by their names in the C
 # API's compile options.
 GPU_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16",

@@ -28,7 +28,8 @@ import torch
 from . import _capi
 from ._capi import (COTANGENT, FLOAT, GRADIENT, INPUT, INT, MAIN_GRAD, OUTPUT,
                     SAVED, TileError)
-from .autograd import (GPU_DTYPE_NAMES, TILE_DTYPES, TORCH_DTYPES,
+from .autograd import (GPU_DTYPE_NAMES, INTEGER_DTYPES, TILE_DTYPES,
+                       TORCH_DTYPES,
                        main_grad_of, mark_main_grads, stream_of, tracing)
 
 # Kernels by key, so that the custom op (which takes strings and tensors)
@@ -184,7 +185,14 @@ class Kernel:
             if not isinstance(arg, torch.Tensor):
                 raise TypeError(f"{what} must be a tensor, got "
                                 f"{type(arg).__name__}")
-            if arg.dtype not in TILE_DTYPES:
+            integer = info.dtype in INTEGER_DTYPES
+            if integer and arg.dtype != TORCH_DTYPES[info.dtype]:
+                raise TypeError(
+                    f"{what} has dtype {arg.dtype}; the kernel reads it as "
+                    f"{TORCH_DTYPES[info.dtype]} integer data (labels): "
+                    f"convert it with .to({TORCH_DTYPES[info.dtype]})")
+            if not integer and (arg.dtype not in TILE_DTYPES or
+                                arg.dtype in (torch.int64, torch.int32)):
                 raise TypeError(f"{what} has dtype {arg.dtype}; Tile takes "
                                 "bfloat16, float16, float32 (and float64 on "
                                 "the CPU)")
@@ -202,7 +210,7 @@ class Kernel:
             if info.rank == 2 and arg.dim() == 0:
                 raise ValueError(f"{what} must have at least one dimension "
                                  "[..., width], got a 0-d tensor")
-            if info.rank == 1 and arg.dim() != 1:
+            if info.rank == 1 and arg.dim() != 1 and not integer:
                 raise ValueError(f"{what} must be 1-D [width], got shape "
                                  f"{list(arg.shape)}")
             if arg.dtype == torch.float64 and device.type == "cuda":
@@ -256,10 +264,13 @@ class Kernel:
         return call
 
     def widths_of(self, args):
-        """The last dimension of every tensor argument of the forward (the
-        kernels are specialized for them, as tile::ops specializes)."""
+        """The last dimension of every float tensor argument of the forward
+        (the kernels are specialized for them, as tile::ops specializes).
+        Integer data is per row (a label per row): its length is the row
+        count, which no kernel is specialized for."""
         return tuple(arg.shape[-1] if isinstance(arg, torch.Tensor) and
-                     info.is_tensor else 0
+                     info.is_tensor and info.dtype not in INTEGER_DTYPES
+                     else 0
                      for arg, info in zip(args, self.forward_info.arguments))
 
     # -- calling -------------------------------------------------------------
@@ -272,16 +283,20 @@ class Kernel:
 
 # -- running one compiled function ------------------------------------------
 
-def _flat(arg, rank):
-    """The tensor as the kernels see it: leading dimensions as rows."""
-    if rank == 2:
+def _flat(arg, info):
+    """The tensor as the kernels see it: leading dimensions as rows, and a
+    per-row vector (integer data, a label per row; the cotangent of a
+    per-row result, which the forward shaped [...]) as one value per row."""
+    if info.rank == 2:
         return arg.reshape(-1, arg.shape[-1]) if arg.dim() != 2 else arg
+    if info.rank == 1 and arg.dim() != 1:
+        return arg.reshape(-1)
     return arg
 
 
 def flatten(call, args):
     """`args` as `call`'s function takes them: tensors flattened to rows."""
-    return [_flat(a, info.rank) if isinstance(a, torch.Tensor) else a
+    return [_flat(a, info) if isinstance(a, torch.Tensor) else a
             for a, info in zip(args, call.info.arguments)]
 
 
@@ -307,7 +322,7 @@ def _arguments(call, args, flats, with_data=True, host=False):
             described.append(_capi.TensorArg(
                 flat.data_ptr() if with_data else 0, tuple(flat.shape),
                 dtype))
-        elif info.dtype == _capi.I64 or isinstance(arg, bool):
+        elif info.dtype in INTEGER_DTYPES or isinstance(arg, bool):
             described.append((INT, arg))
         else:
             described.append((FLOAT, arg))
@@ -561,7 +576,7 @@ def run_backward(kernel, args, grads, saved, into=None, main_grads=None):
             # autograd materializes the gradient of an unused result as
             # zeros; an expanded one (from .sum()) has zero strides.
             grad = grads[value.of].contiguous()
-            call_args.append(_flat(grad, outputs[value.of].rank))
+            call_args.append(_flat(grad, outputs[value.of]))
         elif value.role == SAVED:
             call_args.append(saved[value.of])
         elif value.role == MAIN_GRAD:
@@ -576,7 +591,7 @@ def run_backward(kernel, args, grads, saved, into=None, main_grads=None):
             out[index] = accumulators[value.of]
         elif into and value.of in into:
             out[index] = _flat(
-                into[value.of], kernel.forward_info.arguments[value.of].rank)
+                into[value.of], kernel.forward_info.arguments[value.of])
     flat = _run(kernel, kernel.backward_function, call_args, out)
     # The main_grad contract (Megatron, TransformerEngine): the gradient is
     # in main_grad, and autograd gets None for it, never a view of it.

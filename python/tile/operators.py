@@ -18,12 +18,20 @@ from .kernel import Kernel, apply, run_backward
 # nothing is compiled for a GPU until a call needs it). Made on first use
 # instead, a first call inside torch.compile would trace the construction,
 # whose calls into libtile Dynamo cannot follow: fullgraph=True would fail.
+# The operators whose backward takes the forward's row statistics rather
+# than recomputing them (save-row-stats): cross_entropy's rows are a
+# vocabulary wide, and recomputing its max and sum of exponentials would
+# read each row twice more.
+_SAVE_ROW_STATS = {"cross_entropy"}
+
+
 def _operator_kernels():
     kernels = {}
     for name in _capi.operator_names():
         source = _capi.operator_source(name)
-        plain = kernels[(name, False)] = Kernel(source)
-        accumulating = Kernel(source, main_grad=True)
+        policy = "save-row-stats" if name in _SAVE_ROW_STATS else "recompute"
+        plain = kernels[(name, False)] = Kernel(source, policy=policy)
+        accumulating = Kernel(source, policy=policy, main_grad=True)
         kernels[(name, True)] = accumulating \
             if accumulating.main_grad_arguments else plain
     return kernels

@@ -24,14 +24,22 @@
 
 namespace tile::rt {
 
-enum class DType { BF16, F16, F32 };
+/// Storage types of device tensors: the floats kernels compute on, and the
+/// integer data (labels) they read.
+enum class DType { BF16, F16, F32, I32, I64 };
 
 size_t byteSize(DType dtype);
 const char *name(DType dtype);
-/// The dtype `name()` spells so ("bf16", "f16", "f32"), or nothing.
+/// The dtype `name()` spells so ("bf16", "f16", "f32", "i32", "i64"), or
+/// nothing.
 std::optional<DType> dtypeNamed(std::string_view name);
+/// Whether kernels compute on `dtype` (bf16, f16, f32), not integer data.
+inline bool isFloat(DType dtype) {
+  return dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::F32;
+}
 /// `values` as a `dtype` buffer holds them (bf16 and f16 rounded to nearest
-/// even, as the GPU's cvt.rn), and `count` elements of such a buffer back.
+/// even, as the GPU's cvt.rn; integers truncated toward zero), and `count`
+/// elements of such a buffer back.
 std::vector<unsigned char> encode(DType dtype,
                                   const std::vector<double> &values);
 std::vector<double> decode(DType dtype, const unsigned char *bytes,

@@ -252,6 +252,8 @@ Value Evaluator::emitScalarOp(Operation *op, ArrayRef<Value> operands) {
   }
   if (auto cast = dyn_cast<CastOp>(op))
     return convert(operands[0], elementTypeOf(cast.getResult()));
+  if (isa<StopGradientOp>(op)) // only the derivation tells it apart
+    return operands[0];
   if (auto splat = dyn_cast<SplatOp>(op))
     return uniformValue(splat.getValue());
   if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
@@ -572,6 +574,17 @@ Lanes Evaluator::group(Value value, Value base) {
           type);
     } else if (auto concat = dyn_cast<ConcatOp>(def)) {
       result = emitConcat(concat.getInputs(), base);
+    } else if (auto select = dyn_cast<arith::SelectOp>(def);
+               select && !isTensor(select.getCondition())) {
+      // A whole-tensor choice made by a parameter (cross_entropy's
+      // soft-cap on or off): a branch every thread takes alike, so that
+      // the side not chosen costs nothing (computed as an elementwise
+      // select, both sides ran at every column).
+      result = branch(
+          uniformValue(select.getCondition()),
+          [&] { return group(select.getTrueValue(), base); },
+          [&] { return group(select.getFalseValue(), base); },
+          elementTypeOf(value));
     } else {
       SmallVector<Lanes> operands;
       for (Value operand : def->getOperands())

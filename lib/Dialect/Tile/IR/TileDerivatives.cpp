@@ -30,6 +30,12 @@ LogicalResult CastOp::buildAdjoint(AdjointBuilder &, ValueRange results,
   return success();
 }
 
+LogicalResult StopGradientOp::buildAdjoint(AdjointBuilder &, ValueRange,
+                                           SmallVectorImpl<Value> &operands) {
+  noCotangents(*this, operands);
+  return success();
+}
+
 LogicalResult IotaOp::buildAdjoint(AdjointBuilder &, ValueRange,
                                    SmallVectorImpl<Value> &operands) {
   // The index does not depend on the 'like' operand's values.

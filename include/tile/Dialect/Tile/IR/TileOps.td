@@ -354,4 +354,28 @@ def Tile_SigmoidOp : Tile_Op<"sigmoid",
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+//===----------------------------------------------------------------------===//
+// StopGradientOp
+//===----------------------------------------------------------------------===//
+
+def Tile_StopGradientOp : Tile_Op<"stop_gradient",
+    [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "its input's value, with no gradient flowing through it";
+  let description = [{
+    The identity in the forward; the differentiator gives its input no
+    cotangent from it (PyTorch's `detach`). For a value whose gradient
+    cancels exactly, such as the maximum a logsumexp subtracts for
+    stability (lse = m + log(sum(exp(x - m))) does not depend on m), it
+    says so: the derived backward then needs no reduction over the row to
+    compute a zero.
+
+    ```mlir
+    %m = tile.stop_gradient %max : tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_FloatTensor:$input);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 #endif // TILE_DIALECT_TILE_IR_TILEOPS_TD

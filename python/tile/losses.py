@@ -1,0 +1,102 @@
+"""Losses over rows of logits, forward and backward from one tile kernel.
+
+cross_entropy runs examples/cross_entropy.mlir: PyTorch's F.cross_entropy
+(class-index targets) with z-loss and soft-capping, one loss per row; the
+backward, softmax minus the (smoothed) one-hot, is the one
+tile-differentiate derived from it. The reduction over rows is PyTorch's
+own sum, so the gradient each row receives is autograd's.
+"""
+
+import torch
+
+from .operators import kernel
+
+__all__ = ["cross_entropy"]
+
+REDUCTIONS = ("mean", "sum", "none")
+# Labels and columns meet as f32 in the kernel (tile.cast, tile.iota):
+# exact for every integer of magnitude up to 2^24.
+_EXACT_IN_F32 = 1 << 24
+
+
+def _check_cross_entropy(logits, labels, ignore_index, reduction,
+                         label_smoothing, z_loss, softcap):
+    if not isinstance(logits, torch.Tensor) or \
+            not logits.dtype.is_floating_point or logits.dim() == 0:
+        raise TypeError("cross_entropy takes logits as a float tensor "
+                        "[..., vocab]")
+    if not isinstance(labels, torch.Tensor) or \
+            labels.dtype not in (torch.int64, torch.int32):
+        raise TypeError(
+            "cross_entropy takes labels as an int64 or int32 tensor of class "
+            "indices, got "
+            + (str(labels.dtype) if isinstance(labels, torch.Tensor)
+               else type(labels).__name__))
+    if tuple(labels.shape) != tuple(logits.shape[:-1]):
+        raise ValueError(
+            f"labels have shape {list(labels.shape)}; logits of shape "
+            f"{list(logits.shape)} take labels of shape "
+            f"{list(logits.shape[:-1])} (one per row)")
+    if labels.device != logits.device:
+        raise ValueError(f"labels are on {labels.device}, logits on "
+                         f"{logits.device}")
+    vocab = logits.shape[-1]
+    if vocab > _EXACT_IN_F32:
+        raise ValueError(f"a vocabulary of {vocab} is over the "
+                         f"{_EXACT_IN_F32} columns whose index f32 holds "
+                         "exactly")
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int) \
+            or abs(ignore_index) > _EXACT_IN_F32:
+        raise ValueError(f"ignore_index must be an int of magnitude up to "
+                         f"{_EXACT_IN_F32}, got {ignore_index!r}")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got "
+                         f"{reduction!r}")
+    if not 0.0 <= float(label_smoothing) <= 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1], got "
+                         f"{label_smoothing!r}")
+    if float(z_loss) < 0.0:
+        raise ValueError(f"z_loss must be ≥ 0, got {z_loss!r}")
+    if softcap is not None and not float(softcap) > 0.0:
+        raise ValueError(f"softcap must be > 0 or None, got {softcap!r}")
+    if logits.device.type == "cpu" and not torch.compiler.is_compiling():
+        # A label outside [0, vocab) picks no logit: its row's loss would be
+        # the logsumexp alone. The CPU checks (PyTorch raises) where it runs
+        # eagerly; on the GPU the check would cost a synchronization per
+        # call, and such a row gives that logsumexp (PyTorch's CUDA kernel
+        # asserts instead).
+        wrong = (labels != ignore_index) & ((labels < 0) | (labels >= vocab))
+        if bool(wrong.any()):
+            bad = labels[wrong][0].item()
+            raise IndexError(f"label {bad} is outside [0, {vocab}) and is "
+                             f"not ignore_index ({ignore_index})")
+
+
+def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0, z_loss=0.0, softcap=None):
+    """Cross-entropy of logits [..., vocab] (bf16, f16 or f32; float64 on
+    the CPU) against class indices `labels` [...] (int64 or int32).
+
+    - ignore_index, reduction, label_smoothing: as F.cross_entropy. "mean"
+      divides by the number of rows whose label is not ignore_index, so a
+      batch with every row ignored gives NaN, as PyTorch does.
+    - z_loss: adds z_loss · logsumexp² per row (PaLM's z-loss; Liger's
+      lse_square_scale).
+    - softcap: applies softcap · tanh(logits / softcap) first (Gemma 2).
+
+    The loss is fp32 (float64 for float64 logits); the logits' gradient has
+    their dtype. Labels outside [0, vocab) other than ignore_index are an
+    IndexError on the CPU; on the GPU, where checking would synchronize,
+    such a row's loss is its logsumexp."""
+    _check_cross_entropy(logits, labels, ignore_index, reduction,
+                         label_smoothing, z_loss, softcap)
+    labels = labels if labels.dtype == torch.int64 else labels.long()
+    rows = kernel("cross_entropy")(
+        logits, labels, float(ignore_index), float(label_smoothing),
+        float(z_loss), float(softcap) if softcap is not None else 0.0)
+    if reduction == "none":
+        return rows
+    total = rows.sum()
+    if reduction == "sum":
+        return total
+    return total / (labels != ignore_index).sum()
