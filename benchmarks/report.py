@@ -397,6 +397,13 @@ def e2e_table(documents):
                  ["sequence"])
 
 
+def cross_entropy_table(documents):
+    return pivot(documents, lambda r: (r["tokens"], r["vocab"]),
+                 lambda r: r["impl"],
+                 with_second("ms", ".3f", "peak_gib", ".2f"),
+                 ["tokens", "vocab"])
+
+
 def fsdp_table(documents):
     return pivot(documents, lambda r: (r["sequence"],), lambda r: r["column"],
                  with_second("ms", ".1f", "peak_gib", ".2f"), ["sequence"])
@@ -439,6 +446,11 @@ KINDS = [
     ("e2e", "Whole layers: `benchmarks/e2e.py`",
      "A training step of Llama-3-8B layers (bf16, batch 1), patched by Tile "
      "or Liger or not: tokens/s of the median step (peak GiB).", e2e_table),
+    ("cross_entropy", "The loss: `benchmarks/cross_entropy.py`",
+     "Cross-entropy of bf16 logits against int64 labels (a tenth ignored), "
+     "mean, forward + backward, GPU time behind a sleep: ms (peak GiB above "
+     "the inputs). Liger writes the gradient over the logits.",
+     cross_entropy_table),
     ("fsdp", "FSDP2: `benchmarks/fsdp.py`",
      "The same layers under FSDP2 with the tiled MLPs: median step ms (peak "
      "GiB per rank).", fsdp_table),

@@ -1,37 +1,29 @@
 // Cross-entropy of each row of logits against an integer label, with
-// PyTorch's options (F.cross_entropy) and two more; tile.ops.cross_entropy
-// runs it and reduces the rows.
+// PyTorch's options (F.cross_entropy) and PaLM's z-loss;
+// tile.ops.cross_entropy runs it and reduces the rows.
 //
-//   x    = cap * tanh(logits / cap) where cap > 0 (Gemma 2's soft-capping),
-//          else the logits
 //   lse  = max + log(sum(exp(x - max)))
 //   loss = lse - (1 - eps) * x[label] - eps * mean(x) + z * lse^2
 //          per row, 0 where label == ignore
 //
 // eps is label smoothing (the target mixes in the uniform distribution), z
-// PaLM's z-loss. Labels are i64 data, read through tile.cast; the label's
-// logit is picked with tile.iota, arith.cmpf and arith.select, so the
-// gradient, softmax minus the (smoothed) one-hot, is derived by the
+// the z-loss weight. Labels are i64 data, read through tile.cast; the
+// label's logit is picked with tile.iota, arith.cmpf and arith.select, so
+// the gradient, softmax minus the (smoothed) one-hot, is derived by the
 // ordinary rules, never written by hand. The maximum only shifts the
 // exponentials (lse does not depend on it): tile.stop_gradient says so, and
-// the backward is one pass over the row, with no reduction. The soft-cap
-// is chosen per call by a select on a uniform condition (the capped branch
-// divides by 1 when it is off, so neither branch is ever NaN; on the GPU
-// the select is a branch, so the branch not taken costs nothing).
+// the backward is one pass over the row, with no reduction.
+//
+// Soft-capping (Gemma 2) is examples/softcap.mlir, run first: in this
+// kernel, behind a select on a parameter, it cost every call a branch per
+// column group, the backward a third of its speed (docs/Performance.md).
 func.func @cross_entropy(%logits: tensor<?x?xbf16>, %labels: tensor<?xi64>,
                          %ignore: f32 {tile.nograd}, %eps: f32 {tile.nograd},
-                         %z: f32 {tile.nograd}, %cap: f32 {tile.nograd})
+                         %z: f32 {tile.nograd})
     -> tensor<?xf32> attributes {tile.kernel} {
-  %raw = tile.cast %logits : tensor<?x?xbf16> to tensor<?x?xf32>
+  %x = tile.cast %logits : tensor<?x?xbf16> to tensor<?x?xf32>
   %zero = arith.constant 0.0 : f32
   %one = arith.constant 1.0 : f32
-  %capped = arith.cmpf ogt, %cap, %zero : f32
-  %divisor = arith.select %capped, %cap, %one : f32
-  %divisors = tile.splat %divisor like %raw : f32, tensor<?x?xf32> -> tensor<?x?xf32>
-  %scaled = arith.divf %raw, %divisors : tensor<?x?xf32>
-  %squashed = math.tanh %scaled : tensor<?x?xf32>
-  %soft = arith.mulf %squashed, %divisors : tensor<?x?xf32>
-  %x = arith.select %capped, %soft, %raw : tensor<?x?xf32>
   %max = tile.reduce max %x [1] : tensor<?x?xf32> -> tensor<?xf32>
   %m = tile.stop_gradient %max : tensor<?xf32>
   %mb = tile.broadcast %m [1] like %x

@@ -1,10 +1,10 @@
 """Losses over rows of logits, forward and backward from one tile kernel.
 
 cross_entropy runs examples/cross_entropy.mlir: PyTorch's F.cross_entropy
-(class-index targets) with z-loss and soft-capping, one loss per row; the
-backward, softmax minus the (smoothed) one-hot, is the one
-tile-differentiate derived from it. The reduction over rows is PyTorch's
-own sum, so the gradient each row receives is autograd's.
+(class-index targets) with z-loss, one loss per row; the backward, softmax
+minus the (smoothed) one-hot, is the one tile-differentiate derived from
+it. Soft-capping runs examples/softcap.mlir first. The reduction over rows
+is PyTorch's own sum, so the gradient each row receives is autograd's.
 """
 
 import torch
@@ -82,7 +82,8 @@ def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
       batch with every row ignored gives NaN, as PyTorch does.
     - z_loss: adds z_loss · logsumexp² per row (PaLM's z-loss; Liger's
       lse_square_scale).
-    - softcap: applies softcap · tanh(logits / softcap) first (Gemma 2).
+    - softcap: applies softcap · tanh(logits / softcap) first (Gemma 2),
+      as a kernel of its own (a capped copy of the logits).
 
     The loss is fp32 (float64 for float64 logits); the logits' gradient has
     their dtype. Labels outside [0, vocab) other than ignore_index are an
@@ -91,9 +92,14 @@ def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
     _check_cross_entropy(logits, labels, ignore_index, reduction,
                          label_smoothing, z_loss, softcap)
     labels = labels if labels.dtype == torch.int64 else labels.long()
+    if softcap is not None:
+        # A kernel of its own: fused behind a select on the parameter, it
+        # slowed every call (docs/Performance.md). It costs a capped copy
+        # of the logits (and the read and write of it).
+        logits = kernel("softcap")(logits, float(softcap))
     rows = kernel("cross_entropy")(
         logits, labels, float(ignore_index), float(label_smoothing),
-        float(z_loss), float(softcap) if softcap is not None else 0.0)
+        float(z_loss))
     if reduction == "none":
         return rows
     total = rows.sum()
