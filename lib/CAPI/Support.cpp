@@ -35,8 +35,8 @@ StatusOr<rt::DType> deviceDType(tile_dtype dtype, const std::string &what) {
     return rt::DType::I64;
   default:
     return Status::error(what + " has dtype " + std::to_string(int(dtype)) +
-                         ": a GPU tensor is bf16, f16, f32, or i32/i64 "
-                         "integer data");
+                         ": a GPU tensor is bf16, f16 or f32 (i32 or i64 "
+                         "for a kernel's integer data)");
   }
 }
 

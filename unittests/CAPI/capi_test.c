@@ -225,6 +225,9 @@ static void test_mlp_plan(void) {
       "untiled", "an untiled step with shards");
   fails_with(tile_mlp_plan(NULL, 10, 300, 1, TILE_DTYPE_F64, NULL, NULL, NULL),
              "bf16, f16 or f32", "a host dtype");
+  fails_with(tile_mlp_plan(NULL, 10, 300, 1, TILE_DTYPE_I64, NULL, NULL, NULL),
+             "the MLP has dtype i64: it is bf16, f16 or f32",
+             "integer data for the MLP");
   /* A grouped step has one cuBLASLt workspace per GEMM stream: the default
      4 streams at 8 experts, 2 when asked for 2, never more than E. */
   size_t dense = 0, grouped_bytes = 0;
