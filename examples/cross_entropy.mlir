@@ -46,8 +46,13 @@ func.func @cross_entropy(%logits: tensor<?x?xbf16>, %labels: tensor<?xi64>,
   %keepv = tile.splat %keep like %lse : f32, tensor<?xf32> -> tensor<?xf32>
   %epsv = tile.splat %eps like %lse : f32, tensor<?xf32> -> tensor<?xf32>
   %zv = tile.splat %z like %lse : f32, tensor<?xf32> -> tensor<?xf32>
+  %rowzeros = tile.splat %zero like %lse : f32, tensor<?xf32> -> tensor<?xf32>
   %t1 = arith.mulf %keepv, %target : tensor<?xf32>
-  %t2 = arith.mulf %epsv, %mean : tensor<?xf32>
+  // Without smoothing the mean is not added at all: a row with a masked
+  // (-inf) logit has a -inf mean, and 0 * -inf would make its loss NaN.
+  %smoothing = arith.cmpf one, %eps, %zero : f32
+  %scaledmean = arith.mulf %epsv, %mean : tensor<?xf32>
+  %t2 = arith.select %smoothing, %scaledmean, %rowzeros : tensor<?xf32>
   %nll = arith.subf %lse, %t1 : tensor<?xf32>
   %smoothed = arith.subf %nll, %t2 : tensor<?xf32>
   %lse2 = arith.mulf %lse, %lse : tensor<?xf32>
@@ -55,7 +60,6 @@ func.func @cross_entropy(%logits: tensor<?x?xbf16>, %labels: tensor<?xi64>,
   %loss = arith.addf %smoothed, %zl : tensor<?xf32>
   %ignorev = tile.splat %ignore like %lse : f32, tensor<?xf32> -> tensor<?xf32>
   %valid = arith.cmpf une, %label, %ignorev : tensor<?xf32>
-  %rowzeros = tile.splat %zero like %lse : f32, tensor<?xf32> -> tensor<?xf32>
   %out = arith.select %valid, %loss, %rowzeros : tensor<?xi1>, tensor<?xf32>
   return %out : tensor<?xf32>
 }

@@ -282,11 +282,16 @@ def run_fsdp2_main_grad_refused(ctx, attach):
                    "accumulate_into_main_grad=False")
 
 
-def run_ddp_main_grad_without_hook_refused(ctx):
+def run_ddp_main_grad_without_hook_refused(ctx, attach):
+    """The eager forward refuses; so does attach_main_grads(ddp), the
+    check a compiled step (whose traced forward makes none) relies on."""
     model = llama(ctx.dtype, ctx.device, main_grad=True)
     ddp = DistributedDataParallel(model, gradient_as_bucket_view=True)
-    expect_refusal(lambda: llama_loss(ddp, ctx.rank, 0, ctx.device),
-                   "DistributedDataParallel", "main_grad_comm_hook")
+    if attach:
+        run = functools.partial(tile.nn.attach_main_grads, ddp)
+    else:
+        run = functools.partial(llama_loss, ddp, ctx.rank, 0, ctx.device)
+    expect_refusal(run, "DistributedDataParallel", "main_grad_comm_hook")
 
 
 def cases(ctx):
@@ -308,7 +313,9 @@ def cases(ctx):
         "fsdp2_attach_main_grads_refused": lambda:
             run_fsdp2_main_grad_refused(ctx, attach=True),
         "ddp_main_grad_without_hook_refused": lambda:
-            run_ddp_main_grad_without_hook_refused(ctx),
+            run_ddp_main_grad_without_hook_refused(ctx, attach=False),
+        "ddp_attach_main_grads_refused": lambda:
+            run_ddp_main_grad_without_hook_refused(ctx, attach=True),
     }
 
 

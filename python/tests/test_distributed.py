@@ -33,7 +33,8 @@ CASES = ["fsdp2", "fsdp2_untiled", "fsdp2_mixed_precision",
          "fsdp2_activation_checkpointing", "fsdp2_grouped_mlp", "ddp",
          "ddp_main_grad", "megatron_main_grad", "fsdp2_main_grad_refused",
          "fsdp2_attach_main_grads_refused",
-         "ddp_main_grad_without_hook_refused"]
+         "ddp_main_grad_without_hook_refused",
+         "ddp_attach_main_grads_refused"]
 
 
 # torchrun's own failures to meet (its standalone store's port taken, the

@@ -171,3 +171,36 @@ def test_under_torch_compile_with_ignored_rows():
         logits, labels)
     torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(got_grad, ref_grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mask", [float("-inf"),
+                                  torch.finfo(torch.bfloat16).min])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_masked_logits_match_pytorch(mask, label_smoothing):
+    """Columns masked with -inf or bf16's lowest value (a vocabulary
+    padded to a multiple): the loss stays what PyTorch gives — without
+    smoothing the row mean (-inf there) is not added, so no 0 * -inf."""
+    if mask == float("-inf") and label_smoothing:
+        pytest.skip("PyTorch's smoothed loss over -inf logits is inf")
+    logits, labels = inputs((2, 3), 12, ignored=(4,))
+    with torch.no_grad():
+        logits[..., 9:] = mask
+    labels.clamp_(max=8).view(-1)[4] = -100
+    got, got_grad = loss_and_gradient(tile.ops.cross_entropy, logits, labels,
+                                      label_smoothing=label_smoothing,
+                                      reduction="none")
+    ref, ref_grad = loss_and_gradient(reference, logits, labels,
+                                      label_smoothing=label_smoothing,
+                                      reduction="none")
+    assert torch.isfinite(got).all()
+    torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got_grad, ref_grad, rtol=1e-12, atol=1e-12)
+
+
+def test_shifted_labels_and_logits():
+    """The causal-LM shift: logits[..., :-1, :] and labels[..., 1:] are
+    strided views; PyTorch takes them, so does Tile."""
+    logits, labels = inputs((2, 6), 9)
+    got = tile.ops.cross_entropy(logits[:, :-1, :], labels[:, 1:])
+    ref = reference(logits[:, :-1, :], labels[:, 1:])
+    torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)

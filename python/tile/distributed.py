@@ -40,7 +40,8 @@ import weakref
 import torch
 import torch.distributed as dist
 
-__all__ = ["main_grad_comm_hook", "refuse_unreduced_main_grad"]
+__all__ = ["main_grad_comm_hook", "refuse_unreduced_main_grad",
+           "refuse_ddp_without_hook"]
 
 
 def _uses_main_grad(param):
@@ -122,7 +123,13 @@ def _fully_shard_root(module):
     """The fully_shard-ed module `module` is (or is under), or None."""
     if not dist.is_available():
         return None
-    from torch.distributed.fsdp import FSDPModule
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # before torch 2.6: no public FSDP2 module class
+        try:
+            from torch.distributed._composable.fsdp import FSDPModule
+        except ImportError:  # no FSDP2 at all
+            return None
     states = _composable_states()
     count = len(states)
     if _OUTSIDE_FSDP2.get(module) == count:
@@ -133,6 +140,30 @@ def _fully_shard_root(module):
             return root
     _OUTSIDE_FSDP2[module] = count
     return None
+
+
+def _has_main_grad_hook(ddp):
+    return any(hook is main_grad_comm_hook
+               for hook, _ in getattr(ddp, "_comm_hooks", ()))
+
+
+def refuse_ddp_without_hook(model):
+    """Raises where `model` is torch's DistributedDataParallel without
+    main_grad_comm_hook: the check the forward makes eagerly, for a
+    compiled step (whose traced forward makes none), made by
+    attach_main_grads(ddp)."""
+    if not dist.is_available():
+        return
+    from torch.nn.parallel import DistributedDataParallel
+    if isinstance(model, DistributedDataParallel) and \
+            not _has_main_grad_hook(model):
+        raise RuntimeError(
+            "tile: a model with accumulate_into_main_grad=True modules is "
+            "wrapped in torch's DistributedDataParallel without "
+            "tile.distributed.main_grad_comm_hook: each rank's main_grad "
+            "would stay unreduced. Register it first: "
+            "ddp.register_comm_hook(None, "
+            "tile.distributed.main_grad_comm_hook)")
 
 
 def _active_ddp():
@@ -167,9 +198,12 @@ def refuse_unreduced_main_grad(module):
     first) has made the FSDP2 check."""
     if torch.compiler.is_compiling():
         return
+    root = _fully_shard_root(module)
+    ddp = _active_ddp() if root is None else None
+    if root is None and (ddp is None or _has_main_grad_hook(ddp)):
+        return
     what = (f"{type(module).__name__} (parameter "
             f"'{_first_parameter_name(module)}')")
-    root = _fully_shard_root(module)
     if root is not None:
         raise RuntimeError(
             f"tile: {what} has accumulate_into_main_grad=True under FSDP2 "
@@ -180,14 +214,10 @@ def refuse_unreduced_main_grad(module):
             "(apply_tile(model, accumulate_into_main_grad=False)) and keep "
             "fp32 gradients with fp32 parameters and "
             "MixedPrecisionPolicy(reduce_dtype=torch.float32)")
-    ddp = _active_ddp()
-    if ddp is not None and not any(
-            hook is main_grad_comm_hook
-            for hook, _ in getattr(ddp, "_comm_hooks", ())):
-        raise RuntimeError(
-            f"tile: {what} has accumulate_into_main_grad=True under torch's "
-            "DistributedDataParallel without tile.distributed."
-            "main_grad_comm_hook: DDP would reduce a zero .grad and leave "
-            "each rank's main_grad unreduced. Register it before the first "
-            "step: ddp.register_comm_hook(None, "
-            "tile.distributed.main_grad_comm_hook)")
+    raise RuntimeError(
+        f"tile: {what} has accumulate_into_main_grad=True under torch's "
+        "DistributedDataParallel without tile.distributed."
+        "main_grad_comm_hook: DDP would reduce a zero .grad and leave "
+        "each rank's main_grad unreduced. Register it before the first "
+        "step: ddp.register_comm_hook(None, "
+        "tile.distributed.main_grad_comm_hook)")

@@ -91,7 +91,11 @@ def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
     such a row's loss is its logsumexp."""
     _check_cross_entropy(logits, labels, ignore_index, reduction,
                          label_smoothing, z_loss, softcap)
-    labels = labels if labels.dtype == torch.int64 else labels.long()
+    # Shifted labels and logits (labels[..., 1:]) are views with strides;
+    # the kernel reads dense rows.
+    logits = logits.contiguous()
+    labels = (labels if labels.dtype == torch.int64
+              else labels.long()).contiguous()
     if softcap is not None:
         # A kernel of its own: fused behind a select on the parameter, it
         # slowed every call (docs/Performance.md). It costs a capped copy

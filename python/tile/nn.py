@@ -20,7 +20,7 @@ from torch.nn import functional as F
 
 from . import ops
 from .autograd import main_grads_of, mark_main_grads
-from .distributed import refuse_unreduced_main_grad
+from .distributed import refuse_ddp_without_hook, refuse_unreduced_main_grad
 from .mlp import matmul_into
 from .operators import gated, gated_backward_in_place, kernel
 
@@ -52,7 +52,10 @@ def _prepare_main_grads(module, params):
     engine that would leave main_grad wrong refuses (FSDP2, torch DDP
     without main_grad_comm_hook), then each of `params` gets its main_grad
     (_ensure_main_grad)."""
-    refuse_unreduced_main_grad(module)
+    # Without autograd no gradient is made, and none can be wrong
+    # (inference of a main_grad model under FSDP2 or DDP).
+    if torch.is_grad_enabled():
+        refuse_unreduced_main_grad(module)
     for param in params:
         _ensure_main_grad(param)
 
@@ -62,11 +65,16 @@ def attach_main_grads(model):
     main_grad contract (``accumulate_into_main_grad=True``) a zero fp32
     main_grad where it has none; returns `model`. Their forward does the
     same on first use, but a compiled model (torch.compile) needs them
-    before its first step."""
-    for module in model.modules():
-        if isinstance(module, _MAIN_GRAD_MODULES) and \
-                module.accumulate_into_main_grad:
-            _prepare_main_grads(module, module.parameters())
+    before its first step; pass the DistributedDataParallel wrapper, if
+    any, to have it checked for main_grad_comm_hook as the eager forward
+    checks."""
+    modules = [m for m in model.modules()
+               if isinstance(m, _MAIN_GRAD_MODULES) and
+               m.accumulate_into_main_grad]
+    if modules:
+        refuse_ddp_without_hook(model)
+    for module in modules:
+        _prepare_main_grads(module, module.parameters())
     return model
 
 

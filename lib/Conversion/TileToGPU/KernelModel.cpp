@@ -201,7 +201,10 @@ FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
              << "; the GPU lowering handles [rows, width] tensors and "
                 "rank-1 per-row or per-column vectors";
     DictionaryAttr attrs = func.getArgAttrDict(arg.getArgNumber());
-    if (attrs && attrs.get(TileDialect::getSavedAttrName()))
+    // Saved values, and integer data (labels), are per row, also where no
+    // op reads them (a derived backward keeps every primal argument).
+    if ((attrs && attrs.get(TileDialect::getSavedAttrName())) ||
+        (rank == 1 && elementTypeOf(arg).isInteger()))
       p.set(arg, ValueKind::RowValue, func);
     if (attrs && attrs.get(TileDialect::getMainGradAttrName()))
       p.set(arg, ValueKind::Column, func);

@@ -47,6 +47,10 @@ bool readsAsFloatOrShape(Operation *user, Value value) {
     return splat.getValue() != value;
   if (auto broadcast = dyn_cast<BroadcastOp>(user))
     return broadcast.getInput() != value;
+  if (auto pad = dyn_cast<PadOp>(user))
+    return pad.getInput() != value;
+  if (auto repeat = dyn_cast<RepeatOp>(user))
+    return repeat.getInput() != value;
   return false;
 }
 
