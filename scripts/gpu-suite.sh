@@ -94,6 +94,16 @@ run)
       "$root/test/Robustness/nonsplat-constant.mlir" --function=$function \
       --device --gradient --args="$([ $function = f ] && echo 2x3 || echo 3x5)"
   done
+  # Integer data (a loss's labels): the cross_entropy operator's kernel and
+  # its derived backward on the GPU against the evaluator, resident (1000
+  # columns) and looped (32000), under both policies.
+  for policy in recompute save-row-stats; do
+    for shape in 13x1000,13 64x32000,64; do
+      step "cross_entropy $shape on the GPU ($policy)" "$bundle/tile-run" \
+        "$root/examples/cross_entropy.mlir" --device --gradient \
+        --policy=$policy --args=$shape,-100,0.1,0.001 --low=-2 --high=13
+    done
+  done
   step "generated kernels on the GPU" python3 "$root/fuzz/differential.py" \
     --bin "$bundle" --device-only --count "${TILE_DIFFERENTIAL_COUNT:-12}" --jobs 8 \
     --seed 11 --work "$TILE_CACHE_DIR/differential"

@@ -51,10 +51,16 @@ struct DeviceTensor {
 rt::StatusOr<DeviceTensor> upload(const rt::Device &device,
                                   const interp::Buffer &host,
                                   const std::string &what,
-                                  bool poisoned = false) {
-  std::optional<rt::DType> dtype = deviceType(host.storage);
+                                  bool poisoned = false,
+                                  mlir::Type element = {}) {
+  // Integer data (labels) is stored as the kernel declares it; the host
+  // buffer holds its values (integral: the evaluator checked) as doubles.
+  std::optional<rt::DType> dtype =
+      element && element.isInteger(32)   ? rt::DType::I32
+      : element && element.isInteger(64) ? rt::DType::I64
+                                         : deviceType(host.storage);
   if (!dtype)
-    return rt::Status::error(what + " is not bf16, f16 or f32");
+    return rt::Status::error(what + " is not bf16, f16, f32, i32 or i64");
   size_t bytes = host.values.size() * rt::byteSize(*dtype);
   auto buffer = rt::DeviceBuffer::allocate(device, std::max<size_t>(bytes, 1));
   if (!buffer)
@@ -137,9 +143,10 @@ rt::StatusOr<DeviceCall> prepareCall(const rt::Device &device, FuncOp func,
         call.arguments.push_back(static_cast<int64_t>(arg.values.at(0)));
       continue;
     }
-    auto tensor =
-        upload(device, arg,
-               "argument #" + std::to_string(index) + " of @" + call.name);
+    auto tensor = upload(
+        device, arg, "argument #" + std::to_string(index) + " of @" + call.name,
+        /*poisoned=*/false,
+        mlir::getElementTypeOrSelf(func.getArgumentTypes()[index]));
     if (!tensor)
       return tensor.takeStatus();
     call.arguments.push_back(tensor->view);
