@@ -29,6 +29,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
+import peers
 import results
 import tile
 import timing
@@ -45,18 +46,11 @@ def implementations(columns, with_liger):
         "eager": eager,
         "compile": torch.compile(eager, dynamic=False)}
     if "liger" in columns:
-        try:
-            from liger_kernel.ops.cross_entropy import \
-                LigerCrossEntropyFunction
-        except ImportError as error:
-            if with_liger:
-                raise SystemExit(
-                    f"Liger is not importable ({error}): unpack its wheel "
-                    "onto PYTHONPATH, or pass --without-liger") from error
+        liger = peers.liger_cross_entropy(required=with_liger)
+        if liger is None:
             columns = [c for c in columns if c != "liger"]
         else:
-            impls["liger"] = lambda x, y: LigerCrossEntropyFunction.apply(
-                x, y, None, IGNORE)[0]
+            impls["liger"] = lambda x, y: liger(x, y, IGNORE)
     return {c: impls[c] for c in columns}
 
 

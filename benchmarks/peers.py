@@ -19,18 +19,15 @@ def rms_norm_eager(x, w, eps=EPS):
     return y.to(x.dtype)
 
 
-def liger(required=True):
-    """{"swiglu": fn, "rms_norm": fn} through Liger's autograd functions.
-    RMSNorm with LigerRMSNorm's defaults: llama casting, dY overwritten by
-    dX in the backward (its fastest path). Where Liger is not importable:
-    an exit with how to provide it, unless not `required` (the script's
-    --without-liger), then None. A table without its strongest peer must
-    be asked for, never a silent fallback: a run whose Liger wheel had not
-    installed once showed ratios against the next-best peer as if they
-    were the comparison (2026-11-25)."""
+def _from_liger(load, required):
+    """load()'s peer functions, imported from Liger. Where Liger is not
+    importable: an exit with how to provide it, unless not `required` (the
+    script's --without-liger), then None. A table without its strongest
+    peer must be asked for, never a silent fallback: a run whose Liger
+    wheel had not installed once showed ratios against the next-best peer
+    as if they were the comparison (2026-11-25)."""
     try:
-        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
-        from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+        return load()
     except ImportError as error:
         if required:
             raise SystemExit(
@@ -41,6 +38,29 @@ def liger(required=True):
         print(f"Liger not importable ({error}): its column left out, as "
               "--without-liger asked")
         return None
+
+
+def liger(required=True):
+    """{"swiglu": fn, "rms_norm": fn} through Liger's autograd functions
+    (_from_liger). RMSNorm with LigerRMSNorm's defaults: llama casting, dY
+    overwritten by dX in the backward (its fastest path)."""
+    return _from_liger(_liger_operators, required)
+
+
+def liger_cross_entropy(required=True):
+    """fn(logits, labels, ignore_index) -> the mean loss through Liger's
+    LigerCrossEntropyFunction (_from_liger). It computes the gradient in
+    its forward and writes it over the logits."""
+    def load():
+        from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
+        return lambda x, y, ignore: LigerCrossEntropyFunction.apply(
+            x, y, None, ignore)[0]
+    return _from_liger(load, required)
+
+
+def _liger_operators():
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    from liger_kernel.ops.swiglu import LigerSiLUMulFunction
     return {"swiglu": LigerSiLUMulFunction.apply,
             "rms_norm": lambda x, w, eps=EPS: LigerRMSNormFunction.apply(
                 x, w, eps, 0.0, "llama", True)}

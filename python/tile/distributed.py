@@ -35,6 +35,7 @@ This module sits low in the package (only the C layer and autograd below
 it): tile.nn's forwards call its check.
 """
 
+import functools
 import weakref
 
 import torch
@@ -119,8 +120,10 @@ def _composable_states():
 _OUTSIDE_FSDP2 = weakref.WeakKeyDictionary()
 
 
-def _fully_shard_root(module):
-    """The fully_shard-ed module `module` is (or is under), or None."""
+@functools.cache
+def _fsdp_module_class():
+    """FSDP2's module class, looked up once (the check runs in every
+    main_grad forward), or None without FSDP2."""
     if not dist.is_available():
         return None
     try:
@@ -130,12 +133,20 @@ def _fully_shard_root(module):
             from torch.distributed._composable.fsdp import FSDPModule
         except ImportError:  # no FSDP2 at all
             return None
+    return FSDPModule
+
+
+def _fully_shard_root(module):
+    """The fully_shard-ed module `module` is (or is under), or None."""
+    fsdp_module = _fsdp_module_class()
+    if fsdp_module is None:
+        return None
     states = _composable_states()
     count = len(states)
     if _OUTSIDE_FSDP2.get(module) == count:
         return None
     for root in list(states.keys()):
-        if isinstance(root, FSDPModule) and \
+        if isinstance(root, fsdp_module) and \
                 any(m is module for m in root.modules()):
             return root
     _OUTSIDE_FSDP2[module] = count

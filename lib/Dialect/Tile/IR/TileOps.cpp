@@ -65,6 +65,18 @@ LogicalResult verifyDimList(Operation *op, ArrayRef<int64_t> dims, int64_t rank,
   return success();
 }
 
+/// The rule of every op with a 'like' operand: the result has its shape.
+LogicalResult verifyLikeShape(Operation *op, Value like,
+                              RankedTensorType resultType) {
+  auto shapeType = cast<RankedTensorType>(like.getType());
+  if (shapeType.getShape() == resultType.getShape())
+    return success();
+  return op->emitOpError("result shape ")
+         << formatShape(resultType.getShape())
+         << " differs from the shape of the 'like' operand "
+         << formatShape(shapeType.getShape());
+}
+
 std::optional<int64_t> constantIndex(Value value) {
   APInt constant;
   if (matchPattern(value, m_ConstantInt(&constant)))
@@ -94,14 +106,9 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult IotaOp::verify() {
-  auto shapeType = cast<RankedTensorType>(getShape().getType());
-  RankedTensorType resultType = getType();
-  if (shapeType.getShape() != resultType.getShape())
-    return emitOpError("result shape ")
-           << formatShape(resultType.getShape())
-           << " differs from the shape of the 'like' operand "
-           << formatShape(shapeType.getShape());
-  if (resultType.getRank() == 0)
+  if (failed(verifyLikeShape(*this, getShape(), getType())))
+    return failure();
+  if (getType().getRank() == 0)
     return emitOpError("needs a tensor of rank 1 or more: the index is "
                        "along the last dimension");
   return success();
@@ -112,13 +119,9 @@ LogicalResult IotaOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult SplatOp::verify() {
-  auto shapeType = cast<RankedTensorType>(getShape().getType());
   RankedTensorType resultType = getType();
-  if (shapeType.getShape() != resultType.getShape())
-    return emitOpError("result shape ")
-           << formatShape(resultType.getShape())
-           << " differs from the shape of the 'like' operand "
-           << formatShape(shapeType.getShape());
+  if (failed(verifyLikeShape(*this, getShape(), resultType)))
+    return failure();
   if (getValue().getType() != resultType.getElementType())
     return emitOpError("value of type ")
            << getValue().getType() << " does not match the result element type "
@@ -133,7 +136,6 @@ LogicalResult SplatOp::verify() {
 LogicalResult BroadcastOp::verify() {
   RankedTensorType inputType = getInput().getType();
   RankedTensorType resultType = getType();
-  auto shapeType = cast<RankedTensorType>(getShape().getType());
   int64_t resultRank = resultType.getRank();
   if (failed(verifyDimList(*this, getDims(), resultRank, "broadcast")))
     return failure();
@@ -143,11 +145,8 @@ LogicalResult BroadcastOp::verify() {
            << inputType.getRank() << " plus " << getDims().size()
            << " broadcast dimension(s) does not give the result rank "
            << resultRank;
-  if (shapeType.getShape() != resultType.getShape())
-    return emitOpError("result shape ")
-           << formatShape(resultType.getShape())
-           << " differs from the shape of the 'like' operand "
-           << formatShape(shapeType.getShape());
+  if (failed(verifyLikeShape(*this, getShape(), resultType)))
+    return failure();
   if (inputType.getElementType() != resultType.getElementType())
     return emitOpError("input element type ")
            << inputType.getElementType()
@@ -358,15 +357,11 @@ namespace {
 LogicalResult verifyRowsLike(Operation *op, RankedTensorType inputType,
                              RankedTensorType resultType, Value like,
                              StringRef verb) {
-  auto shapeType = cast<RankedTensorType>(like.getType());
   int64_t rank = inputType.getRank();
   if (rank == 0)
     return op->emitOpError("cannot ") << verb << " a rank-0 tensor";
-  if (shapeType.getShape() != resultType.getShape())
-    return op->emitOpError("result shape ")
-           << formatShape(resultType.getShape())
-           << " differs from the shape of the 'like' operand "
-           << formatShape(shapeType.getShape());
+  if (failed(verifyLikeShape(op, like, resultType)))
+    return failure();
   if (resultType.getRank() != rank)
     return op->emitOpError("result rank ")
            << resultType.getRank() << " differs from the input rank " << rank;
