@@ -115,7 +115,7 @@ def test_gradcheck():
 
 @pytest.mark.parametrize("call, error", [
     (lambda x, y: tile.ops.cross_entropy(x, y.float()), "int64 or int32"),
-    (lambda x, y: tile.ops.cross_entropy(x, y[:1]), "one per row"),
+    (lambda x, y: tile.ops.cross_entropy(x, y[:1]), "one label per row"),
     (lambda x, y: tile.ops.cross_entropy(x, y, reduction="avg"),
      "reduction must be"),
     (lambda x, y: tile.ops.cross_entropy(x, y, label_smoothing=1.5),

@@ -52,18 +52,90 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     layers = model.config.num_hidden_layers
     assert counts["mlp"] == layers and counts["rope"] == 1
-    assert counts["rms_norm"] >= 2 * layers + 1
+    assert counts["rms_norm"] >= 2 * layers + 1 and counts["loss"] == 1
     # The same Parameter objects, under the same names.
     assert dict(model.named_parameters()) == params
+    # Training with labels: the LM head and loss in chunks, no logits.
     got = model(ids, labels=ids)
+    assert got.logits is None
     got.loss.backward()
-    scale = expected.logits.abs().max().item()
-    assert (got.logits - expected.logits).abs().max().item() <= HF_RTOL * scale
     assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
+    _assert_grads_close(model, grads)
+    # Evaluation: the model's own head gives the logits.
+    model.eval()
+    logits = model(ids).logits
+    scale = expected.logits.abs().max().item()
+    assert (logits - expected.logits).abs().max().item() <= HF_RTOL * scale
+
+
+def _assert_grads_close(model, grads):
     for name, p in model.named_parameters():
         g = grads[name]
         bound = HF_RTOL * max(1.0, g.abs().max().item())
         assert (p.grad - g).abs().max().item() <= bound, name
+
+
+def _grads_of(model, **inputs):
+    model.zero_grad()
+    out = model(**inputs)
+    out.loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    return out, grads
+
+
+@pytest.mark.parametrize("loss_kwargs", [
+    {}, {"num_items_in_batch": 7}, {"shift_labels": True}])
+@pytest.mark.parametrize("linear, logits_loss", [(True, False),
+                                                 (False, True)])
+def test_patched_loss_keeps_hugging_faces_conventions(loss_kwargs, linear,
+                                                      logits_loss):
+    """ignore_index labels, num_items_in_batch (a sum divided by it) and
+    shift_labels given by the caller, through the chunked head (training)
+    or the logits' loss (eval mode, cross_entropy=True)."""
+    torch.manual_seed(0)
+    model = _tiny("llama")
+    ids = torch.randint(0, 64, (2, 9))
+    labels = ids.clone()
+    labels[0, :4] = -100
+    kwargs = dict(loss_kwargs)
+    if kwargs.pop("shift_labels", False):
+        kwargs["shift_labels"] = torch.nn.functional.pad(
+            labels, (0, 1), value=-100)[..., 1:].contiguous()
+        # Labels must be given too; the shifted ones replace them.
+        inputs = dict(input_ids=ids, labels=ids, **kwargs)
+    else:
+        inputs = dict(input_ids=ids, labels=labels, **kwargs)
+    if not linear:
+        model.eval()
+    expected, grads = _grads_of(model, **inputs)
+    tile.transformers.apply_tile(model, rms_norm=False, mlp=False,
+                                 rope=False, linear_cross_entropy=linear,
+                                 cross_entropy=logits_loss)
+    got, _ = _grads_of(model, **inputs)
+    assert (got.logits is None) == linear
+    # Hugging Face's loss casts the logits to float32 (ours stays float64).
+    assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
+    model(**inputs).loss.backward()
+    _assert_grads_close(model, grads)
+
+
+def test_patched_loss_honours_the_final_soft_cap():
+    """Gemma 2's final_logit_softcapping, through the chunked head."""
+    config = transformers.Gemma2Config(
+        vocab_size=64, hidden_size=32, intermediate_size=48,
+        num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=8, final_logit_softcapping=5.0)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).double()
+    ids = torch.randint(0, 64, (2, 9))
+    expected, grads = _grads_of(model, input_ids=ids, labels=ids)
+    assert tile.transformers._patch_loss(model, True, False, False) == 1
+    got, _ = _grads_of(model, input_ids=ids, labels=ids)
+    assert got.logits is None
+    assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
+    model(input_ids=ids, labels=ids).loss.backward()
+    _assert_grads_close(model, grads)
 
 
 def test_unsupported_models_are_named():
@@ -95,11 +167,18 @@ def _model(model_type, dtype):
 
 
 def _loss_and_grads(model, ids):
+    """(loss, logits, gradients): the loss and gradients of a training
+    step (a patched model's through its chunked head), the logits from
+    eval mode (where a patched model makes them)."""
     model.zero_grad()
     out = model(ids, labels=ids)
     out.loss.backward()
-    return out, {n: p.grad.float().clone()
-                 for n, p in model.named_parameters()}
+    model.eval()
+    with torch.no_grad():
+        logits = model(ids).logits
+    model.train()
+    return out.loss, logits, {n: p.grad.float().clone()
+                              for n, p in model.named_parameters()}
 
 
 @pytest.mark.gpu
@@ -112,22 +191,23 @@ def test_patched_bf16_model_matches_float64(model_type, tiled):
         pytest.skip("Gemma's MLP is GeGLU; the tiled MLP is SwiGLU")
     ids = torch.randint(0, 256, (2, 128), device="cuda",
                         generator=torch.Generator("cuda").manual_seed(1))
-    exact, exact_grads = _loss_and_grads(_model(model_type, torch.float64),
-                                         ids)
-    plain, plain_grads = _loss_and_grads(_model(model_type, torch.bfloat16),
-                                         ids)
+    exact, exact_logits, exact_grads = _loss_and_grads(
+        _model(model_type, torch.float64), ids)
+    plain, plain_logits, plain_grads = _loss_and_grads(
+        _model(model_type, torch.bfloat16), ids)
     patched_model = _model(model_type, torch.bfloat16)
     tile.transformers.apply_tile(patched_model, tiled_mlp=tiled)
-    patched, patched_grads = _loss_and_grads(patched_model, ids)
+    patched, patched_logits, patched_grads = _loss_and_grads(patched_model,
+                                                             ids)
 
     def error(a, b):
         return ((a.double() - b.double()).abs().max() /
                 b.double().abs().max().clamp_min(1e-30)).item()
     # Stated tolerance: within 2x of bf16 PyTorch's own error, + 1e-2.
-    assert error(patched.logits, exact.logits) <= \
-        2 * error(plain.logits, exact.logits) + 1e-2
-    assert abs(patched.loss.item() - exact.loss.item()) <= \
-        2 * abs(plain.loss.item() - exact.loss.item()) + 1e-2
+    assert error(patched_logits, exact_logits) <= \
+        2 * error(plain_logits, exact_logits) + 1e-2
+    assert abs(patched.item() - exact.item()) <= \
+        2 * abs(plain.item() - exact.item()) + 1e-2
     for name, g in exact_grads.items():
         assert error(patched_grads[name], g) <= \
             2 * error(plain_grads[name], g) + 2e-2, name

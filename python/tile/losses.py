@@ -19,28 +19,9 @@ REDUCTIONS = ("mean", "sum", "none")
 _EXACT_IN_F32 = 1 << 24
 
 
-def _check_cross_entropy(logits, labels, ignore_index, reduction,
-                         label_smoothing, z_loss, softcap):
-    if not isinstance(logits, torch.Tensor) or \
-            not logits.dtype.is_floating_point or logits.dim() == 0:
-        raise TypeError("cross_entropy takes logits as a float tensor "
-                        "[..., vocab]")
-    if not isinstance(labels, torch.Tensor) or \
-            labels.dtype not in (torch.int64, torch.int32):
-        raise TypeError(
-            "cross_entropy takes labels as an int64 or int32 tensor of class "
-            "indices, got "
-            + (str(labels.dtype) if isinstance(labels, torch.Tensor)
-               else type(labels).__name__))
-    if tuple(labels.shape) != tuple(logits.shape[:-1]):
-        raise ValueError(
-            f"labels have shape {list(labels.shape)}; logits of shape "
-            f"{list(logits.shape)} take labels of shape "
-            f"{list(logits.shape[:-1])} (one per row)")
-    if labels.device != logits.device:
-        raise ValueError(f"labels are on {labels.device}, logits on "
-                         f"{logits.device}")
-    vocab = logits.shape[-1]
+def check_options(vocab, ignore_index, reduction, label_smoothing, z_loss,
+                  softcap):
+    """The cross-entropy options, for logits `vocab` columns wide."""
     if vocab > _EXACT_IN_F32:
         raise ValueError(f"a vocabulary of {vocab} is over the "
                          f"{_EXACT_IN_F32} columns whose index f32 holds "
@@ -59,7 +40,25 @@ def _check_cross_entropy(logits, labels, ignore_index, reduction,
         raise ValueError(f"z_loss must be ≥ 0, got {z_loss!r}")
     if softcap is not None and not float(softcap) > 0.0:
         raise ValueError(f"softcap must be > 0 or None, got {softcap!r}")
-    if logits.device.type == "cpu" and not torch.compiler.is_compiling():
+
+
+def check_labels(labels, rows_shape, vocab, device, ignore_index):
+    """Labels of one row each of rows of shape `rows_shape` on `device`."""
+    if not isinstance(labels, torch.Tensor) or \
+            labels.dtype not in (torch.int64, torch.int32):
+        raise TypeError(
+            "the labels must be an int64 or int32 tensor of class "
+            "indices, got "
+            + (str(labels.dtype) if isinstance(labels, torch.Tensor)
+               else type(labels).__name__))
+    if tuple(labels.shape) != tuple(rows_shape):
+        raise ValueError(
+            f"labels have shape {list(labels.shape)}; they take one label "
+            f"per row, shape {list(rows_shape)}")
+    if labels.device != device:
+        raise ValueError(f"labels are on {labels.device}, the rows on "
+                         f"{device}")
+    if device.type == "cpu" and not torch.compiler.is_compiling():
         # A label outside [0, vocab) picks no logit: its row's loss would be
         # the logsumexp alone. The CPU checks (PyTorch raises) where it runs
         # eagerly; on the GPU the check would cost a synchronization per
@@ -70,6 +69,13 @@ def _check_cross_entropy(logits, labels, ignore_index, reduction,
             bad = labels[wrong][0].item()
             raise IndexError(f"label {bad} is outside [0, {vocab}) and is "
                              f"not ignore_index ({ignore_index})")
+
+
+def dense_labels(labels):
+    """int64 and dense, as the kernel reads them (shifted labels,
+    labels[..., 1:], are views with strides)."""
+    return (labels if labels.dtype == torch.int64
+            else labels.long()).contiguous()
 
 
 def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
@@ -89,13 +95,18 @@ def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
     their dtype. Labels outside [0, vocab) other than ignore_index are an
     IndexError on the CPU; on the GPU, where checking would synchronize,
     such a row's loss is its logsumexp."""
-    _check_cross_entropy(logits, labels, ignore_index, reduction,
-                         label_smoothing, z_loss, softcap)
-    # Shifted labels and logits (labels[..., 1:]) are views with strides;
-    # the kernel reads dense rows.
+    if not isinstance(logits, torch.Tensor) or \
+            not logits.dtype.is_floating_point or logits.dim() == 0:
+        raise TypeError("cross_entropy takes logits as a float tensor "
+                        "[..., vocab]")
+    check_options(logits.shape[-1], ignore_index, reduction, label_smoothing,
+                  z_loss, softcap)
+    check_labels(labels, logits.shape[:-1], logits.shape[-1], logits.device,
+                 ignore_index)
+    # Shifted logits (logits[:, :-1]) are views with strides; the kernel
+    # reads dense rows.
     logits = logits.contiguous()
-    labels = (labels if labels.dtype == torch.int64
-              else labels.long()).contiguous()
+    labels = dense_labels(labels)
     if softcap is not None:
         # A kernel of its own: fused behind a select on the parameter, it
         # slowed every call (docs/Performance.md). It costs a capped copy

@@ -25,7 +25,8 @@ from .mlp import matmul_into
 from .operators import gated, gated_backward_in_place, kernel
 
 __all__ = ["RMSNorm", "SwiGLU", "SiluAndMul", "GatedMLP", "SwiGLUMLP",
-           "TiledSwiGLUMLP", "GroupedSwiGLUMLP", "attach_main_grads"]
+           "TiledSwiGLUMLP", "GroupedSwiGLUMLP", "attach_main_grads",
+           "adopt_main_grad_module", "prepare_main_grads"]
 
 
 def _ensure_main_grad(param):
@@ -60,6 +61,20 @@ def _prepare_main_grads(module, params):
         _ensure_main_grad(param)
 
 
+def adopt_main_grad_module(module):
+    """Puts a module Tile did not make under the main_grad contract: a Tile
+    op adds its parameters' gradients to their main_grad (the LM head under
+    apply_tile's linear cross-entropy). attach_main_grads covers it, and
+    prepare_main_grads(module) is the check its forward makes."""
+    module.tile_main_grad = True
+
+
+def prepare_main_grads(module):
+    """_prepare_main_grads for an adopted module (adopt_main_grad_module),
+    before the Tile op that accumulates its gradients runs."""
+    _prepare_main_grads(module, module.parameters())
+
+
 def attach_main_grads(model):
     """Gives every parameter of the Tile modules in `model` that use the
     main_grad contract (``accumulate_into_main_grad=True``) a zero fp32
@@ -69,8 +84,9 @@ def attach_main_grads(model):
     any, to have it checked for main_grad_comm_hook as the eager forward
     checks."""
     modules = [m for m in model.modules()
-               if isinstance(m, _MAIN_GRAD_MODULES) and
-               m.accumulate_into_main_grad]
+               if (isinstance(m, _MAIN_GRAD_MODULES) and
+                   m.accumulate_into_main_grad) or
+               getattr(m, "tile_main_grad", False)]
     if modules:
         refuse_ddp_without_hook(model)
     for module in modules:

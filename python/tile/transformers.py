@@ -12,7 +12,11 @@ apply_rotary_pos_emb with tile.ops.rope, for every model of that type in
 the process (as Liger's patch does); revert_rope() puts the original back.
 """
 
+import functools
+import inspect
 import sys
+
+import torch
 
 from . import nn as _nn
 from . import ops as _ops
@@ -120,20 +124,146 @@ def revert_rope():
     _ROPE_ORIGINALS.clear()
 
 
+# -- the causal-LM loss -------------------------------------------------------
+
+
+def _shifted(labels, ignore_index):
+    """Hugging Face's ForCausalLMLoss shift: row t is scored against label
+    t + 1, the last row against ignore_index."""
+    return torch.nn.functional.pad(labels, (0, 1),
+                                   value=ignore_index)[..., 1:]
+
+
+def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
+    """The loss Hugging Face's loss_function gives for `labels` (or
+    kwargs' shift_labels), from the last hidden states (`linear`: the LM
+    head and the loss in chunks, tile.ops.linear_cross_entropy) or from
+    the logits (tile.ops.cross_entropy)."""
+    ignore_index = kwargs.get("ignore_index", -100)
+    shift_labels = kwargs.get("shift_labels")
+    if shift_labels is None:
+        shift_labels = _shifted(labels, ignore_index)
+    shift_labels = shift_labels.to(rows.device)
+    items = kwargs.get("num_items_in_batch")
+    reduction = "sum" if items is not None else "mean"
+    softcap = getattr(model.config, "final_logit_softcapping", None)
+    if linear:
+        head = model.get_output_embeddings()
+        if main_grad:
+            _nn.prepare_main_grads(head)
+        loss = _ops.linear_cross_entropy(
+            rows, head.weight, shift_labels, bias=head.bias,
+            ignore_index=ignore_index, reduction=reduction, softcap=softcap,
+            main_grad=main_grad)
+    else:
+        # The model applied its soft-cap to the logits already.
+        loss = _ops.cross_entropy(rows, shift_labels,
+                                  ignore_index=ignore_index,
+                                  reduction=reduction)
+    if items is not None:
+        if torch.is_tensor(items):
+            items = items.to(loss.device)
+        loss = loss / items
+    return loss
+
+
+def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
+    """The model's forward with Tile's loss: in training with labels, the
+    LM head and loss in chunks (`linear`), the logits never made (None in
+    the output, as under Liger's patch); otherwise the model's own forward,
+    its loss from tile.ops.cross_entropy where `logits_loss`."""
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def forward(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        call = dict(bound.arguments)
+        call.pop("self")
+        call.update(call.pop("kwargs", {}))
+        labels = call.pop("labels", None)
+        keep = call.pop("logits_to_keep", 0)
+        # As Hugging Face's: a loss only with labels (shift_labels, when
+        # given too, replaces their shift).
+        wants_loss = labels is not None
+        if linear and wants_loss and self.training and not keep:
+            return_dict = call.pop("return_dict", None)
+            base = getattr(self, self.base_model_prefix)
+            outputs = base(**call)
+            loss = _causal_lm_loss(self, outputs[0], labels, call,
+                                   linear=True, main_grad=main_grad)
+            result = _output(loss, outputs)
+            return result if return_dict is not False else result.to_tuple()
+        if not (logits_loss and wants_loss):
+            return original(self, *args, **kwargs)
+        outputs = original(self, **call, logits_to_keep=keep)
+        outputs["loss"] = _causal_lm_loss(self, outputs["logits"], labels,
+                                          call, linear=False,
+                                          main_grad=False)
+        return outputs
+
+    return forward
+
+
+def _output(loss, outputs):
+    """A CausalLMOutputWithPast of `loss` and the base model's outputs
+    (whatever fields this transformers version's class has), no logits."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+    fields = CausalLMOutputWithPast.__dataclass_fields__
+    kept = {k: v for k, v in outputs.items()
+            if k in fields and k not in ("loss", "logits")}
+    return CausalLMOutputWithPast(loss=loss, logits=None, **kept)
+
+
+def _patch_loss(model, linear, logits_loss, main_grad):
+    """Replaces the causal-LM model's forward (this instance's only);
+    returns 1, or 0 where the model has no LM head."""
+    if not (linear or logits_loss):
+        return 0
+    if model.get_output_embeddings() is None or \
+            not type(model).__name__.endswith("ForCausalLM"):
+        return 0
+    if "forward" in vars(model):
+        raise ValueError(f"{type(model).__name__}.forward was replaced "
+                         "already (patched twice?)")
+    head = model.get_output_embeddings()
+    inputs = model.get_input_embeddings()
+    # A head tied to the input embedding gets its gradient by autograd:
+    # the embedding's own part arrives in .grad, which an engine that sees
+    # grad_added_to_main_grad would no longer add (Megatron's).
+    main_grad = main_grad and not (inputs is not None and
+                                   inputs.weight is head.weight)
+    if linear and main_grad:
+        _nn.adopt_main_grad_module(head)
+    model.forward = _tile_causal_lm_forward(
+        type(model).forward, linear=linear, logits_loss=logits_loss,
+        main_grad=main_grad).__get__(model)
+    return 1
+
+
 def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
-               *, accumulate_into_main_grad=False, memory_budget=None):
+               *, linear_cross_entropy=True, cross_entropy=False,
+               accumulate_into_main_grad=False, memory_budget=None):
     """Replaces the RMSNorm and MLP modules of a Hugging Face Llama,
-    Mistral, Qwen2, Qwen3 or Gemma model in place, and (rope=True) its
-    modeling module's RoPE function; returns the model and what was
-    replaced ({"rms_norm": n, "mlp": m, "rope": 0 or 1}: 0 where an earlier
-    call already replaced the function).
+    Mistral, Qwen2, Qwen3 or Gemma model in place, (rope=True) its
+    modeling module's RoPE function and, for a causal LM, its loss;
+    returns the model and what was replaced ({"rms_norm": n, "mlp": m,
+    "rope": 0 or 1, "loss": 0 or 1}: rope 0 where an earlier call already
+    replaced the function).
 
     tiled_mlp: False, True (automatic shards) or a shard count for
-    tile.nn.TiledSwiGLUMLP in place of the untiled MLP."""
+    tile.nn.TiledSwiGLUMLP in place of the untiled MLP.
+
+    linear_cross_entropy (default): in training with labels, the LM head
+    and the loss run together in chunks (tile.ops.linear_cross_entropy,
+    Hugging Face's shift, ignore_index, num_items_in_batch and the model's
+    final_logit_softcapping honoured) and the output's logits are None;
+    in eval mode, without labels or with logits_to_keep, the model's own
+    forward runs. cross_entropy=True: where the logits are made and labels
+    given, the loss is tile.ops.cross_entropy."""
     model_type = _model_type(model)
     norms, mlps, offset = SUPPORTED[model_type]
     config = model.config
-    counts = {"rms_norm": 0, "mlp": 0, "rope": 0}
+    counts = {"rms_norm": 0, "mlp": 0, "rope": 0, "loss": 0}
     modeling = set()
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
@@ -153,6 +283,8 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
         raise ValueError(
             f"apply_tile found no {' or '.join(norms + mlps)} in "
             f"{type(model).__name__}: was it patched already?")
+    counts["loss"] = _patch_loss(model, linear_cross_entropy, cross_entropy,
+                                 accumulate_into_main_grad)
     if rope:
         if not modeling:  # norms and MLPs were patched by an earlier call
             modeling.add(sys.modules[type(model).__module__])

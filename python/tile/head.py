@@ -1,0 +1,444 @@
+"""The LM head and a loss over its logits in chunks of rows: the logits of
+all rows, [rows, vocab], never exist.
+
+    linear_cross_entropy(h, w, labels) == cross_entropy(h @ w.T, labels)
+    linear_loss(h, w, kernel, *args)   == kernel(h @ w.T, *args), reduced
+
+For each chunk of rows: the chunk's logits by a GEMM (torch's: cuBLAS on
+CUDA tensors), the loss kernel's forward and the backward
+tile-differentiate derived from it on them, d hidden by a GEMM, and d
+weight added by a GEMM with beta = 1. Two schedules:
+
+- eager (reduction "sum" or "mean", no main_grad): the gradients are made
+  in the forward, for an incoming gradient of 1, and scaled by the real one
+  in the backward (one pass over d hidden and d weight): three GEMMs per
+  chunk, as many as the unchunked head and loss take. The weight's
+  gradient is summed over chunks in the weight's dtype (each chunk's GEMM
+  accumulates in fp32), as Liger's fused linear cross-entropy sums it: a
+  float32 sum would hold a [vocab, hidden] fp32 tensor, 2 GB at Llama 3's
+  shapes, more than the loss saves at short sequences.
+- recompute (reduction "none", or main_grad): the forward computes the
+  loss only; the backward recomputes each chunk's logits and runs the
+  derived backward with the rows' real gradients (four GEMMs per chunk).
+  Under the main_grad contract the weight's gradient is added to its fp32
+  main_grad by cuBLASLt (mlp.matmul_into), never held in the weight's dtype.
+
+The chunk: as many rows as fit `memory_budget` bytes of chunk buffers (the
+logits, and a gradient or capped copy where the kernel needs one), at
+least one; plan() says it. CPU tensors take the same steps, the GEMMs in
+torch and the kernels on the reference evaluator.
+"""
+
+import math
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from .autograd import main_grad_of, mark_main_grads
+from .kernel import Kernel, run_backward, run_forward
+from .losses import (REDUCTIONS, check_labels, check_options, dense_labels)
+from .mlp import matmul_into
+from .operators import kernel as operator
+
+__all__ = ["linear_cross_entropy", "linear_loss", "plan",
+           "DEFAULT_MEMORY_BUDGET"]
+
+# Bytes of chunk buffers: 512 MiB is 2048 rows of a 128256-column bf16
+# vocabulary in place (linear_cross_entropy), large enough that each
+# chunk's GEMMs run near cuBLAS's peak (docs/LinearLoss.md).
+DEFAULT_MEMORY_BUDGET = 512 << 20
+# Chunks are a multiple of this many rows (GEMM tiles), but for the last.
+_ROW_MULTIPLE = 64
+
+
+def plan(rows, vocab, dtype, *, buffers=1, memory_budget=None):
+    """(chunks, rows per chunk) for `rows` rows of `vocab` logits of `dtype`,
+    with `buffers` [chunk, vocab] buffers held at once; no GPU."""
+    budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else \
+        int(memory_budget)
+    if budget <= 0:
+        raise ValueError(f"memory_budget must be a positive number of "
+                         f"bytes, got {memory_budget!r}")
+    per_row = max(1, vocab * torch.tensor([], dtype=dtype).element_size()
+                  * buffers)
+    fit = budget // per_row
+    if fit >= _ROW_MULTIPLE:
+        fit -= fit % _ROW_MULTIPLE
+    fit = max(1, min(fit, rows))
+    chunks = max(1, math.ceil(rows / fit))
+    # As many chunks as the budget needs, their rows balanced.
+    size = math.ceil(rows / chunks)
+    if size > _ROW_MULTIPLE:
+        size = min(fit, math.ceil(size / _ROW_MULTIPLE) * _ROW_MULTIPLE)
+    return max(1, math.ceil(rows / size)) if rows else 0, size
+
+
+class _RowLoss:
+    """A row kernel over a chunk of logits: its per-row values, and the
+    logits' gradient for the rows' gradients. `scalars` follow the chunk's
+    per-row tensors in the kernel's arguments; `softcap` runs the softcap
+    operator first; `in_place`: the gradient is written over the logits
+    (the kernel's backward is one pass with no reduction: cross-entropy's,
+    whose row statistics the forward saves)."""
+
+    def __init__(self, kernel, scalars=(), softcap=None, in_place=False):
+        self.kernel = kernel
+        self.scalars = list(scalars)
+        self.softcap = None if softcap is None else float(softcap)
+        self.in_place = in_place
+
+    def buffers(self):
+        """[chunk, vocab] buffers a chunk holds: the logits, a gradient
+        unless written in place, and the capped copy."""
+        return 1 + (not self.in_place) + (self.softcap is not None)
+
+    def rows(self, logits, per_row, rows_grad=None):
+        """(per-row values, d logits or None): d logits is written over
+        `logits` where the gradient is in place or goes through the cap."""
+        capped = logits
+        if self.softcap is not None:
+            capped = run_forward(operator("softcap"),
+                                 [logits, self.softcap])[0][0]
+        args = [capped, *per_row, *self.scalars]
+        outputs, saved = run_forward(self.kernel, args)
+        if rows_grad is None:
+            return outputs[0], None
+        into = {0: capped} if self.in_place or self.softcap is not None \
+            else None
+        grad = run_backward(self.kernel, args, (rows_grad,), saved,
+                            into=into)[0]
+        if self.softcap is not None:
+            grad = run_backward(operator("softcap"), [logits, self.softcap],
+                                (grad,), [], into={0: logits})[0]
+        return outputs[0], grad
+
+
+def _chunks(rows, size):
+    return [(start, min(rows, start + size)) for start in range(0, rows, size)]
+
+
+def _logits(out, hidden, weight, bias):
+    """hidden @ weight.T (+ bias) written into `out`."""
+    if bias is None:
+        return torch.mm(hidden, weight.t(), out=out)
+    return torch.addmm(bias, hidden, weight.t(), out=out)
+
+
+def _value_dtype(dtype):
+    """The dtype of the per-row values: fp32 (float64 for float64 logits,
+    the CPU's exact mode)."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _rows_grad(reduction, count, size, scale, dtype):
+    """The gradient of each row's value for an incoming gradient `scale`
+    (a tensor: the loss's, or for "none" the rows' own)."""
+    if reduction == "none":
+        return scale.to(dtype).contiguous()
+    if reduction == "mean":
+        scale = scale / count
+    return scale.to(dtype).expand(size).contiguous()
+
+
+class _Head:
+    """One call's fixed parts: the row loss, the reduction, the chunk plan
+    and which gradients are wanted."""
+
+    def __init__(self, loss, reduction, count, chunk, main_grad, need):
+        self.loss = loss
+        self.reduction = reduction
+        self.count = count          # rows that count for "mean": a tensor
+        self.chunk = chunk
+        self.main_grad = main_grad  # the weight's main_grad, or None
+        self.need = need            # (hidden, weight, bias) need gradients
+        self.weight = None          # the weight Parameter (main_grad)
+        self.bias_dtype = None
+
+    def eager(self):
+        """Whether the gradients are made in the forward (the schedules in
+        the module's docstring)."""
+        return self.reduction != "none" and self.main_grad is None
+
+    def run(self, hidden, weight, bias, per_row, grad=None, into=None):
+        """Every chunk: the per-row values, and with `grad` (the loss's
+        gradient) the gradients, into `into` = (d hidden, d weight, d bias)
+        where wanted (d weight None under main_grad: added there)."""
+        rows = hidden.shape[0]
+        dtype = _value_dtype(hidden.dtype)
+        values = torch.empty(rows, dtype=dtype, device=hidden.device)
+        buffer = torch.empty(min(self.chunk, rows), weight.shape[0],
+                             dtype=hidden.dtype, device=hidden.device)
+        for start, end in _chunks(rows, self.chunk):
+            h = hidden[start:end]
+            logits = _logits(buffer[:end - start], h, weight, bias)
+            rows_grad = None
+            if grad is not None:
+                scale = grad[start:end] if self.reduction == "none" else grad
+                rows_grad = _rows_grad(self.reduction, self.count,
+                                       end - start, scale, dtype)
+            chunk_values, dlogits = self.loss.rows(
+                logits, [t[start:end] for t in per_row], rows_grad)
+            values[start:end] = chunk_values
+            if dlogits is not None:
+                self._gradients(dlogits, h, weight, into, start, end)
+        return values
+
+    def _gradients(self, dlogits, h, weight, into, start, end):
+        dhidden, dweight, dbias = into
+        need_hidden, need_weight, need_bias = self.need
+        if need_hidden:
+            torch.mm(dlogits, weight, out=dhidden[start:end])
+        if need_weight:
+            # Under main_grad, autograd gets None for the weight.
+            if self.main_grad is not None:
+                matmul_into(self.main_grad, dlogits, h, trans_a=True)
+            else:
+                torch.addmm(dweight, dlogits.t(), h, out=dweight)
+        if need_bias:
+            dbias += dlogits.sum(0, dtype=dbias.dtype)
+
+    def buffers(self, hidden, weight, bias):
+        """Zeroed gradient buffers (d hidden, d weight, d bias) where
+        wanted."""
+        need_hidden, need_weight, need_bias = self.need
+        return (torch.empty_like(hidden) if need_hidden else None,
+                torch.zeros_like(weight)
+                if need_weight and self.main_grad is None else None,
+                torch.zeros(weight.shape[0],
+                            dtype=_value_dtype(weight.dtype),
+                            device=weight.device) if need_bias else None)
+
+    def reduce(self, values):
+        if self.reduction == "none":
+            return values
+        total = values.sum()
+        return total if self.reduction == "sum" else total / self.count
+
+
+class _ChunkedHead(torch.autograd.Function):
+    """apply(head, hidden [rows, H], weight [V, H], bias [V] or None,
+    *per_row tensors): the reduced loss. Its node holds the gradients
+    (eager schedule) or the inputs (recompute)."""
+
+    @staticmethod
+    def forward(ctx, head, hidden, weight, bias, *per_row):
+        ctx.head = head
+        ctx.eager = head.eager()
+        if ctx.eager:
+            into = head.buffers(hidden, weight, bias)
+            one = torch.ones((), dtype=_value_dtype(hidden.dtype),
+                             device=hidden.device)
+            values = head.run(hidden, weight, bias, per_row, grad=one,
+                              into=into)
+            ctx.present = [t is not None for t in into]
+            ctx.save_for_backward(*[t for t in into if t is not None])
+        else:
+            values = head.run(hidden, weight, bias, per_row)
+            ctx.save_for_backward(hidden, weight, bias, *per_row)
+        return head.reduce(values)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        head = ctx.head
+        if ctx.eager:
+            if getattr(ctx, "used", False):
+                raise RuntimeError(
+                    "a second backward through linear_cross_entropy (or "
+                    "linear_loss) with reduction 'mean' or 'sum': its "
+                    "gradients were made in the forward and handed to the "
+                    "first backward. Use reduction='none' (and reduce the "
+                    "rows yourself), whose backward recomputes them")
+            ctx.used = True
+            stored = iter(ctx.saved_tensors)
+            grads = [next(stored) if present else None
+                     for present in ctx.present]
+            # They were made for an incoming gradient of 1.
+            grads = [None if g is None else g.mul_(grad.to(g.dtype))
+                     for g in grads]
+        else:
+            hidden, weight, bias, *per_row = ctx.saved_tensors
+            grads = list(head.buffers(hidden, weight, bias))
+            head.run(hidden, weight, bias, per_row, grad=grad, into=grads)
+        if head.main_grad is not None:
+            mark_main_grads([head.weight], in_forward=False)
+        dhidden, dweight, dbias = grads
+        if dbias is not None:
+            dbias = dbias.to(head.bias_dtype)
+        return (None, dhidden, dweight, dbias, *[None] * (
+            len(ctx.needs_input_grad) - 4))
+
+
+def _rows_of(hidden, weight, bias):
+    """hidden as [rows, H], checked against weight [V, H] and bias [V]."""
+    for name, t in (("hidden", hidden), ("weight", weight)):
+        if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
+            raise TypeError(f"{name} must be a float tensor, got "
+                            f"{getattr(t, 'dtype', type(t).__name__)}")
+    if weight.dim() != 2 or hidden.dim() < 1 or \
+            hidden.shape[-1] != weight.shape[1]:
+        raise ValueError(f"hidden {list(hidden.shape)} and weight "
+                         f"{list(weight.shape)}: the head takes hidden "
+                         "[..., H] and weight [vocab, H]")
+    if bias is not None and (not isinstance(bias, torch.Tensor) or
+                             tuple(bias.shape) != (weight.shape[0],)):
+        raise ValueError(f"bias must be a tensor of shape "
+                         f"[{weight.shape[0]}] (one per vocabulary entry)")
+    tensors = [t for t in (hidden, weight, bias) if t is not None]
+    if len({t.device for t in tensors}) != 1:
+        raise ValueError("hidden, weight and bias must be on one device, "
+                         f"got {', '.join(str(t.device) for t in tensors)}")
+    if len({t.dtype for t in tensors}) != 1:
+        raise TypeError(
+            "hidden, weight and bias must have one dtype (under autocast "
+            "the head casts them to autocast's), got "
+            + ", ".join(str(t.dtype) for t in tensors))
+
+
+def _autocast(hidden, weight, bias):
+    """hidden, weight and bias as autocast would give them to a linear
+    layer: cast to its dtype where autocast is on (the casts keep their
+    autograd nodes)."""
+    device = hidden.device.type
+    if not torch.is_autocast_enabled(device):
+        return hidden, weight, bias
+    dtype = torch.get_autocast_dtype(device)
+    return tuple(None if t is None else t.to(dtype)
+                 for t in (hidden, weight, bias))
+
+
+def _run_head(loss, hidden, weight, bias, per_row, reduction, count,
+              memory_budget, main_grad):
+    """The chunked head over `per_row` tensors of hidden's leading shape."""
+    param = weight
+    accumulator = None
+    if main_grad and weight.requires_grad and torch.is_grad_enabled():
+        accumulator = main_grad_of(param, "the head's weight")
+        mark_main_grads([param], in_forward=True)
+    hidden, weight, bias = _autocast(hidden, weight, bias)
+    _rows_of(hidden, weight, bias)
+    leading = hidden.shape[:-1]
+    flat = hidden.reshape(-1, hidden.shape[-1]).contiguous()
+    rows, vocab = flat.shape[0], weight.shape[0]
+    _, chunk = plan(rows, vocab, flat.dtype, buffers=loss.buffers(),
+                    memory_budget=memory_budget)
+    grad_on = torch.is_grad_enabled()
+    need = (grad_on and hidden.requires_grad,
+            grad_on and weight.requires_grad,
+            grad_on and bias is not None and bias.requires_grad)
+    head = _Head(loss, reduction, count, max(1, chunk), accumulator, need)
+    head.weight = param
+    head.bias_dtype = None if bias is None else bias.dtype
+    weight_c = weight.contiguous()
+    bias_c = None if bias is None else bias.contiguous()
+    per_row = [t.reshape(rows, *t.shape[len(leading):]).contiguous()
+               for t in per_row]
+    with torch.autocast(hidden.device.type, enabled=False):
+        if any(need):
+            result = _ChunkedHead.apply(head, flat, weight_c, bias_c,
+                                        *per_row)
+        else:
+            result = head.reduce(head.run(flat, weight_c, bias_c, per_row))
+    if reduction == "none":
+        result = result.view(leading)
+    return result
+
+
+def linear_cross_entropy(hidden, weight, labels, *, bias=None,
+                         ignore_index=-100, reduction="mean",
+                         label_smoothing=0.0, z_loss=0.0, softcap=None,
+                         memory_budget=None, main_grad=False):
+    """cross_entropy(hidden @ weight.T + bias, labels, ...) without the
+    logits: hidden [..., H], weight [vocab, H] (an LM head's), labels [...]
+    (int64 or int32), bias [vocab] or None; bf16, f16 or f32 (float64 on the
+    CPU), one dtype (under autocast, autocast's). The options are
+    tile.ops.cross_entropy's.
+
+    The rows run in chunks of as many rows as `memory_budget` bytes of
+    logits hold (DEFAULT_MEMORY_BUDGET, 512 MiB: 2048 rows of a 128256
+    vocabulary in bf16; with softcap, half as many); plan() says the
+    chunks. With reduction "mean" or "sum" every gradient is made in the
+    forward (Liger's schedule: no GEMM is recomputed) and held until the
+    backward, the weight's summed over chunks in its own dtype; with
+    reduction "none" the backward recomputes the logits chunk by chunk.
+    main_grad=True: the weight's gradient is added in fp32 to
+    ``weight.main_grad`` (the main_grad contract) and the backward
+    recomputes the logits (the loss's gradient scales the weight's, and is
+    known only then)."""
+    _rows_of(hidden, weight, bias)
+    vocab = weight.shape[0]
+    check_options(vocab, ignore_index, reduction, label_smoothing, z_loss,
+                  softcap)
+    check_labels(labels, hidden.shape[:-1], vocab, hidden.device,
+                 ignore_index)
+    labels = dense_labels(labels)
+    loss = _RowLoss(operator("cross_entropy"),
+                    scalars=(float(ignore_index), float(label_smoothing),
+                             float(z_loss)),
+                    softcap=softcap, in_place=True)
+    count = (labels != ignore_index).sum() if reduction == "mean" else None
+    return _run_head(loss, hidden, weight, bias, [labels], reduction, count,
+                     memory_budget, main_grad)
+
+
+def _check_row_kernel(kernel, per_row):
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"linear_loss takes a tile.Kernel, got "
+                        f"{type(kernel).__name__}")
+    arguments = kernel.forward_info.arguments
+    results = kernel.forward_info.results
+    if not arguments or not arguments[0].is_tensor or \
+            arguments[0].rank != 2 or not arguments[0].differentiable:
+        raise ValueError(f"{kernel.function}'s first argument must be the "
+                         "logits, a [rows, vocab] tensor")
+    if len(results) != 1 or results[0].rank != 1:
+        raise ValueError(f"{kernel.function} must return one value per row "
+                         "(a single rank-1 result)")
+    if kernel.backward_function is None:
+        raise ValueError(f"{kernel.function} has no derived backward")
+    for index, arg in enumerate(per_row, start=1):
+        if isinstance(arg, torch.Tensor) and arg.requires_grad:
+            raise ValueError(
+                f"{kernel.describe(index)} requires grad: linear_loss "
+                "differentiates the logits (hidden, weight, bias) only")
+
+
+def linear_loss(hidden, weight, kernel, *args, bias=None, reduction="none",
+                memory_budget=None, main_grad=False):
+    """kernel(hidden @ weight.T + bias, *args), reduced, without the
+    logits: `kernel` is a tile.Kernel whose first argument is a row of
+    logits and whose one result is a value per row (a log-probability, an
+    entropy, a loss); its backward is the one tile-differentiate derived.
+    `args` are the kernel's other arguments: tensors of hidden's leading
+    shape (one per row: a label, a reference log-probability) split into
+    chunks with the rows, and scalars. reduction "none" (the per-row values,
+    of hidden's leading shape), "sum" or "mean" (over all rows). Chunks,
+    schedules and main_grad as for linear_cross_entropy; the gradient of
+    each chunk's logits has a buffer of its own."""
+    _rows_of(hidden, weight, bias)
+    _check_row_kernel(kernel, args)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got "
+                         f"{reduction!r}")
+    leading = tuple(hidden.shape[:-1])
+    per_row, scalars = [], []
+    for index, arg in enumerate(args, start=1):
+        if isinstance(arg, torch.Tensor):
+            if scalars:
+                raise ValueError(f"{kernel.describe(index)}: linear_loss "
+                                 "takes the per-row tensors before the "
+                                 "scalars")
+            if tuple(arg.shape[:len(leading)]) != leading:
+                raise ValueError(
+                    f"{kernel.describe(index)} has shape {list(arg.shape)}; "
+                    f"a per-row argument's leading shape is hidden's, "
+                    f"{list(leading)}")
+            per_row.append(arg)
+        else:
+            scalars.append(arg)
+    loss = _RowLoss(kernel, scalars=scalars)
+    rows = math.prod(leading)
+    count = torch.tensor(float(rows), device=hidden.device) \
+        if reduction == "mean" else None
+    return _run_head(loss, hidden, weight, bias, per_row, reduction, count,
+                     memory_budget, main_grad)
