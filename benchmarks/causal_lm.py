@@ -69,7 +69,7 @@ def patch(m, column):
 
 
 # First match wins (e2e.py's kinds, and the loss's).
-KINDS = [("loss", ("cross_entropy", "softcap", "nll", "log_softmax",
+KINDS = [("loss", ("cross_entropy", "softcap", "nll", "softmax",
                    "logsumexp", "element_mul")),
          ("attention", ("flash", "fmha", "attention", "sdpa")),
          ("gemm", ("gemm", "nvjet", "cutlass", "xmma", "sm90_", "cublas")),

@@ -12,7 +12,7 @@ from conftest import DTYPES, assert_close
 from test_losses import reference
 
 import tile
-from tile.head import plan
+from tile.head import default_budget, plan
 
 # Three per-row functions of a row of logits, written by a user: the
 # log-probability of the chosen token (GRPO, PPO), the entropy, and a
@@ -157,16 +157,21 @@ def test_chunked_equals_one_chunk(reduction):
 
 
 def test_plan():
-    # Llama 3's vocabulary in bf16: 2048 rows fill the default 512 MiB.
-    assert plan(16384, 128256, torch.bfloat16) == (8, 2048)
-    assert plan(4096, 128256, torch.bfloat16) == (2, 2048)
+    # Llama 3's vocabulary in bf16 at hidden 4096: up to 16384 rows the
+    # hidden states are under 256 MiB, and 1024 rows fill that.
+    assert default_budget(16384, 4096, torch.bfloat16) == 256 << 20
+    assert plan(16384, 128256, torch.bfloat16, hidden=4096) == (16, 1024)
+    assert plan(4096, 128256, torch.bfloat16, hidden=4096) == (4, 1024)
+    # 65536 rows: the hidden states' 512 MiB, 2048 rows.
+    assert plan(65536, 128256, torch.bfloat16, hidden=4096) == (32, 2048)
     # Fewer rows than a chunk holds: one chunk of them all.
     assert plan(100, 128256, torch.bfloat16) == (1, 100)
-    # Balanced: 3000 rows in two chunks of 1536 (a multiple of 64), not
-    # 2048 and 952.
-    assert plan(3000, 128256, torch.bfloat16) == (2, 1536)
+    # Balanced: 1500 rows in two chunks of 768 (a multiple of 64), not
+    # 1024 and 476.
+    assert plan(1500, 128256, torch.bfloat16) == (2, 768)
     # Two buffers per row (a softcap's copy) halve the chunk.
-    assert plan(16384, 128256, torch.bfloat16, buffers=2) == (16, 1024)
+    assert plan(16384, 128256, torch.bfloat16, hidden=4096,
+                buffers=2) == (32, 512)
     with pytest.raises(ValueError, match="memory_budget"):
         plan(10, 10, torch.float32, memory_budget=0)
 
@@ -178,6 +183,38 @@ def test_every_row_ignored_gives_what_pytorch_gives():
     assert torch.isnan(got) and torch.isnan(ref)
     for a, r in zip(_grads(got, (h, w, b)), _grads(ref, (h, w, b))):
         torch.testing.assert_close(a, r)
+
+
+def test_no_rows_gives_what_pytorch_gives():
+    h, w, b, labels = head_inputs((0,), 8, 10)
+    for reduction in ("mean", "sum", "none"):
+        got = tile.ops.linear_cross_entropy(h, w, labels, bias=b,
+                                            reduction=reduction)
+        ref = F.cross_entropy(h @ w.T + b, labels, reduction=reduction)
+        torch.testing.assert_close(got, ref, equal_nan=True)
+        if reduction != "none":
+            for a, r in zip(_grads(got, (h, w, b)), _grads(ref, (h, w, b))):
+                torch.testing.assert_close(a, r)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_under_torch_compile_with_ignored_rows(reduction):
+    """fullgraph=True, both schedules, ignore_index rows present (Liger's
+    fused linear cross-entropy has returned a wrong loss there): the same
+    loss and gradients as eagerly."""
+    h, w, b, labels = head_inputs((2, 9), 16, 40, ignored=(0, 3, 4, 11))
+
+    def step(h, w, b, labels):
+        return tile.ops.linear_cross_entropy(
+            h, w, labels, bias=b, reduction=reduction, label_smoothing=0.1,
+            memory_budget=4 * 40 * 8)
+    compiled = torch.compile(step, fullgraph=True)
+    got = compiled(h, w, b, labels)
+    ref = reference(h @ w.T + b, labels, reduction=reduction,
+                    label_smoothing=0.1)
+    torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)
+    for a, r in zip(_grads(got, (h, w, b)), _grads(ref, (h, w, b))):
+        torch.testing.assert_close(a, r, rtol=1e-12, atol=1e-12)
 
 
 def test_gradcheck():

@@ -25,7 +25,8 @@ weight added by a GEMM with beta = 1. Two schedules:
 
 The chunk: as many rows as fit `memory_budget` bytes of chunk buffers (the
 logits, and a gradient or capped copy where the kernel needs one), at
-least one; plan() says it. CPU tensors take the same steps, the GEMMs in
+least one; by default the bytes of the hidden states, at least 256 MiB
+(default_budget); plan() says it. CPU tensors take the same steps, the GEMMs in
 torch and the kernels on the reference evaluator.
 """
 
@@ -41,21 +42,33 @@ from .mlp import matmul_into
 from .operators import kernel as operator
 
 __all__ = ["linear_cross_entropy", "linear_loss", "plan",
-           "DEFAULT_MEMORY_BUDGET"]
+           "default_budget", "MIN_MEMORY_BUDGET"]
 
-# Bytes of chunk buffers: 512 MiB is 2048 rows of a 128256-column bf16
-# vocabulary in place (linear_cross_entropy), large enough that each
-# chunk's GEMMs run near cuBLAS's peak (docs/LinearLoss.md).
-DEFAULT_MEMORY_BUDGET = 512 << 20
+# The default budget of chunk buffers: the bytes of the hidden states (the
+# head then adds at most what the model already holds many times over as
+# activations, Liger's rule for its chunks), but at least 256 MiB, 1024
+# rows of a 128256-column bf16 vocabulary: below that each chunk re-reads
+# and re-writes the whole weight gradient for too few rows
+# (docs/LinearLoss.md has the measurements).
+MIN_MEMORY_BUDGET = 256 << 20
 # Chunks are a multiple of this many rows (GEMM tiles), but for the last.
 _ROW_MULTIPLE = 64
 
 
-def plan(rows, vocab, dtype, *, buffers=1, memory_budget=None):
-    """(chunks, rows per chunk) for `rows` rows of `vocab` logits of `dtype`,
-    with `buffers` [chunk, vocab] buffers held at once; no GPU."""
-    budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else \
-        int(memory_budget)
+def default_budget(rows, hidden, dtype):
+    """The chunk buffers' default bytes for `rows` rows of `hidden`
+    features of `dtype`: max(MIN_MEMORY_BUDGET, the hidden states')."""
+    size = torch.tensor([], dtype=dtype).element_size()
+    return max(MIN_MEMORY_BUDGET, rows * hidden * size)
+
+
+def plan(rows, vocab, dtype, *, hidden=0, buffers=1, memory_budget=None):
+    """(chunks, rows per chunk) for `rows` rows of `hidden` features and
+    `vocab` logits of `dtype`, with `buffers` [chunk, vocab] buffers held
+    at once, within `memory_budget` bytes (default: default_budget); no
+    GPU."""
+    budget = default_budget(rows, hidden, dtype) if memory_budget is None \
+        else int(memory_budget)
     if budget <= 0:
         raise ValueError(f"memory_budget must be a positive number of "
                          f"bytes, got {memory_budget!r}")
@@ -184,6 +197,9 @@ class _Head:
         return values
 
     def _gradients(self, dlogits, h, weight, into, start, end):
+        """The chunk's gradients: d hidden's rows written, d weight (and d
+        bias) written by the first chunk and added to by the others (the
+        first writes: nothing is zeroed and read back)."""
         dhidden, dweight, dbias = into
         need_hidden, need_weight, need_bias = self.need
         if need_hidden:
@@ -192,19 +208,26 @@ class _Head:
             # Under main_grad, autograd gets None for the weight.
             if self.main_grad is not None:
                 matmul_into(self.main_grad, dlogits, h, trans_a=True)
+            elif start == 0:
+                torch.mm(dlogits.t(), h, out=dweight)
             else:
                 torch.addmm(dweight, dlogits.t(), h, out=dweight)
         if need_bias:
-            dbias += dlogits.sum(0, dtype=dbias.dtype)
+            if start == 0:
+                torch.sum(dlogits, 0, dtype=dbias.dtype, out=dbias)
+            else:
+                dbias += dlogits.sum(0, dtype=dbias.dtype)
 
     def buffers(self, hidden, weight, bias):
-        """Zeroed gradient buffers (d hidden, d weight, d bias) where
-        wanted."""
+        """The gradient buffers (d hidden, d weight, d bias) where wanted
+        (the first chunk writes them whole)."""
         need_hidden, need_weight, need_bias = self.need
+        # Without rows no chunk writes them: zeros.
+        make = torch.empty if hidden.shape[0] else torch.zeros
         return (torch.empty_like(hidden) if need_hidden else None,
-                torch.zeros_like(weight)
+                make(weight.shape, dtype=weight.dtype, device=weight.device)
                 if need_weight and self.main_grad is None else None,
-                torch.zeros(weight.shape[0],
+                make(weight.shape[0],
                             dtype=_value_dtype(weight.dtype),
                             device=weight.device) if need_bias else None)
 
@@ -320,8 +343,8 @@ def _run_head(loss, hidden, weight, bias, per_row, reduction, count,
     leading = hidden.shape[:-1]
     flat = hidden.reshape(-1, hidden.shape[-1]).contiguous()
     rows, vocab = flat.shape[0], weight.shape[0]
-    _, chunk = plan(rows, vocab, flat.dtype, buffers=loss.buffers(),
-                    memory_budget=memory_budget)
+    _, chunk = plan(rows, vocab, flat.dtype, hidden=flat.shape[1],
+                    buffers=loss.buffers(), memory_budget=memory_budget)
     grad_on = torch.is_grad_enabled()
     need = (grad_on and hidden.requires_grad,
             grad_on and weight.requires_grad,
@@ -355,12 +378,13 @@ def linear_cross_entropy(hidden, weight, labels, *, bias=None,
     tile.ops.cross_entropy's.
 
     The rows run in chunks of as many rows as `memory_budget` bytes of
-    logits hold (DEFAULT_MEMORY_BUDGET, 512 MiB: 2048 rows of a 128256
-    vocabulary in bf16; with softcap, half as many); plan() says the
-    chunks. With reduction "mean" or "sum" every gradient is made in the
-    forward (Liger's schedule: no GEMM is recomputed) and held until the
-    backward, the weight's summed over chunks in its own dtype; with
-    reduction "none" the backward recomputes the logits chunk by chunk.
+    logits hold; by default the bytes of the hidden states, at least 256
+    MiB (1024 rows of a 128256 vocabulary in bf16; with softcap, half as
+    many): default_budget() and plan() say the chunks. With reduction
+    "mean" or "sum" every gradient is made in the forward (Liger's
+    schedule: no GEMM is recomputed) and held until the backward, the
+    weight's summed over chunks in its own dtype; with reduction "none"
+    the backward recomputes the logits chunk by chunk.
     main_grad=True: the weight's gradient is added in fp32 to
     ``weight.main_grad`` (the main_grad contract) and the backward
     recomputes the logits (the loss's gradient scales the weight's, and is

@@ -1,4 +1,5 @@
-// Row reductions whose inputs are ready together share one exchange: their
+// Row reductions whose inputs are ready together share one exchange and,
+// over equal widths, one pass over the row (an accumulator each): their
 // shuffles interleave, each stores its warp sums into its own slots of the
 // row's set, and one barrier serves both. A reduction that reads their
 // results exchanges next, in the other set (parity xor 1), with a barrier
@@ -9,12 +10,12 @@
 // CHECK-LABEL: gpu.func @two_then_one(
 // CHECK-SAME: workgroup(%[[SH:.*]] : memref<64xf32, #gpu.address_space<workgroup>>)
 // CHECK: scf.for {{.*}} iter_args(%[[PARITY:.*]] = %c0{{.*}}) -> (index)
-// CHECK: %[[MAXFOLD:.*]] = scf.for
+// CHECK: %[[FOLDS:.*]]:2 = scf.for {{.*}} -> (f32, f32)
 // CHECK: arith.maximumf
-// CHECK: %[[SUMFOLD:.*]] = scf.for
 // CHECK: arith.addf
-// CHECK: gpu.shuffle xor %[[MAXFOLD]], %c16
-// CHECK: gpu.shuffle xor %[[SUMFOLD]], %c16
+// CHECK: scf.yield
+// CHECK: gpu.shuffle xor %[[FOLDS]]#0, %c16
+// CHECK: gpu.shuffle xor %[[FOLDS]]#1, %c16
 // CHECK: %[[SET:.*]] = arith.muli %[[PARITY]], %c32
 // CHECK: scf.if
 // CHECK: memref.store %{{.*}}, %[[SH]]

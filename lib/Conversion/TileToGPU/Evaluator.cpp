@@ -336,11 +336,42 @@ bool Evaluator::inputsReduced(Value value) {
   return true;
 }
 
+ReduceOp Evaluator::onlineSumOf(ReduceOp max) {
+  if (max.getKind() != ReductionKind::Max || max.getInit())
+    return {};
+  Value x = max.getInput();
+  auto shiftedBy = [&](Value value) {
+    // broadcast(max) or broadcast(stop_gradient(max)) along the row.
+    auto broadcast = value.getDefiningOp<BroadcastOp>();
+    if (!broadcast)
+      return false;
+    Value source = broadcast.getInput();
+    if (auto stop = source.getDefiningOp<StopGradientOp>())
+      source = stop.getOperand();
+    return source == max.getResult();
+  };
+  for (ReduceOp sum : f.model.rowReductions) {
+    if (sum.getKind() != ReductionKind::Sum || sum.getInit() ||
+        rowMemo.count(sum.getResult()))
+      continue;
+    auto exp = sum.getInput().getDefiningOp<math::ExpOp>();
+    auto shifted =
+        exp ? exp.getOperand().getDefiningOp<arith::SubFOp>() : arith::SubFOp();
+    if (shifted && shifted.getLhs() == x && shiftedBy(shifted.getRhs()))
+      return sum;
+  }
+  return {};
+}
+
 Value Evaluator::reduceRow(ReduceOp reduce) {
   // Every row reduction whose inputs are ready joins this one, so that
-  // independent reductions (RMSNorm's backward has two) share one exchange.
+  // independent reductions (RMSNorm's backward has two) share one exchange
+  // and, in a looped body, one pass over the row.
   assert(rowFolder && "a row reduction outside a row body");
   prepareRowValues(reduce.getInput());
+  // Its input's max may have folded it already (an online sum).
+  if (Value known = rowMemo.lookup(reduce.getResult()))
+    return known;
   // A joining reduction's init must be ready too, so that no init reads a
   // reduction of the same exchange before it is complete.
   SmallVector<ReduceOp> together{reduce};
@@ -351,14 +382,18 @@ Value Evaluator::reduceRow(ReduceOp reduce) {
         (!other.getInit() || inputsReduced(other.getInit())))
       together.push_back(other);
   SmallVector<ReductionKind> kinds;
-  SmallVector<Value> folds;
-  for (ReduceOp member : together) {
+  SmallVector<OnlineSum> online;
+  for (auto [index, member] : llvm::enumerate(together)) {
     if (member != reduce)
       prepareRowValues(member.getInput());
     kinds.push_back(member.getKind());
-    folds.push_back(rowFolder->fold(member));
+    if (rowFolder->foldsOnline())
+      if (ReduceOp sum = onlineSumOf(member))
+        online.push_back({sum, index});
   }
-  SmallVector<Value> totals = exchange.reduce(kinds, std::move(folds));
+  SmallVector<Value> folds = rowFolder->foldTogether(together, online);
+  SmallVector<Value> partials(folds.begin(), folds.begin() + together.size());
+  SmallVector<Value> totals = exchange.reduce(kinds, partials);
   // `reduce` last: its init may read the others.
   for (size_t i = together.size(); i-- > 0;) {
     ReduceOp member = together[i];
@@ -369,6 +404,22 @@ Value Evaluator::reduceRow(ReduceOp reduce) {
     if (Value init = member.getInit())
       total = f.combine(member.getKind(), rowValue(init), total);
     rowMemo[member.getResult()] = total;
+  }
+  // Each online sum: the thread's sum rescaled from its own max to the
+  // row's (1 where they are equal, so that a row of -inf adds zeros), then
+  // added across the row.
+  for (auto [index, sum] : llvm::enumerate(online)) {
+    Value own = partials[sum.max];
+    Value row = totals[sum.max];
+    Value same =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, own, row);
+    Value scale = arith::SelectOp::create(
+        b, loc, same, f.f32(1.0),
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, own, row)));
+    Value rescaled =
+        arith::MulFOp::create(b, loc, folds[together.size() + index], scale);
+    rowMemo[sum.sum.getResult()] =
+        exchange.reduce({ReductionKind::Sum}, {rescaled})[0];
   }
   return rowMemo.lookup(reduce.getResult());
 }

@@ -36,12 +36,36 @@ namespace mlir::tile::gpu_lowering {
 constexpr int64_t kEvaluationAllowance = 100000;
 constexpr int64_t kEvaluationsPerOp = 16;
 
+/// A row sum of exp(x - max(x)) (a logsumexp's, a softmax's) folded in the
+/// pass of the max it is shifted by, "online": each thread keeps its running
+/// max and rescales its sum by exp(old - new) when the max grows; after the
+/// max's exchange each thread rescales its sum to the row's max, and a
+/// second exchange adds them. One pass over the row instead of two.
+struct OnlineSum {
+  ReduceOp sum;
+  /// The max among the reductions folded together (its index).
+  size_t max;
+};
+
 /// How a thread folds its columns of the row into one value, for a row
 /// reduction: the body being emitted knows which columns it holds.
 class RowFolder {
 public:
   virtual ~RowFolder() = default;
   virtual Value fold(ReduceOp reduce) = 0;
+  /// Each of `members` folded (their inputs ready), then each of `online`
+  /// folded against its max's running value (foldsOnline). By default one
+  /// fold per member.
+  virtual SmallVector<Value> foldTogether(ArrayRef<ReduceOp> members,
+                                          ArrayRef<OnlineSum> online) {
+    assert(online.empty() && "this body folds no online sums");
+    SmallVector<Value> folds;
+    for (ReduceOp member : members)
+      folds.push_back(fold(member));
+    return folds;
+  }
+  /// Whether foldTogether takes online sums.
+  virtual bool foldsOnline() const { return false; }
 };
 
 class Evaluator {
@@ -167,6 +191,9 @@ private:
   Value reduceRow(ReduceOp reduce);
   /// Whether every row reduction `value` depends on is already reduced.
   bool inputsReduced(Value value);
+  /// The row sum of exp(x - max) that `max` (a row max of x) shifts, not
+  /// yet reduced, if there is one: the sum an online fold can take.
+  ReduceOp onlineSumOf(ReduceOp max);
   Value acrossRowsTotal(ReduceOp reduce, Value col);
   Lanes emitConcat(ValueRange inputs, Value base);
   /// The column of its input (operand 0) that an op reading its input at

@@ -23,6 +23,7 @@
 #include "BodyEmitter.h"
 #include "ResidentRows.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
@@ -61,9 +62,21 @@ public:
   /// A thread's fold over its columns: each thread folds its columns into
   /// one accumulator; a vector group is folded lane by lane, so the order
   /// is fixed for a given width.
-  Value fold(ReduceOp reduce) override;
+  Value fold(ReduceOp reduce) override { return foldTogether({reduce}, {})[0]; }
+  /// The reductions folded together in one pass over the row, each into
+  /// an accumulator of its own (the same values in the same order as alone:
+  /// the same bits), their inputs loaded once.
+  SmallVector<Value> foldTogether(ArrayRef<ReduceOp> members,
+                                  ArrayRef<OnlineSum> online) override;
+  /// Online sums where the kernel has no resident body: a resident body
+  /// and its looped twin (misaligned buffers) must give the same bits, and
+  /// a resident row is read once whatever is folded.
+  bool foldsOnline() const override { return !f.plan.resident; }
 
 private:
+  /// foldTogether's members of one width: one pass over the row.
+  SmallVector<Value> foldPass(ArrayRef<ReduceOp> members,
+                              ArrayRef<OnlineSum> online);
   /// The workspace index of a column of this group's partial row.
   Value partialAt(ReduceOp reduce, Value width, Value col);
   void zeroPartials();
@@ -216,12 +229,83 @@ void LoopedRows::sumGroupPartials() {
   });
 }
 
-Value LoopedRows::fold(ReduceOp reduce) {
-  Value input = reduce.getInput();
+SmallVector<Value> LoopedRows::foldTogether(ArrayRef<ReduceOp> members,
+                                            ArrayRef<OnlineSum> online) {
+  // One pass per width class: members over provably equal widths share it
+  // (an online sum goes with its max).
+  SmallVector<Value> folds(members.size() + online.size());
+  SmallVector<bool> folded(members.size(), false);
+  SmallVector<Value> inputs;
+  for (ReduceOp member : members)
+    inputs.push_back(member.getInput());
+  for (size_t first = 0; first < members.size(); ++first) {
+    if (folded[first])
+      continue;
+    SmallVector<size_t> group;
+    for (size_t i = first; i < members.size(); ++i)
+      if (!folded[i] && f.widthClasses.equal(inputs[i], inputs[first])) {
+        group.push_back(i);
+        folded[i] = true;
+      }
+    SmallVector<ReduceOp> groupMembers;
+    for (size_t i : group)
+      groupMembers.push_back(members[i]);
+    SmallVector<OnlineSum> groupOnline;
+    SmallVector<size_t> onlineIndices;
+    for (auto [index, sum] : llvm::enumerate(online))
+      if (auto at = llvm::find(group, sum.max); at != group.end()) {
+        groupOnline.push_back(
+            {sum.sum, static_cast<size_t>(at - group.begin())});
+        onlineIndices.push_back(index);
+      }
+    SmallVector<Value> groupFolds = foldPass(groupMembers, groupOnline);
+    for (auto [i, member] : llvm::enumerate(group))
+      folds[member] = groupFolds[i];
+    for (auto [i, index] : llvm::enumerate(onlineIndices))
+      folds[members.size() + index] = groupFolds[group.size() + i];
+  }
+  return folds;
+}
+
+SmallVector<Value> LoopedRows::foldPass(ArrayRef<ReduceOp> members,
+                                        ArrayRef<OnlineSum> online) {
   Type f32Type = b.getF32Type();
-  Value acc = f.identity(reduce.getKind(), f32Type);
+  SmallVector<Value> inputs, accs;
+  SmallVector<ReductionKind> kinds;
+  for (ReduceOp member : members) {
+    inputs.push_back(member.getInput());
+    kinds.push_back(member.getKind());
+    accs.push_back(f.identity(member.getKind(), f32Type));
+  }
+  for (size_t i = 0; i < online.size(); ++i)
+    accs.push_back(f.f32(0.0));
+  // An online sum's step over a group of lanes of x, whose running max
+  // went from `before` to `after`: sum * exp(before - after) (1 where they
+  // are equal: no exp of -inf - -inf) + the lanes' exp(x - after) (0 while
+  // the max is -inf).
+  auto onlineStep = [&](Value sum, Value before, Value after,
+                        ArrayRef<Value> xs) {
+    Value same =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, before, after);
+    Value scale = arith::SelectOp::create(
+        b, loc, same, f.f32(1.0),
+        math::ExpOp::create(b, loc,
+                            arith::SubFOp::create(b, loc, before, after)));
+    Value total = arith::MulFOp::create(b, loc, sum, scale);
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, after,
+                              f.identity(ReductionKind::Max, f32Type));
+    for (Value x : xs) {
+      Value term =
+          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, after));
+      total = arith::AddFOp::create(
+          b, loc, total,
+          arith::SelectOp::create(b, loc, empty, f.f32(0.0), term));
+    }
+    return total;
+  };
   auto fold = [&](Value start, Value end, Value stride, int64_t width) {
-    auto loop = scf::ForOp::create(b, loc, start, end, stride, ValueRange{acc});
+    auto loop = scf::ForOp::create(b, loc, start, end, stride, accs);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Evaluator::MemoScope scope(ev);
@@ -229,21 +313,30 @@ Value LoopedRows::fold(ReduceOp reduce) {
     Value base = loop.getInductionVar();
     if (width > 1)
       base = arith::MulIOp::create(b, loc, base, f.index(width));
-    Value total = loop.getRegionIterArg(0);
-    ev.prefetch(input, base);
-    for (Value element : ev.group(input, base))
-      total = f.combine(reduce.getKind(), total, element);
-    scf::YieldOp::create(b, loc, total);
-    return loop.getResult(0);
+    for (Value input : inputs)
+      ev.prefetch(input, base);
+    SmallVector<Value> next;
+    for (auto [index, input] : llvm::enumerate(inputs)) {
+      Value total = loop.getRegionIterArg(index);
+      for (Value element : ev.group(input, base))
+        total = f.combine(kinds[index], total, element);
+      next.push_back(total);
+    }
+    for (auto [index, sum] : llvm::enumerate(online))
+      next.push_back(onlineStep(loop.getRegionIterArg(members.size() + index),
+                                loop.getRegionIterArg(sum.max), next[sum.max],
+                                ev.group(inputs[sum.max], base)));
+    scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(loop.getResults());
   };
-  Value end = ev.widthOf(input);
+  Value end = ev.widthOf(inputs.front());
   Value tail;
   int64_t width = f.schedule.vectorWidth;
   if (width > 1) {
     Value groups = arith::DivUIOp::create(b, loc, end, f.index(width));
     Value vectorGroups =
         arith::SelectOp::create(b, loc, f.aligned, groups, f.index(0));
-    acc = fold(f.member, vectorGroups, f.groupSize, width);
+    accs = fold(f.member, vectorGroups, f.groupSize, width);
     tail = arith::MulIOp::create(b, loc, vectorGroups, f.index(width));
   }
   Value start = width > 1 ? Value(arith::AddIOp::create(b, loc, tail, f.member))
