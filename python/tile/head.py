@@ -35,7 +35,7 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from .autograd import main_grad_of, mark_main_grads
+from .autograd import main_grad_of, mark_main_grads, tracing
 from .kernel import Kernel, run_backward, run_forward
 from .losses import (REDUCTIONS, check_labels, check_options, dense_labels)
 from .mlp import matmul_into
@@ -238,6 +238,17 @@ class _Head:
         return total if self.reduction == "sum" else total / self.count
 
 
+def _may_be_other_than_one(grad):
+    """Whether the loss's gradient may differ from 1: known only by reading
+    it, which synchronizes with the GPU — done eagerly (the forward has
+    queued everything it could already), never while torch.compile traces
+    or a CUDA graph captures (then: may)."""
+    if tracing([grad]) or (grad.is_cuda and
+                           torch.cuda.is_current_stream_capturing()):
+        return True
+    return bool(grad != 1)
+
+
 class _ChunkedHead(torch.autograd.Function):
     """apply(head, hidden [rows, H], weight [V, H], bias [V] or None,
     *per_row tensors): the reduced loss. Its node holds the gradients
@@ -276,9 +287,12 @@ class _ChunkedHead(torch.autograd.Function):
             stored = iter(ctx.saved_tensors)
             grads = [next(stored) if present else None
                      for present in ctx.present]
-            # They were made for an incoming gradient of 1.
-            grads = [None if g is None else g.mul_(grad.to(g.dtype))
-                     for g in grads]
+            # They were made for an incoming gradient of 1: scaled unless
+            # it is 1 (loss.backward()), as Liger does; the test waits for
+            # the GPU, so not while traced or captured in a CUDA graph.
+            if _may_be_other_than_one(grad):
+                grads = [None if g is None else g.mul_(grad.to(g.dtype))
+                         for g in grads]
         else:
             hidden, weight, bias, *per_row = ctx.saved_tensors
             grads = list(head.buffers(hidden, weight, bias))

@@ -281,8 +281,9 @@ SmallVector<Value> LoopedRows::foldPass(ArrayRef<ReduceOp> members,
     accs.push_back(f.f32(0.0));
   // An online sum's step over a group of lanes of x, whose running max
   // went from `before` to `after`: sum * exp(before - after) (1 where they
-  // are equal: no exp of -inf - -inf) + the lanes' exp(x - after) (0 while
-  // the max is -inf).
+  // are equal: no exp of -inf - -inf) + the lanes' exp(x - after). While
+  // the max is -inf every lane is: they are shifted by 0 instead, and add
+  // exp(-inf) = 0 (one select per group, not per lane).
   auto onlineStep = [&](Value sum, Value before, Value after,
                         ArrayRef<Value> xs) {
     Value same =
@@ -295,13 +296,11 @@ SmallVector<Value> LoopedRows::foldPass(ArrayRef<ReduceOp> members,
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, after,
                               f.identity(ReductionKind::Max, f32Type));
-    for (Value x : xs) {
-      Value term =
-          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, after));
+    Value shift = arith::SelectOp::create(b, loc, empty, f.f32(0.0), after);
+    for (Value x : xs)
       total = arith::AddFOp::create(
           b, loc, total,
-          arith::SelectOp::create(b, loc, empty, f.f32(0.0), term));
-    }
+          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, shift)));
     return total;
   };
   auto fold = [&](Value start, Value end, Value stride, int64_t width) {
