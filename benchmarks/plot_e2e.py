@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Plots benchmarks/e2e.py's JSON (one or more runs): tokens/s and peak
-memory per column and sequence, runs averaged, their spread as error bars.
+"""Plots the JSON of benchmarks/e2e.py (the decoder layers) or
+benchmarks/causal_lm.py (the whole causal-LM step), one or more runs:
+tokens/s and peak memory per column and sequence, runs averaged (a file
+may hold several), their spread as error bars.
 
     python3 benchmarks/plot_e2e.py run1.json [run2.json ...] --out plot.png
 """
@@ -25,12 +27,19 @@ def main():
     options = parser.parse_args()
     figures = {}  # (column, sequence) -> [(tokens/s, peak GiB)]
     device = layers = None
+    titles = {"e2e": "Llama-3-8B decoder layers",
+              "causal_lm": "Llama-3-8B decoder layers + LM head and loss"}
     for path in options.runs:
-        data = results.read(path, "e2e")
+        data = results.read(path)
+        benchmark = data["benchmark"] or "e2e"  # records before the schema
+        if benchmark not in titles:
+            raise SystemExit(f"{path}: a {benchmark} benchmark, not one of "
+                             f"{', '.join(titles)}")
         device, layers = data["device"], data["settings"]["layers"]
         for r in data["results"]:
             if not r.get("oom"):
-                figures.setdefault((r["column"], r["sequence"]), []).append(
+                sequence = r.get("sequence", r.get("tokens"))
+                figures.setdefault((r["column"], sequence), []).append(
                     (r["tokens_per_s"], r["peak_gib"]))
     columns = list(dict.fromkeys(c for c, _ in figures))
     sequences = sorted({s for _, s in figures})
@@ -58,8 +67,9 @@ def main():
         axis.set_xlabel("sequence (tokens, batch 1)")
         axis.set_ylabel(label)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"{layers} Llama-3-8B decoder layers, bf16, forward + "
-                 f"backward ({device}; {len(options.runs)} runs)")
+    runs = max(len(v) for v in figures.values())
+    fig.suptitle(f"{layers} {titles[benchmark]}, bf16, forward + backward "
+                 f"({device}; {runs} runs)")
     fig.tight_layout()
     fig.savefig(options.out, dpi=110)
 

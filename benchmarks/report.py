@@ -404,6 +404,17 @@ def cross_entropy_table(documents):
                  ["tokens", "vocab"])
 
 
+def causal_lm_table(documents):
+    """One document holds every run (a row's "run"): a run per document
+    here, so that a cell shows each run's figure."""
+    runs = [{"results": [r for r in d["results"] if r.get("run") == k]}
+            for d in documents
+            for k in sorted({r.get("run") for r in d["results"]})]
+    return pivot(runs, lambda r: (r["tokens"],), lambda r: r["column"],
+                 with_second("tokens_per_s", ".0f", "peak_gib", ".2f"),
+                 ["tokens"])
+
+
 def fsdp_table(documents):
     return pivot(documents, lambda r: (r["sequence"],), lambda r: r["column"],
                  with_second("ms", ".1f", "peak_gib", ".2f"), ["sequence"])
@@ -451,6 +462,11 @@ KINDS = [
      "mean, forward + backward, GPU time behind a sleep: ms (peak GiB above "
      "the inputs). Liger writes the gradient over the logits.",
      cross_entropy_table),
+    ("causal_lm", "The whole causal-LM step: `benchmarks/causal_lm.py`",
+     "LlamaForCausalLM at Llama-3-8B shapes, 2 layers, LM head and loss "
+     "included (bf16, batch 1), unpatched, Tile, Liger's default and Liger "
+     "with its cross-entropy only: tokens/s over the timed steps, wall "
+     "clock (peak GiB), each run.", causal_lm_table),
     ("fsdp", "FSDP2: `benchmarks/fsdp.py`",
      "The same layers under FSDP2 with the tiled MLPs: median step ms (peak "
      "GiB per rank).", fsdp_table),
