@@ -58,6 +58,18 @@ def liger_cross_entropy(required=True):
     return _from_liger(load, required)
 
 
+def liger_fused_linear_cross_entropy(required=True):
+    """fn(hidden, weight, labels, ignore_index) -> the mean loss through
+    Liger's LigerFusedLinearCrossEntropyFunction with its defaults
+    (_from_liger): the gradients made in its forward, chunk by chunk."""
+    def load():
+        from liger_kernel.ops.fused_linear_cross_entropy import \
+            LigerFusedLinearCrossEntropyFunction
+        return lambda h, w, y, ignore: LigerFusedLinearCrossEntropyFunction \
+            .apply(h, w, y, None, None, ignore)[0]
+    return _from_liger(load, required)
+
+
 def _liger_operators():
     from liger_kernel.ops.rms_norm import LigerRMSNormFunction
     from liger_kernel.ops.swiglu import LigerSiLUMulFunction

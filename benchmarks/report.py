@@ -467,6 +467,11 @@ KINDS = [
      "included (bf16, batch 1), unpatched, Tile, Liger's default and Liger "
      "with its cross-entropy only: tokens/s over the timed steps, wall "
      "clock (peak GiB), each run.", causal_lm_table),
+    ("linear_cross_entropy", "The LM head and the loss: "
+     "`benchmarks/cross_entropy.py --hidden`",
+     "bf16 hidden [tokens, H] and weight [vocab, H] in, the mean loss (a "
+     "tenth ignored) and both gradients out, GPU time behind a sleep: ms "
+     "(peak GiB above the inputs).", cross_entropy_table),
     ("fsdp", "FSDP2: `benchmarks/fsdp.py`",
      "The same layers under FSDP2 with the tiled MLPs: median step ms (peak "
      "GiB per rank).", fsdp_table),

@@ -106,6 +106,26 @@ def test_int32_labels_and_one_row():
     torch.testing.assert_close(got, reference(logits, labels))
 
 
+@pytest.mark.parametrize("softcap", [None, 4.0])
+def test_inplace_backward_writes_the_gradient_over_the_logits(softcap):
+    logits, labels = inputs((3, 5), 13, ignored=(2,))
+    options = dict(label_smoothing=0.1, softcap=softcap)
+    ref, ref_grad = loss_and_gradient(
+        lambda x, y: reference(x, y, **options), logits, labels)
+    heads = []
+
+    def tile_loss(x, y):
+        heads.append(x * 1.0)  # an LM head's output: nothing else reads it
+        return tile.ops.cross_entropy(heads[0], y, inplace_backward=True,
+                                      **options)
+    got, got_grad = loss_and_gradient(tile_loss, logits, labels)
+    torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got_grad, ref_grad, rtol=1e-12, atol=1e-12)
+    if softcap is None:
+        # The head's output now holds its gradient (d(x * 1) = dx).
+        assert torch.equal(heads[0].detach(), got_grad)
+
+
 def test_gradcheck():
     logits, labels = inputs((3,), 6, ignored=(1,))
     assert torch.autograd.gradcheck(
@@ -154,6 +174,29 @@ def test_gpu_matches_float64(dtype, vocab, options):
     assert_close(got.cpu(), ref, torch.float32 if dtype == torch.float32
                  else dtype, "loss")
     assert_close(got_grad.cpu(), ref_grad, dtype, "gradient")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("vocab", [1000, 32000, 128256])
+def test_gpu_inplace_backward_matches_float64(dtype, vocab):
+    logits, labels = inputs((2, 150), vocab, device="cuda", dtype=dtype,
+                            ignored=(2, 50))
+    heads = []
+
+    def tile_loss(x, y):
+        heads.append(x * 1.0)
+        return tile.ops.cross_entropy(heads[0], y, label_smoothing=0.1,
+                                      inplace_backward=True)
+    got, got_grad = loss_and_gradient(tile_loss, logits, labels)
+    exact = logits.detach().double().cpu().requires_grad_(True)
+    ref, ref_grad = loss_and_gradient(
+        lambda x, y: reference(x, y, label_smoothing=0.1), exact,
+        labels.cpu())
+    assert_close(got.cpu(), ref, torch.float32 if dtype == torch.float32
+                 else dtype, "loss")
+    assert_close(got_grad.cpu(), ref_grad, dtype, "gradient")
+    assert torch.equal(heads[0].detach(), got_grad)
 
 
 def test_under_torch_compile_with_ignored_rows():

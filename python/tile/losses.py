@@ -9,6 +9,8 @@ is PyTorch's own sum, so the gradient each row receives is autograd's.
 
 import torch
 
+from .autograd import tracing
+from .kernel import run_backward, run_forward
 from .operators import kernel
 
 __all__ = ["cross_entropy"]
@@ -78,8 +80,34 @@ def dense_labels(labels):
             else labels.long()).contiguous()
 
 
+class _CrossEntropyInPlace(torch.autograd.Function):
+    """The cross-entropy kernel whose backward writes the logits' gradient
+    over the logits (cross_entropy's inplace_backward): the derived backward
+    is one pass with no reduction (the forward saves the row statistics),
+    so no element is read after it is overwritten. Traced, it writes a new
+    tensor (a traced graph may not mutate its input)."""
+
+    @staticmethod
+    def forward(ctx, logits, labels, ignore, eps, z):
+        args = [logits, labels, ignore, eps, z]
+        outputs, saved = run_forward(kernel("cross_entropy"), args)
+        ctx.scalars = (ignore, eps, z)
+        ctx.save_for_backward(logits, labels, *saved)
+        return outputs[0]
+
+    @staticmethod
+    def backward(ctx, rows_grad):
+        logits, labels, *saved = ctx.saved_tensors
+        into = None if tracing([logits, rows_grad]) else {0: logits}
+        grad = run_backward(kernel("cross_entropy"),
+                            [logits, labels, *ctx.scalars], (rows_grad,),
+                            saved, into=into)[0]
+        return grad, None, None, None, None
+
+
 def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
-                  label_smoothing=0.0, z_loss=0.0, softcap=None):
+                  label_smoothing=0.0, z_loss=0.0, softcap=None,
+                  inplace_backward=False):
     """Cross-entropy of logits [..., vocab] (bf16, f16 or f32; float64 on
     the CPU) against class indices `labels` [...] (int64 or int32).
 
@@ -92,7 +120,13 @@ def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
       as a kernel of its own (a capped copy of the logits).
 
     The loss is fp32 (float64 for float64 logits); the logits' gradient has
-    their dtype. Labels outside [0, vocab) other than ignore_index are an
+    their dtype.
+
+    inplace_backward=True: the backward writes the gradient over the logits
+    (as Liger's kernel does) and allocates no [..., vocab] tensor. Only for
+    logits nothing reads after this loss's backward (an LM head's output):
+    they hold the gradient afterwards. With softcap it is written over the
+    capped copy. Labels outside [0, vocab) other than ignore_index are an
     IndexError on the CPU; on the GPU, where checking would synchronize,
     such a row's loss is its logsumexp."""
     if not isinstance(logits, torch.Tensor) or \
@@ -112,9 +146,12 @@ def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
         # slowed every call (docs/Performance.md). It costs a capped copy
         # of the logits (and the read and write of it).
         logits = kernel("softcap")(logits, float(softcap))
-    rows = kernel("cross_entropy")(
-        logits, labels, float(ignore_index), float(label_smoothing),
-        float(z_loss))
+    scalars = (float(ignore_index), float(label_smoothing), float(z_loss))
+    if inplace_backward and torch.is_grad_enabled() and logits.requires_grad:
+        kernel("cross_entropy").check((logits, labels, *scalars))
+        rows = _CrossEntropyInPlace.apply(logits, labels, *scalars)
+    else:
+        rows = kernel("cross_entropy")(logits, labels, *scalars)
     if reduction == "none":
         return rows
     total = rows.sum()
