@@ -211,3 +211,43 @@ def test_patched_bf16_model_matches_float64(model_type, tiled):
     for name, g in exact_grads.items():
         assert error(patched_grads[name], g) <= \
             2 * error(plain_grads[name], g) + 2e-2, name
+
+
+def test_patched_loss_outputs_and_fallbacks():
+    """The loss is the output's first field (and the tuple's) on both
+    paths; a head with a forward hook (or any wrapper) runs its own
+    forward, so what it adds is kept; a tensor logits_to_keep works."""
+    torch.manual_seed(0)
+    model = _tiny("llama")
+    ids = torch.randint(0, 64, (2, 9))
+    tile.transformers.apply_tile(model, rms_norm=False, mlp=False,
+                                 rope=False, cross_entropy=True)
+    calls = []
+    original = tile.ops.cross_entropy
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+    try:
+        tile.ops.cross_entropy = counted
+        model.eval()
+        out = model(ids, labels=ids)
+        assert calls and out[0] is out.loss
+        as_tuple = model(ids, labels=ids, return_dict=False)
+        assert torch.equal(as_tuple[0], out.loss)
+        kept = model(ids, logits_to_keep=torch.tensor([8]))
+        assert kept.logits.shape[1] == 1
+    finally:
+        tile.ops.cross_entropy = original
+    model.train()
+    fused = model(ids, labels=ids, return_dict=False)
+    assert torch.equal(fused[0], model(ids, labels=ids).loss)
+    # A hook on the head: its forward runs, as unpatched.
+    model.lm_head.register_forward_hook(lambda m, i, o: o * 0.5)
+    hooked = model(ids, labels=ids)
+    assert hooked.logits is not None
+    torch.manual_seed(0)
+    unpatched = _tiny("llama")
+    unpatched.lm_head.register_forward_hook(lambda m, i, o: o * 0.5)
+    expected = unpatched(ids, labels=ids).loss
+    assert abs(hooked.loss.item() - expected.item()) <= HF_RTOL

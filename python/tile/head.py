@@ -166,6 +166,10 @@ class _Head:
         self.need = need            # (hidden, weight, bias) need gradients
         self.weight = None          # the weight Parameter (main_grad)
         self.bias_dtype = None
+        # The weight gradient's dtype where it differs from the GEMMs' (an
+        # fp32 weight under autocast): summed over chunks in it, and
+        # rounded to the GEMMs' dtype once, as torch's autocast rounds it.
+        self.weight_grad_dtype = None
 
     def eager(self):
         """Whether the gradients are made in the forward (the schedules in
@@ -209,14 +213,24 @@ class _Head:
             if self.main_grad is not None:
                 matmul_into(self.main_grad, dlogits, h, trans_a=True)
             elif start == 0:
-                torch.mm(dlogits.t(), h, out=dweight)
+                self._weight_grad(dweight, dlogits, h, first=True)
             else:
-                torch.addmm(dweight, dlogits.t(), h, out=dweight)
+                self._weight_grad(dweight, dlogits, h, first=False)
         if need_bias:
             if start == 0:
                 torch.sum(dlogits, 0, dtype=dbias.dtype, out=dbias)
             else:
                 dbias += dlogits.sum(0, dtype=dbias.dtype)
+
+    def _weight_grad(self, dweight, dlogits, h, first):
+        """dweight = (first ? 0 : dweight) + dlogits.T @ h."""
+        if dweight.dtype != dlogits.dtype:
+            matmul_into(dweight, dlogits, h, trans_a=True,
+                        beta=0.0 if first else 1.0)
+        elif first:
+            torch.mm(dlogits.t(), h, out=dweight)
+        else:
+            torch.addmm(dweight, dlogits.t(), h, out=dweight)
 
     def buffers(self, hidden, weight, bias):
         """The gradient buffers (d hidden, d weight, d bias) where wanted
@@ -225,7 +239,8 @@ class _Head:
         # Without rows no chunk writes them: zeros.
         make = torch.empty if hidden.shape[0] else torch.zeros
         return (torch.empty_like(hidden) if need_hidden else None,
-                make(weight.shape, dtype=weight.dtype, device=weight.device)
+                make(weight.shape, dtype=self.weight_grad_dtype or weight.dtype,
+                     device=weight.device)
                 if need_weight and self.main_grad is None else None,
                 make(weight.shape[0],
                             dtype=_value_dtype(weight.dtype),
@@ -291,8 +306,9 @@ class _ChunkedHead(torch.autograd.Function):
             # it is 1 (loss.backward()), as Liger does; the test waits for
             # the GPU, so not while traced or captured in a CUDA graph.
             if _may_be_other_than_one(grad):
-                grads = [None if g is None else g.mul_(grad.to(g.dtype))
-                         for g in grads]
+                # In the gradient's fp32, not rounded to the buffers' bf16
+                # first (1/7 would scale every gradient by 0.998).
+                grads = [None if g is None else g.mul_(grad) for g in grads]
         else:
             hidden, weight, bias, *per_row = ctx.saved_tensors
             grads = list(head.buffers(hidden, weight, bias))
@@ -307,7 +323,8 @@ class _ChunkedHead(torch.autograd.Function):
 
 
 def _rows_of(hidden, weight, bias):
-    """hidden as [rows, H], checked against weight [V, H] and bias [V]."""
+    """hidden [..., H], weight [V, H] and bias [V] checked (one dtype
+    unless autocast casts them to its own: _autocast)."""
     for name, t in (("hidden", hidden), ("weight", weight)):
         if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
             raise TypeError(f"{name} must be a float tensor, got "
@@ -325,7 +342,8 @@ def _rows_of(hidden, weight, bias):
     if len({t.device for t in tensors}) != 1:
         raise ValueError("hidden, weight and bias must be on one device, "
                          f"got {', '.join(str(t.device) for t in tensors)}")
-    if len({t.dtype for t in tensors}) != 1:
+    if len({t.dtype for t in tensors}) != 1 and \
+            not torch.is_autocast_enabled(hidden.device.type):
         raise TypeError(
             "hidden, weight and bias must have one dtype (under autocast "
             "the head casts them to autocast's), got "
@@ -366,6 +384,8 @@ def _run_head(loss, hidden, weight, bias, per_row, reduction, count,
     head = _Head(loss, reduction, count, max(1, chunk), accumulator, need)
     head.weight = param
     head.bias_dtype = None if bias is None else bias.dtype
+    if param.dtype != weight.dtype:
+        head.weight_grad_dtype = param.dtype
     weight_c = weight.contiguous()
     bias_c = None if bias is None else bias.contiguous()
     per_row = [t.reshape(rows, *t.shape[len(leading):]).contiguous()

@@ -102,6 +102,9 @@ class _CrossEntropyInPlace(torch.autograd.Function):
         grad = run_backward(kernel("cross_entropy"),
                             [logits, labels, *ctx.scalars], (rows_grad,),
                             saved, into=into)[0]
+        if into:
+            # Anything else that saved the logits now sees the write.
+            torch.autograd.graph.increment_version(logits)
         return grad, None, None, None, None
 
 

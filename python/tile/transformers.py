@@ -167,6 +167,26 @@ def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
     return loss
 
 
+def _plain_head(head):
+    """Whether the chunked head may read the LM head's weight and bias
+    instead of calling it: an nn.Linear itself (not a LoRA or tensor-
+    parallel subclass, not an FSDP2-wrapped module), without hooks, its
+    weight a plain tensor (not a DTensor). Otherwise the head's own forward
+    runs (what it adds would be skipped silently)."""
+    hooks = torch.nn.modules.module
+    return (type(head) is torch.nn.Linear and not head._forward_hooks and
+            not head._forward_pre_hooks and
+            not hooks._global_forward_hooks and
+            not hooks._global_forward_pre_hooks and
+            type(head.weight) in (torch.Tensor, torch.nn.Parameter))
+
+
+def _returns_dict(model, return_dict):
+    if return_dict is not None:
+        return return_dict
+    return getattr(model.config, "return_dict", True)
+
+
 def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
     """The model's forward with Tile's loss: in training with labels, the
     LM head and loss in chunks (`linear`), the logits never made (None in
@@ -182,24 +202,29 @@ def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
         call.update(call.pop("kwargs", {}))
         labels = call.pop("labels", None)
         keep = call.pop("logits_to_keep", 0)
+        return_dict = _returns_dict(self, call.pop("return_dict", None))
         # As Hugging Face's: a loss only with labels (shift_labels, when
         # given too, replaces their shift).
         wants_loss = labels is not None
-        if linear and wants_loss and self.training and not keep:
-            return_dict = call.pop("return_dict", None)
+        every_row = isinstance(keep, int) and keep == 0
+        if linear and wants_loss and self.training and every_row and \
+                _plain_head(self.get_output_embeddings()):
             base = getattr(self, self.base_model_prefix)
-            outputs = base(**call)
+            outputs = base(**call, return_dict=True)
             loss = _causal_lm_loss(self, outputs[0], labels, call,
                                    linear=True, main_grad=main_grad)
             result = _output(loss, outputs)
-            return result if return_dict is not False else result.to_tuple()
+            return result if return_dict else result.to_tuple()
         if not (logits_loss and wants_loss):
             return original(self, *args, **kwargs)
-        outputs = original(self, **call, logits_to_keep=keep)
-        outputs["loss"] = _causal_lm_loss(self, outputs["logits"], labels,
-                                          call, linear=False,
-                                          main_grad=False)
-        return outputs
+        outputs = original(self, **call, logits_to_keep=keep,
+                           return_dict=True)
+        loss = _causal_lm_loss(self, outputs["logits"], labels, call,
+                               linear=False, main_grad=False)
+        # The loss first, as the model's own output has it.
+        result = type(outputs)(loss=loss, **{k: v for k, v in outputs.items()
+                                             if k != "loss"})
+        return result if return_dict else result.to_tuple()
 
     return forward
 

@@ -194,6 +194,12 @@ private:
   /// The row sum of exp(x - max) that `max` (a row max of x) shifts, not
   /// yet reduced, if there is one: the sum an online fold can take.
   ReduceOp onlineSumOf(ReduceOp max);
+  /// Whether `reduce` is a pick: the row sum of select(iota == L, x, 0)
+  /// for a per-row L (a label's logit), which is x at column L.
+  bool isPick(ReduceOp reduce);
+  /// A pick's value: x at column L where L is a whole number in
+  /// [0, width), else 0 — one element read instead of a pass over the row.
+  Value pickRow(ReduceOp reduce);
   Value acrossRowsTotal(ReduceOp reduce, Value col);
   Lanes emitConcat(ValueRange inputs, Value base);
   /// The column of its input (operand 0) that an op reading its input at
