@@ -30,8 +30,12 @@ def _tiny(model_type):
         "qwen2": transformers.Qwen2Config,
         "qwen3": transformers.Qwen3Config,
         "gemma": transformers.GemmaConfig,
+        "gemma2": transformers.Gemma2Config,
+        "gemma3_text": transformers.Gemma3TextConfig,
     }
-    extra = {"gemma": dict(head_dim=8), "qwen3": dict(head_dim=8)}
+    extra = {"gemma": dict(head_dim=8), "qwen3": dict(head_dim=8),
+             "gemma2": dict(head_dim=8, final_logit_softcapping=5.0),
+             "gemma3_text": dict(head_dim=8)}
     config = configs[model_type](**common, **extra.get(model_type, {}))
     return transformers.AutoModelForCausalLM.from_config(config).double()
 
@@ -39,7 +43,7 @@ def _tiny(model_type):
 @pytest.mark.parametrize("model_type", sorted(tile.transformers.SUPPORTED))
 @pytest.mark.parametrize("tiled", [False, 2])
 def test_patched_model_matches_unpatched(model_type, tiled):
-    if tiled and model_type == "gemma":
+    if tiled and model_type.startswith("gemma"):
         pytest.skip("Gemma's MLP is GeGLU; the tiled MLP is SwiGLU")
     torch.manual_seed(0)
     model = _tiny(model_type)
@@ -142,7 +146,7 @@ def test_unsupported_models_are_named():
     config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=4,
                                      vocab_size=64)
     model = transformers.GPT2LMHeadModel(config)
-    with pytest.raises(ValueError, match="'gpt2'.*supported: gemma, llama"):
+    with pytest.raises(ValueError, match="'gpt2'.*supported: gemma, gemma2, gemma3_text, llama"):
         tile.transformers.apply_tile(model)
     llama = _tiny("llama")
     tile.transformers.apply_tile(llama)
@@ -158,8 +162,11 @@ def _model(model_type, dtype):
                "mistral": transformers.MistralConfig,
                "qwen2": transformers.Qwen2Config,
                "qwen3": transformers.Qwen3Config,
-               "gemma": transformers.GemmaConfig}
-    extra = {"gemma": dict(head_dim=64), "qwen3": dict(head_dim=64)}
+               "gemma": transformers.GemmaConfig,
+               "gemma2": transformers.Gemma2Config,
+               "gemma3_text": transformers.Gemma3TextConfig}
+    extra = {"gemma": dict(head_dim=64), "qwen3": dict(head_dim=64),
+             "gemma2": dict(head_dim=64), "gemma3_text": dict(head_dim=64)}
     config = configs[model_type](**common, **extra.get(model_type, {}))
     torch.manual_seed(0)
     return transformers.AutoModelForCausalLM.from_config(config).to(
@@ -187,7 +194,7 @@ def _loss_and_grads(model, ids):
 def test_patched_bf16_model_matches_float64(model_type, tiled):
     """Both bf16 models against the float64 one: the patched model's error
     may not exceed the unpatched model's by more than a small margin."""
-    if tiled and model_type == "gemma":
+    if tiled and model_type.startswith("gemma"):
         pytest.skip("Gemma's MLP is GeGLU; the tiled MLP is SwiGLU")
     ids = torch.randint(0, 256, (2, 128), device="cuda",
                         generator=torch.Generator("cuda").manual_seed(1))

@@ -28,6 +28,10 @@ SUPPORTED = {
     "qwen2": (("Qwen2RMSNorm",), ("Qwen2MLP",), 0.0),
     "qwen3": (("Qwen3RMSNorm",), ("Qwen3MLP",), 0.0),
     "gemma": (("GemmaRMSNorm",), ("GemmaMLP",), 1.0),
+    # Gemma 2: four norms per layer (sandwich); its final logit soft-cap
+    # goes to the loss. Gemma 3 (text): q and k norms too.
+    "gemma2": (("Gemma2RMSNorm",), ("Gemma2MLP",), 1.0),
+    "gemma3_text": (("Gemma3RMSNorm",), ("Gemma3MLP",), 1.0),
 }
 
 
@@ -269,7 +273,7 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
                *, linear_cross_entropy=True, cross_entropy=False,
                accumulate_into_main_grad=False, memory_budget=None):
     """Replaces the RMSNorm and MLP modules of a Hugging Face Llama,
-    Mistral, Qwen2, Qwen3 or Gemma model in place, (rope=True) its
+    Mistral, Qwen2, Qwen3, Gemma, Gemma 2 or Gemma 3 (text) model in place, (rope=True) its
     modeling module's RoPE function and, for a causal LM, its loss;
     returns the model and what was replaced ({"rms_norm": n, "mlp": m,
     "rope": 0 or 1, "loss": 0 or 1}: rope 0 where an earlier call already
