@@ -315,6 +315,17 @@ def test_autocast_runs_the_head_in_autocast_dtype():
         (error(dw), error(dw_torch))
 
 
+def test_matmul_into_with_beta_zero_reads_nothing():
+    """The head's first chunk writes an fp32 weight gradient into
+    uninitialized memory with beta = 0: NaNs there must not survive (the
+    CPU reference once computed 0 * d)."""
+    a = torch.randn(5, 3, dtype=torch.bfloat16)
+    b = torch.randn(5, 4, dtype=torch.bfloat16)
+    d = torch.full((3, 4), float("nan"))
+    tile.mlp.matmul_into(d, a, b, trans_a=True, beta=0.0)
+    torch.testing.assert_close(d, (a.double().T @ b.double()).float())
+
+
 @pytest.mark.parametrize("call, error", [
     (lambda h, w, y: tile.ops.linear_cross_entropy(h, w.float(), y),
      "one dtype"),

@@ -80,7 +80,12 @@ def _matmul_into(d, a, b, trans_a, trans_b, beta):
         f64 = torch.float64
         op_a = a.to(f64).T if trans_a else a.to(f64)
         op_b = b.to(f64).T if trans_b else b.to(f64)
-        d.copy_((op_a @ op_b + beta * d.to(f64)).to(d.dtype))
+        product = op_a @ op_b
+        # beta = 0 reads nothing of d (as cuBLASLt): it may be uninitialized
+        # memory, whose NaNs 0 * d would keep.
+        if beta != 0.0:
+            product += beta * d.to(f64)
+        d.copy_(product.to(d.dtype))
         return
     workspace = torch.empty(_capi.MATMUL_WORKSPACE_BYTES, dtype=torch.uint8,
                             device=d.device)
