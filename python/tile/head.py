@@ -35,7 +35,7 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from .autograd import main_grad_of, mark_main_grads, tracing
+from .autograd import grad_dtype, main_grad_of, mark_main_grads, tracing
 from .kernel import Kernel, run_backward, run_forward
 from .losses import (REDUCTIONS, check_labels, check_options, dense_labels)
 from .mlp import matmul_into
@@ -58,7 +58,7 @@ _ROW_MULTIPLE = 64
 def default_budget(rows, hidden, dtype):
     """The chunk buffers' default bytes for `rows` rows of `hidden`
     features of `dtype`: max(MIN_MEMORY_BUDGET, the hidden states')."""
-    size = torch.tensor([], dtype=dtype).element_size()
+    size = dtype.itemsize
     return max(MIN_MEMORY_BUDGET, rows * hidden * size)
 
 
@@ -72,8 +72,7 @@ def plan(rows, vocab, dtype, *, hidden=0, buffers=1, memory_budget=None):
     if budget <= 0:
         raise ValueError(f"memory_budget must be a positive number of "
                          f"bytes, got {memory_budget!r}")
-    per_row = max(1, vocab * torch.tensor([], dtype=dtype).element_size()
-                  * buffers)
+    per_row = max(1, vocab * dtype.itemsize * buffers)
     fit = budget // per_row
     if fit >= _ROW_MULTIPLE:
         fit -= fit % _ROW_MULTIPLE
@@ -100,7 +99,7 @@ class _RowLoss:
         self.softcap = None if softcap is None else float(softcap)
         self.in_place = in_place
 
-    def buffers(self):
+    def chunk_buffers(self):
         """[chunk, vocab] buffers a chunk holds: the logits, a gradient
         unless written in place, and the capped copy."""
         return 1 + (not self.in_place) + (self.softcap is not None)
@@ -137,39 +136,31 @@ def _logits(out, hidden, weight, bias):
     return torch.addmm(bias, hidden, weight.t(), out=out)
 
 
-def _value_dtype(dtype):
-    """The dtype of the per-row values: fp32 (float64 for float64 logits,
-    the CPU's exact mode)."""
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
-def _rows_grad(reduction, count, size, scale, dtype):
-    """The gradient of each row's value for an incoming gradient `scale`
-    (a tensor: the loss's, or for "none" the rows' own)."""
+def _rows_grad(reduction, count, rows, grad, dtype):
+    """The gradient of each of the `rows` values for the loss's gradient
+    `grad` (for "none" the rows' own), made once per call: the chunks
+    slice it."""
     if reduction == "none":
-        return scale.to(dtype).contiguous()
+        return grad.to(dtype).contiguous()
     if reduction == "mean":
-        scale = scale / count
-    return scale.to(dtype).expand(size).contiguous()
+        grad = grad / count
+    return grad.to(dtype).expand(rows).contiguous()
 
 
 class _Head:
     """One call's fixed parts: the row loss, the reduction, the chunk plan
     and which gradients are wanted."""
 
-    def __init__(self, loss, reduction, count, chunk, main_grad, need):
+    def __init__(self, loss, reduction, count, chunk, need, param, bias,
+                 main_grad):
         self.loss = loss
         self.reduction = reduction
         self.count = count          # rows that count for "mean": a tensor
         self.chunk = chunk
-        self.main_grad = main_grad  # the weight's main_grad, or None
         self.need = need            # (hidden, weight, bias) need gradients
-        self.weight = None          # the weight Parameter (main_grad)
-        self.bias_dtype = None
-        # The weight gradient's dtype where it differs from the GEMMs' (an
-        # fp32 weight under autocast): summed over chunks in it, and
-        # rounded to the GEMMs' dtype once, as torch's autocast rounds it.
-        self.weight_grad_dtype = None
+        self.weight = param         # the weight Parameter (main_grad)
+        self.main_grad = main_grad  # its main_grad, or None
+        self.bias_dtype = None if bias is None else bias.dtype
 
     def eager(self):
         """Whether the gradients are made in the forward (the schedules in
@@ -181,20 +172,18 @@ class _Head:
         gradient) the gradients, into `into` = (d hidden, d weight, d bias)
         where wanted (d weight None under main_grad: added there)."""
         rows = hidden.shape[0]
-        dtype = _value_dtype(hidden.dtype)
+        dtype = grad_dtype(hidden.dtype)
         values = torch.empty(rows, dtype=dtype, device=hidden.device)
         buffer = torch.empty(min(self.chunk, rows), weight.shape[0],
                              dtype=hidden.dtype, device=hidden.device)
+        rows_grad = None if grad is None else \
+            _rows_grad(self.reduction, self.count, rows, grad, dtype)
         for start, end in _chunks(rows, self.chunk):
             h = hidden[start:end]
             logits = _logits(buffer[:end - start], h, weight, bias)
-            rows_grad = None
-            if grad is not None:
-                scale = grad[start:end] if self.reduction == "none" else grad
-                rows_grad = _rows_grad(self.reduction, self.count,
-                                       end - start, scale, dtype)
             chunk_values, dlogits = self.loss.rows(
-                logits, [t[start:end] for t in per_row], rows_grad)
+                logits, [t[start:end] for t in per_row],
+                None if rows_grad is None else rows_grad[start:end])
             values[start:end] = chunk_values
             if dlogits is not None:
                 self._gradients(dlogits, h, weight, into, start, end)
@@ -236,14 +225,17 @@ class _Head:
         """The gradient buffers (d hidden, d weight, d bias) where wanted
         (the first chunk writes them whole)."""
         need_hidden, need_weight, need_bias = self.need
-        # Without rows no chunk writes them: zeros.
+        # Without rows no chunk writes them: zeros. The weight's gradient
+        # is summed over chunks in the Parameter's dtype: an fp32 weight
+        # under autocast sums in fp32 and is rounded to the GEMMs' dtype
+        # once (by autograd), as autocast's linear rounds it.
         make = torch.empty if hidden.shape[0] else torch.zeros
         return (torch.empty_like(hidden) if need_hidden else None,
-                make(weight.shape, dtype=self.weight_grad_dtype or weight.dtype,
+                make(weight.shape, dtype=self.weight.dtype,
                      device=weight.device)
                 if need_weight and self.main_grad is None else None,
                 make(weight.shape[0],
-                            dtype=_value_dtype(weight.dtype),
+                            dtype=grad_dtype(weight.dtype),
                             device=weight.device) if need_bias else None)
 
     def reduce(self, values):
@@ -275,7 +267,7 @@ class _ChunkedHead(torch.autograd.Function):
         ctx.eager = head.eager()
         if ctx.eager:
             into = head.buffers(hidden, weight, bias)
-            one = torch.ones((), dtype=_value_dtype(hidden.dtype),
+            one = torch.ones((), dtype=grad_dtype(hidden.dtype),
                              device=hidden.device)
             values = head.run(hidden, weight, bias, per_row, grad=one,
                               into=into)
@@ -371,21 +363,17 @@ def _run_head(loss, hidden, weight, bias, per_row, reduction, count,
         accumulator = main_grad_of(param, "the head's weight")
         mark_main_grads([param], in_forward=True)
     hidden, weight, bias = _autocast(hidden, weight, bias)
-    _rows_of(hidden, weight, bias)
     leading = hidden.shape[:-1]
     flat = hidden.reshape(-1, hidden.shape[-1]).contiguous()
     rows, vocab = flat.shape[0], weight.shape[0]
     _, chunk = plan(rows, vocab, flat.dtype, hidden=flat.shape[1],
-                    buffers=loss.buffers(), memory_budget=memory_budget)
+                    buffers=loss.chunk_buffers(), memory_budget=memory_budget)
     grad_on = torch.is_grad_enabled()
     need = (grad_on and hidden.requires_grad,
             grad_on and weight.requires_grad,
             grad_on and bias is not None and bias.requires_grad)
-    head = _Head(loss, reduction, count, max(1, chunk), accumulator, need)
-    head.weight = param
-    head.bias_dtype = None if bias is None else bias.dtype
-    if param.dtype != weight.dtype:
-        head.weight_grad_dtype = param.dtype
+    head = _Head(loss, reduction, count, max(1, chunk), need, param, bias,
+                 accumulator)
     weight_c = weight.contiguous()
     bias_c = None if bias is None else bias.contiguous()
     per_row = [t.reshape(rows, *t.shape[len(leading):]).contiguous()

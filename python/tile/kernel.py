@@ -524,17 +524,19 @@ def run_forward(kernel, args):
 
 
 class _KernelFunction(torch.autograd.Function):
-    """apply(key, count, *args, *main_grads): the kernel's `count`
-    arguments, then the main_grad accumulators of the arguments
+    """apply(key, count, overwritten, *args, *main_grads): the kernel's
+    `count` arguments, then the main_grad accumulators of the arguments
     `kernel.main_grad_arguments` names (inputs of the node, kept on ctx:
-    the main_grad contract in autograd.py)."""
+    the main_grad contract in autograd.py). The gradients of the arguments
+    `overwritten` (indices) are written over them (apply)."""
 
     @staticmethod
-    def forward(ctx, key, count, *inputs):
+    def forward(ctx, key, count, overwritten, *inputs):
         kernel = _REGISTRY[key]
         args, main_grads = inputs[:count], inputs[count:]
         outputs, saved = run_forward(kernel, args)
         ctx.key = key
+        ctx.overwritten = overwritten
         ctx.kinds = ["t" if isinstance(a, torch.Tensor) else a for a in args]
         ctx.save_for_backward(*[a for a in args
                                 if isinstance(a, torch.Tensor)], *saved)
@@ -550,10 +552,17 @@ class _KernelFunction(torch.autograd.Function):
         tensors = iter(stored[:len(stored) - ctx.num_saved])
         args = [next(tensors) if k == "t" else k for k in ctx.kinds]
         accumulators = dict(zip(kernel.main_grad_arguments, ctx.main_grads))
-        return (None, None,
-                *run_backward(kernel, args, grads, saved,
-                              main_grads=accumulators),
-                *[None] * len(ctx.main_grads))
+        # Traced, the gradients are new tensors: a traced graph may not
+        # mutate its inputs.
+        into = None
+        if ctx.overwritten and not tracing([*stored, *grads]):
+            into = {i: args[i] for i in ctx.overwritten}
+        gradients = run_backward(kernel, args, grads, saved, into=into,
+                                 main_grads=accumulators)
+        for i in into or {}:
+            # Anything else that saved the argument sees the write.
+            torch.autograd.graph.increment_version(args[i])
+        return (None, None, None, *gradients, *[None] * len(ctx.main_grads))
 
 
 def run_backward(kernel, args, grads, saved, into=None, main_grads=None):
@@ -607,9 +616,13 @@ def run_backward(kernel, args, grads, saved, into=None, main_grads=None):
     return gradients
 
 
-def apply(kernel, args):
+def apply(kernel, args, overwritten=()):
     """The kernel's forward on checked `args`, with an autograd node where a
-    differentiable argument requires grad."""
+    differentiable argument requires grad. The backward writes the
+    gradients of the arguments `overwritten` (indices) over them: only for
+    a backward that reads no element after writing it (one pass with no
+    reduction: an elementwise kernel, cross-entropy's with its saved row
+    statistics), and for arguments nothing reads after it."""
     differentiable = [a for a, info in zip(args,
                                            kernel.forward_info.arguments)
                       if isinstance(a, torch.Tensor) and info.differentiable]
@@ -619,7 +632,8 @@ def apply(kernel, args):
         main_grads = [main_grad_of(args[i], kernel.describe(i))
                       for i in indices]
         mark_main_grads([args[i] for i in indices], in_forward=True)
-        outputs = _KernelFunction.apply(kernel.key, len(args), *args,
+        outputs = _KernelFunction.apply(kernel.key, len(args),
+                                        tuple(overwritten), *args,
                                         *main_grads)
     else:
         outputs, _ = run_forward(kernel, args)

@@ -9,8 +9,7 @@ is PyTorch's own sum, so the gradient each row receives is autograd's.
 
 import torch
 
-from .autograd import tracing
-from .kernel import run_backward, run_forward
+from .kernel import apply
 from .operators import kernel
 
 __all__ = ["cross_entropy"]
@@ -80,34 +79,6 @@ def dense_labels(labels):
             else labels.long()).contiguous()
 
 
-class _CrossEntropyInPlace(torch.autograd.Function):
-    """The cross-entropy kernel whose backward writes the logits' gradient
-    over the logits (cross_entropy's inplace_backward): the derived backward
-    is one pass with no reduction (the forward saves the row statistics),
-    so no element is read after it is overwritten. Traced, it writes a new
-    tensor (a traced graph may not mutate its input)."""
-
-    @staticmethod
-    def forward(ctx, logits, labels, ignore, eps, z):
-        args = [logits, labels, ignore, eps, z]
-        outputs, saved = run_forward(kernel("cross_entropy"), args)
-        ctx.scalars = (ignore, eps, z)
-        ctx.save_for_backward(logits, labels, *saved)
-        return outputs[0]
-
-    @staticmethod
-    def backward(ctx, rows_grad):
-        logits, labels, *saved = ctx.saved_tensors
-        into = None if tracing([logits, rows_grad]) else {0: logits}
-        grad = run_backward(kernel("cross_entropy"),
-                            [logits, labels, *ctx.scalars], (rows_grad,),
-                            saved, into=into)[0]
-        if into:
-            # Anything else that saved the logits now sees the write.
-            torch.autograd.graph.increment_version(logits)
-        return grad, None, None, None, None
-
-
 def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
                   label_smoothing=0.0, z_loss=0.0, softcap=None,
                   inplace_backward=False):
@@ -150,9 +121,12 @@ def cross_entropy(logits, labels, *, ignore_index=-100, reduction="mean",
         # of the logits (and the read and write of it).
         logits = kernel("softcap")(logits, float(softcap))
     scalars = (float(ignore_index), float(label_smoothing), float(z_loss))
-    if inplace_backward and torch.is_grad_enabled() and logits.requires_grad:
+    if inplace_backward:
+        # Its backward, with the saved row statistics, is one pass with no
+        # reduction: the gradient may go over the logits.
         kernel("cross_entropy").check((logits, labels, *scalars))
-        rows = _CrossEntropyInPlace.apply(logits, labels, *scalars)
+        rows = apply(kernel("cross_entropy"), (logits, labels, *scalars),
+                     overwritten=(0,))
     else:
         rows = kernel("cross_entropy")(logits, labels, *scalars)
     if reduction == "none":

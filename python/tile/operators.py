@@ -6,8 +6,6 @@ backward tile-differentiate derived, compiled for the call's device, dtype
 and widths on first use.
 """
 
-import torch
-
 from . import _capi
 from .autograd import tracing
 from .kernel import Kernel, apply, run_backward
@@ -56,26 +54,11 @@ def gated_backward_in_place(name, a, b, dh):
     return run_backward(kernel(name), [a, b], (dh,), [], into=into)
 
 
-class _GatedInPlace(torch.autograd.Function):
-    """A gated kernel whose backward writes da and db over a and b
-    (gated_backward_in_place)."""
-
-    @staticmethod
-    def forward(ctx, a, b, name):
-        ctx.name = name
-        ctx.save_for_backward(a, b)
-        return apply(kernel(name), (a, b))
-
-    @staticmethod
-    def backward(ctx, dh):
-        a, b = ctx.saved_tensors
-        return (*gated_backward_in_place(ctx.name, a, b, dh), None)
-
-
 def gated(name, a, b, inplace_backward):
     """The gated kernel `name` of a and b; with `inplace_backward` its
-    backward writes over a and b (gated_backward_in_place)."""
+    backward writes da and db over a and b (apply's `overwritten`: the
+    kernel is elementwise)."""
     if not inplace_backward:
         return kernel(name)(a, b)
     kernel(name).check((a, b))  # the checks the kernel's own call makes
-    return _GatedInPlace.apply(a, b, name)
+    return apply(kernel(name), (a, b), overwritten=(0, 1))

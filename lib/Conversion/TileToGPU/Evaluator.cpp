@@ -482,13 +482,7 @@ Value Evaluator::reduceRow(ReduceOp reduce) {
   for (auto [index, sum] : llvm::enumerate(online)) {
     Value own = partials[sum.max];
     Value row = totals[sum.max];
-    Value same =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, own, row);
-    Value scale = arith::SelectOp::create(
-        b, loc, same, f.f32(1.0),
-        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, own, row)));
-    Value rescaled =
-        arith::MulFOp::create(b, loc, folds[together.size() + index], scale);
+    Value rescaled = f.rescaleSum(folds[together.size() + index], own, row);
     rowMemo[sum.sum.getResult()] =
         exchange.reduce({ReductionKind::Sum}, {rescaled})[0];
   }

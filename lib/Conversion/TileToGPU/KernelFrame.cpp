@@ -2,6 +2,7 @@
 
 #include "KernelFrame.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
@@ -34,6 +35,15 @@ Value KernelFrame::combine(ReductionKind kind, Value a, Value c) {
   default:
     return arith::AddFOp::create(b, loc, a, c);
   }
+}
+
+Value KernelFrame::rescaleSum(Value sum, Value from, Value to) {
+  Value same =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, from, to);
+  Value scale = arith::SelectOp::create(
+      b, loc, same, f32(1.0),
+      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, from, to)));
+  return arith::MulFOp::create(b, loc, sum, scale);
 }
 
 void KernelFrame::combineInto(ReductionKind kind, Lanes &into,

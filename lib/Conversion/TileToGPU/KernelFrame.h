@@ -82,6 +82,11 @@ struct KernelFrame {
   }
   Value identity(ReductionKind kind, Type type);
   Value combine(ReductionKind kind, Value a, Value c);
+  /// `sum` (of exp(x - from)) rescaled to the max `to`: sum * exp(from -
+  /// to), unchanged where from == to (no exp(-inf - -inf)). An online
+  /// sum's step (RowKernel.cpp) and its rescale to the row's max
+  /// (Evaluator.cpp).
+  Value rescaleSum(Value sum, Value from, Value to);
   /// `into[l] = into[l] ⊕ values[l]` for every lane, `into` first.
   void combineInto(ReductionKind kind, Lanes &into, ArrayRef<Value> values);
   /// `a && c`, where a null condition holds.

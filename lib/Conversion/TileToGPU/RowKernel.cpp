@@ -286,13 +286,7 @@ SmallVector<Value> LoopedRows::foldPass(ArrayRef<ReduceOp> members,
   // exp(-inf) = 0 (one select per group, not per lane).
   auto onlineStep = [&](Value sum, Value before, Value after,
                         ArrayRef<Value> xs) {
-    Value same =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, before, after);
-    Value scale = arith::SelectOp::create(
-        b, loc, same, f.f32(1.0),
-        math::ExpOp::create(b, loc,
-                            arith::SubFOp::create(b, loc, before, after)));
-    Value total = arith::MulFOp::create(b, loc, sum, scale);
+    Value total = f.rescaleSum(sum, before, after);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, after,
                               f.identity(ReductionKind::Max, f32Type));
