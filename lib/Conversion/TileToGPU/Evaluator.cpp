@@ -364,75 +364,6 @@ ReduceOp Evaluator::onlineSumOf(ReduceOp max) {
   return {};
 }
 
-namespace {
-/// The parts of a pick (Evaluator::isPick): the select, its column test's
-/// per-row side (before the broadcast) and the picked value.
-struct Pick {
-  Value label;
-  Value picked;
-};
-
-std::optional<Pick> matchPick(ReduceOp reduce, const KernelModel &model) {
-  if (reduce.getKind() != ReductionKind::Sum || reduce.getInit())
-    return std::nullopt;
-  auto select = reduce.getInput().getDefiningOp<arith::SelectOp>();
-  if (!select)
-    return std::nullopt;
-  auto splat = select.getFalseValue().getDefiningOp<SplatOp>();
-  FloatAttr zero;
-  if (!splat || !matchPattern(splat.getValue(), m_Constant(&zero)) ||
-      !zero.getValue().isPosZero())
-    return std::nullopt;
-  auto test = select.getCondition().getDefiningOp<arith::CmpFOp>();
-  if (!test || test.getPredicate() != arith::CmpFPredicate::OEQ)
-    return std::nullopt;
-  Value lhs = test.getLhs(), rhs = test.getRhs();
-  if (!lhs.getDefiningOp<IotaOp>())
-    std::swap(lhs, rhs);
-  auto iota = lhs.getDefiningOp<IotaOp>();
-  auto broadcast = rhs.getDefiningOp<BroadcastOp>();
-  if (!iota || !broadcast ||
-      model.kindOf(broadcast.getInput()) != ValueKind::RowValue)
-    return std::nullopt;
-  return Pick{broadcast.getInput(), select.getTrueValue()};
-}
-} // namespace
-
-bool Evaluator::isPick(ReduceOp reduce) {
-  return matchPick(reduce, f.model).has_value();
-}
-
-Value Evaluator::pickRow(ReduceOp reduce) {
-  Pick pick = *matchPick(reduce, f.model);
-  Type f32Type = b.getF32Type();
-  Value label = rowValue(pick.label);
-  Value width = f.indexToF32(widthOf(reduce.getInput()));
-  // Only a whole number in [0, width) names a column: the sum of selects
-  // is 0 for any other label (NaN included).
-  Value whole = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, label,
-                                      math::FloorOp::create(b, loc, label));
-  Value low = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, label,
-                                    f.f32(0.0));
-  Value high =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, label, width);
-  Value inRange = arith::AndIOp::create(
-      b, loc, whole, arith::AndIOp::create(b, loc, low, high));
-  Value safe = arith::SelectOp::create(b, loc, inRange, label, f.f32(0.0));
-  Value column = arith::IndexCastUIOp::create(
-      b, loc, b.getIndexType(),
-      arith::FPToUIOp::create(b, loc, b.getI64Type(), safe));
-  Value element;
-  {
-    // One column, scalar; what it evaluates is forgotten after.
-    MemoScope scope(*this);
-    llvm::SaveAndRestore<int64_t> scalar(laneCount, 1);
-    element = group(pick.picked, column)[0];
-  }
-  if (element.getType() != f32Type)
-    element = convert(element, f32Type);
-  return arith::SelectOp::create(b, loc, inRange, element, f.f32(0.0));
-}
-
 Value Evaluator::reduceRow(ReduceOp reduce) {
   // Every row reduction whose inputs are ready joins this one, so that
   // independent reductions (RMSNorm's backward has two) share one exchange
@@ -482,7 +413,8 @@ Value Evaluator::reduceRow(ReduceOp reduce) {
   for (auto [index, sum] : llvm::enumerate(online)) {
     Value own = partials[sum.max];
     Value row = totals[sum.max];
-    Value rescaled = f.rescaleSum(folds[together.size() + index], own, row);
+    Value rescaled =
+        f.rescaleSum(folds[together.size() + index], own, row, sum.expFlags());
     rowMemo[sum.sum.getResult()] =
         exchange.reduce({ReductionKind::Sum}, {rescaled})[0];
   }
@@ -662,6 +594,9 @@ Lanes Evaluator::group(Value value, Value base) {
         result.push_back(
             convert(arith::AddIOp::create(b, loc, base, f.index(l)),
                     elementTypeOf(iota.getResult())));
+    } else if (auto test = dyn_cast<arith::CmpFOp>(def);
+               test && isColumnTest(test)) {
+      result = columnTest(test, base);
     } else if (Value column = inputColumn(def, base)) {
       result = group(def->getOperand(0), column);
     } else if (auto pad = dyn_cast<PadOp>(def)) {

@@ -22,6 +22,7 @@
 #include "KernelFrame.h"
 #include "RowExchange.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/Support/SaveAndRestore.h"
 
@@ -45,6 +46,12 @@ struct OnlineSum {
   ReduceOp sum;
   /// The max among the reductions folded together (its index).
   size_t max;
+  /// The fastmath flags of the sum's exponential, which the sum's steps
+  /// and rescales take too (approximateShiftedExponentials marks it).
+  arith::FastMathFlags expFlags() const {
+    ReduceOp reduce = sum;
+    return reduce.getInput().getDefiningOp<math::ExpOp>().getFastmath();
+  }
 };
 
 /// How a thread folds its columns of the row into one value, for a row
@@ -200,6 +207,14 @@ private:
   /// A pick's value: x at column L where L is a whole number in
   /// [0, width), else 0 — one element read instead of a pass over the row.
   Value pickRow(ReduceOp reduce);
+  /// The column a per-row label names, as an index: {whether the label is
+  /// a whole number in [0, width), that column (0 when it is not)}.
+  std::pair<Value, Value> labelColumn(Value label, Value width);
+  /// Whether `test` is iota == broadcast(L) (or !=) for a per-row L.
+  bool isColumnTest(arith::CmpFOp test);
+  /// A column test's lanes: iota == L (or !=) per lane, compared as
+  /// integers against the label's column, computed once per group.
+  Lanes columnTest(arith::CmpFOp test, Value base);
   Value acrossRowsTotal(ReduceOp reduce, Value col);
   Lanes emitConcat(ValueRange inputs, Value base);
   /// The column of its input (operand 0) that an op reading its input at

@@ -37,12 +37,14 @@ Value KernelFrame::combine(ReductionKind kind, Value a, Value c) {
   }
 }
 
-Value KernelFrame::rescaleSum(Value sum, Value from, Value to) {
+Value KernelFrame::rescaleSum(Value sum, Value from, Value to,
+                              arith::FastMathFlags expFlags) {
   Value same =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, from, to);
   Value scale = arith::SelectOp::create(
       b, loc, same, f32(1.0),
-      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, from, to)));
+      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, from, to),
+                          expFlags));
   return arith::MulFOp::create(b, loc, sum, scale);
 }
 

@@ -86,7 +86,8 @@ struct KernelFrame {
   /// to), unchanged where from == to (no exp(-inf - -inf)). An online
   /// sum's step (RowKernel.cpp) and its rescale to the row's max
   /// (Evaluator.cpp).
-  Value rescaleSum(Value sum, Value from, Value to);
+  Value rescaleSum(Value sum, Value from, Value to,
+                   arith::FastMathFlags expFlags);
   /// `into[l] = into[l] ⊕ values[l]` for every lane, `into` first.
   void combineInto(ReductionKind kind, Lanes &into, ArrayRef<Value> values);
   /// `a && c`, where a null condition holds.

@@ -285,8 +285,8 @@ SmallVector<Value> LoopedRows::foldPass(ArrayRef<ReduceOp> members,
   // the max is -inf every lane is: they are shifted by 0 instead, and add
   // exp(-inf) = 0 (one select per group, not per lane).
   auto onlineStep = [&](Value sum, Value before, Value after,
-                        ArrayRef<Value> xs) {
-    Value total = f.rescaleSum(sum, before, after);
+                        ArrayRef<Value> xs, arith::FastMathFlags expFlags) {
+    Value total = f.rescaleSum(sum, before, after, expFlags);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, after,
                               f.identity(ReductionKind::Max, f32Type));
@@ -294,7 +294,8 @@ SmallVector<Value> LoopedRows::foldPass(ArrayRef<ReduceOp> members,
     for (Value x : xs)
       total = arith::AddFOp::create(
           b, loc, total,
-          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, shift)));
+          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, shift),
+                              expFlags));
     return total;
   };
   auto fold = [&](Value start, Value end, Value stride, int64_t width) {
@@ -318,7 +319,8 @@ SmallVector<Value> LoopedRows::foldPass(ArrayRef<ReduceOp> members,
     for (auto [index, sum] : llvm::enumerate(online))
       next.push_back(onlineStep(loop.getRegionIterArg(members.size() + index),
                                 loop.getRegionIterArg(sum.max), next[sum.max],
-                                ev.group(inputs[sum.max], base)));
+                                ev.group(inputs[sum.max], base),
+                                sum.expFlags()));
     scf::YieldOp::create(b, loc, next);
     return SmallVector<Value>(loop.getResults());
   };

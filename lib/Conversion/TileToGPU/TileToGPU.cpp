@@ -10,6 +10,7 @@
 #include "tile/Conversion/Passes.h"
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
 #include "tile/Dialect/Tile/IR/KernelVerifier.h"
+#include "tile/Dialect/Tile/Transforms/ShiftedExponentials.h"
 
 namespace mlir::tile {
 #define GEN_PASS_DEF_CONVERTTILETOGPUPASS
@@ -41,6 +42,7 @@ struct ConvertTileToGPUPass final
     auto gpuModule =
         gpu::GPUModuleOp::create(builder, module.getLoc(), "tile_kernels");
     for (func::FuncOp kernel : kernels) {
+      approximateShiftedExponentials(kernel);
       KernelSchedule schedule = getSchedule(kernel);
       FailureOr<gpu_lowering::KernelModel> model =
           gpu_lowering::KernelModel::analyze(kernel);
