@@ -14,7 +14,8 @@ main_grad lines), where no JSON file of the same name holds the run.
 Which run is the newest: the date in the file's name (YYYY-MM-DD-...), else
 the file's own `date`. The files of that date are shown together: the runs of
 one series (names that differ only in a run number, `-1`/`-2`, `-run5`) in one
-table, their figures `a / b`; each other series in a table of its own. Files
+table, their figures `a / b`; each other series in a table of its own, the
+newest series first. Files
 from before the schema hold no time of day; where the newest date of a kind
 holds several of those, LEGACY_LATEST names the ones the dated log
 (docs/Performance.md) gives as that day's last word, and the page lists the
@@ -188,7 +189,10 @@ def current(benchmark, files):
         by_series = {}
         for name in sorted(day, key=lambda n: (day[n].get("date") or "", n)):
             by_series.setdefault(series(name), []).append((name, day[name]))
-        groups = [by_series[key] for key in sorted(by_series)]
+        # Newest series first: a day's last runs are its word.
+        groups = sorted(by_series.values(), reverse=True,
+                        key=lambda group: max(d.get("date") or ""
+                                              for _, d in group))
     shown = {name for group in groups for name, _ in group}
     return newest, groups, sorted(set(day) - shown)
 
