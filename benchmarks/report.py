@@ -419,6 +419,26 @@ def causal_lm_table(documents):
                  ["tokens"])
 
 
+def convergence_table(documents):
+    """A row per family and mode: the loss at steps 1 and 30, the
+    distances (bf16 modes: the unpatched run's in brackets) and whether
+    they are within the bounds."""
+    def distance(row, key):
+        text = f"{row[key]:.1e}"
+        reference = row.get("unpatched")
+        return text + (f" ({reference[key]:.1e})" if reference else "")
+    rows = []
+    for document in documents:
+        for r in document["results"]:
+            rows.append([r["family"], r["mode"],
+                         f"{r['first_loss']:.3f} → {r['last_loss']:.3f}",
+                         distance(r, "loss"), distance(r, "logprob"),
+                         distance(r, "param"),
+                         "yes" if r["within"] else "**no**"])
+    return table(["family", "mode", "loss, steps 1 → 30", "loss",
+                  "top-20 log-prob", "parameter", "within"], rows)
+
+
 def fsdp_table(documents):
     return pivot(documents, lambda r: (r["sequence"],), lambda r: r["column"],
                  with_second("ms", ".1f", "peak_gib", ".2f"), ["sequence"])
@@ -476,6 +496,15 @@ KINDS = [
      "bf16 hidden [tokens, H] and weight [vocab, H] in, the mean loss (a "
      "tenth ignored) and both gradients out, GPU time behind a sleep: ms "
      "(peak GiB above the inputs).", cross_entropy_table),
+    ("convergence", "Convergence: `benchmarks/convergence.py`",
+     "A 2-layer mini model of each family apply_tile supports, 30 AdamW "
+     "steps patched and unpatched from the same weights on the same "
+     "batches. Distances: fp32, patched against unpatched (the largest "
+     "relative step loss, top-20 log-prob and parameter differences); bf16 "
+     "modes, each run against the fp32 run, the unpatched run's in "
+     "brackets. Within: fp32 under fixed bounds, bf16 under twice the "
+     "unpatched distance plus a floor (the script says which).",
+     convergence_table),
     ("fsdp", "FSDP2: `benchmarks/fsdp.py`",
      "The same layers under FSDP2 with the tiled MLPs: median step ms (peak "
      "GiB per rank).", fsdp_table),

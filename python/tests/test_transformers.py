@@ -19,24 +19,31 @@ transformers = pytest.importorskip("transformers")
 # float32 rounding, amplified a little through the layers.
 HF_RTOL = 1e-5
 
+# The families whose MLP is one gate_up projection.
+FUSED_MLP = {"phi3", "glm4"}
+
+
+def _config(model_type, head_dim, **common):
+    """A config of `model_type` with what each family needs beyond the
+    common sizes: the features its patch must honour switched on."""
+    extra = {"gemma2": dict(final_logit_softcapping=5.0),
+             # Half the head rotated: the rest passes through.
+             "phi3": dict(partial_rotary_factor=0.5),
+             "granite": dict(logits_scaling=4.0, embedding_multiplier=2.0,
+                             residual_multiplier=0.5,
+                             attention_multiplier=0.2),
+             # Layer 1 without RoPE, as SmolLM3 leaves every fourth.
+             "smollm3": dict(no_rope_layers=[1, 0])}
+    return transformers.AutoConfig.for_model(
+        model_type, head_dim=head_dim, pad_token_id=0, **common,
+        **extra.get(model_type, {}))
+
 
 def _tiny(model_type):
-    common = dict(vocab_size=64, hidden_size=32, intermediate_size=48,
-                  num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=64)
-    configs = {
-        "llama": transformers.LlamaConfig,
-        "mistral": transformers.MistralConfig,
-        "qwen2": transformers.Qwen2Config,
-        "qwen3": transformers.Qwen3Config,
-        "gemma": transformers.GemmaConfig,
-        "gemma2": transformers.Gemma2Config,
-        "gemma3_text": transformers.Gemma3TextConfig,
-    }
-    extra = {"gemma": dict(head_dim=8), "qwen3": dict(head_dim=8),
-             "gemma2": dict(head_dim=8, final_logit_softcapping=5.0),
-             "gemma3_text": dict(head_dim=8)}
-    config = configs[model_type](**common, **extra.get(model_type, {}))
+    config = _config(model_type, 8, vocab_size=64, hidden_size=32,
+                     intermediate_size=48, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2,
+                     max_position_embeddings=64)
     return transformers.AutoModelForCausalLM.from_config(config).double()
 
 
@@ -53,9 +60,21 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     grads = {n: p.grad.clone() for n, p in model.named_parameters()}
     model.zero_grad()
     params = dict(model.named_parameters())
-    _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
+    family = tile.transformers.SUPPORTED[model_type]
+    fused = model_type in FUSED_MLP
+    if tiled and fused:
+        with pytest.warns(UserWarning, match="tiled MLP takes separate"):
+            _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
+    elif family.other_rope:
+        with pytest.warns(UserWarning, match="the model's own RoPE runs"):
+            _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
+    else:
+        _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     layers = model.config.num_hidden_layers
-    assert counts["mlp"] == layers and counts["rope"] == 1
+    assert counts["mlp"] == (0 if tiled and fused else layers)
+    assert counts["rope"] == (0 if family.other_rope else 1)
+    assert len(counts["skipped"]) == (tiled and fused) + bool(
+        family.other_rope)
     assert counts["rms_norm"] >= 2 * layers + 1 and counts["loss"] == 1
     # The same Parameter objects, under the same names.
     assert dict(model.named_parameters()) == params
@@ -146,7 +165,8 @@ def test_unsupported_models_are_named():
     config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=4,
                                      vocab_size=64)
     model = transformers.GPT2LMHeadModel(config)
-    with pytest.raises(ValueError, match="'gpt2'.*supported: gemma, gemma2, gemma3_text, llama"):
+    with pytest.raises(ValueError, match="'gpt2'.*supported: gemma, gemma2, "
+                       "gemma3_text, glm4, granite, llama, ministral"):
         tile.transformers.apply_tile(model)
     llama = _tiny("llama")
     tile.transformers.apply_tile(llama)
@@ -155,19 +175,10 @@ def test_unsupported_models_are_named():
 
 
 def _model(model_type, dtype):
-    common = dict(vocab_size=256, hidden_size=256, intermediate_size=768,
-                  num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=256)
-    configs = {"llama": transformers.LlamaConfig,
-               "mistral": transformers.MistralConfig,
-               "qwen2": transformers.Qwen2Config,
-               "qwen3": transformers.Qwen3Config,
-               "gemma": transformers.GemmaConfig,
-               "gemma2": transformers.Gemma2Config,
-               "gemma3_text": transformers.Gemma3TextConfig}
-    extra = {"gemma": dict(head_dim=64), "qwen3": dict(head_dim=64),
-             "gemma2": dict(head_dim=64), "gemma3_text": dict(head_dim=64)}
-    config = configs[model_type](**common, **extra.get(model_type, {}))
+    config = _config(model_type, 64, vocab_size=256, hidden_size=256,
+                     intermediate_size=768, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2,
+                     max_position_embeddings=256)
     torch.manual_seed(0)
     return transformers.AutoModelForCausalLM.from_config(config).to(
         "cuda", dtype)
@@ -258,3 +269,25 @@ def test_patched_loss_outputs_and_fallbacks():
     unpatched.lm_head.register_forward_hook(lambda m, i, o: o * 0.5)
     expected = unpatched(ids, labels=ids).loss
     assert abs(hooked.loss.item() - expected.item()) <= HF_RTOL
+
+
+def test_what_a_patch_leaves_is_said():
+    """A fused gate_up MLP under main_grad stays the model's own (its
+    projections' gradients arrive in .grad, which a main_grad engine adds),
+    and GLM-4's interleaved RoPE too: each listed in "skipped" and warned
+    about; the rest is patched."""
+    phi3 = _tiny("phi3")
+    with pytest.warns(UserWarning, match="accumulate_into_main_grad is not "
+                      "implemented for a fused gate_up"):
+        _, counts = tile.transformers.apply_tile(
+            phi3, accumulate_into_main_grad=True)
+    assert counts["mlp"] == 0 and counts["rms_norm"] > 0
+    assert counts["skipped"] == [
+        "Phi3MLP: accumulate_into_main_grad is not implemented for a fused "
+        "gate_up projection (2 modules)"]
+    assert type(phi3.model.layers[0].mlp).__name__ == "Phi3MLP"
+    glm4 = _tiny("glm4")
+    with pytest.warns(UserWarning, match="interleaved"):
+        _, counts = tile.transformers.apply_tile(glm4)
+    assert counts["mlp"] == 2 and counts["rope"] == 0
+    assert isinstance(glm4.model.layers[0].mlp, tile.nn.FusedSwiGLUMLP)

@@ -25,6 +25,7 @@ from .mlp import matmul_into
 from .operators import gated, gated_backward_in_place, kernel
 
 __all__ = ["RMSNorm", "SwiGLU", "SiluAndMul", "GatedMLP", "SwiGLUMLP",
+           "FusedSwiGLUMLP",
            "TiledSwiGLUMLP", "GroupedSwiGLUMLP", "attach_main_grads",
            "adopt_main_grad_module", "prepare_main_grads"]
 
@@ -234,6 +235,27 @@ class GatedMLP(nn.Module):
         # weights, not their outputs.
         return self.down_proj(gated(ACTIVATIONS[self.activation], g, u,
                                     inplace_backward=True))
+
+
+class FusedSwiGLUMLP(nn.Module):
+    """down_proj(silu_and_mul(gate_up_proj(x))): the MLP of Phi-3 and GLM-4,
+    whose gate and up projections are one GEMM into [..., 2I], the gate
+    first. The activation reads that one tensor and its derived backward
+    writes the one gradient gate_up_proj's backward takes: no split, no
+    copies."""
+
+    def __init__(self, hidden_size, intermediate_size, *, bias=False,
+                 device=None, dtype=None):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        factory = dict(bias=bias, device=device, dtype=dtype)
+        self.gate_up_proj = nn.Linear(hidden_size, 2 * intermediate_size,
+                                      **factory)
+        self.down_proj = nn.Linear(intermediate_size, hidden_size, **factory)
+
+    def forward(self, x):
+        return self.down_proj(ops.silu_and_mul(self.gate_up_proj(x)))
 
 
 class SwiGLUMLP(GatedMLP):

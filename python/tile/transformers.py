@@ -15,23 +15,53 @@ the process (as Liger's patch does); revert_rope() puts the original back.
 import functools
 import inspect
 import sys
+import typing
+import warnings
 
 import torch
 
 from . import nn as _nn
 from . import ops as _ops
 
-# model_type -> (RMSNorm class names, MLP class names, RMSNorm offset)
+class Family(typing.NamedTuple):
+    """What apply_tile patches in one model type."""
+    norms: tuple            # RMSNorm class names
+    mlps: tuple             # gated-MLP class names (gate_proj and up_proj,
+                            # or one gate_up_proj, the gate first)
+    offset: float = 0.0     # RMSNorm's weight offset (Gemma: 1 + w)
+    # Why its apply_rotary_pos_emb is not Tile's rotate-half RoPE, or None.
+    other_rope: str = None
+
+
+# model_type -> Family. The loss is patched for every causal LM among them;
+# the config's final_logit_softcapping (Gemma 2) and logits_scaling
+# (Granite) are honoured.
 SUPPORTED = {
-    "llama": (("LlamaRMSNorm",), ("LlamaMLP",), 0.0),
-    "mistral": (("MistralRMSNorm",), ("MistralMLP",), 0.0),
-    "qwen2": (("Qwen2RMSNorm",), ("Qwen2MLP",), 0.0),
-    "qwen3": (("Qwen3RMSNorm",), ("Qwen3MLP",), 0.0),
-    "gemma": (("GemmaRMSNorm",), ("GemmaMLP",), 1.0),
+    "llama": Family(("LlamaRMSNorm",), ("LlamaMLP",)),
+    "mistral": Family(("MistralRMSNorm",), ("MistralMLP",)),
+    "ministral": Family(("MinistralRMSNorm",), ("MinistralMLP",)),
+    "qwen2": Family(("Qwen2RMSNorm",), ("Qwen2MLP",)),
+    "qwen3": Family(("Qwen3RMSNorm",), ("Qwen3MLP",)),
+    "gemma": Family(("GemmaRMSNorm",), ("GemmaMLP",), 1.0),
     # Gemma 2: four norms per layer (sandwich); its final logit soft-cap
     # goes to the loss. Gemma 3 (text): q and k norms too.
-    "gemma2": (("Gemma2RMSNorm",), ("Gemma2MLP",), 1.0),
-    "gemma3_text": (("Gemma3RMSNorm",), ("Gemma3MLP",), 1.0),
+    "gemma2": Family(("Gemma2RMSNorm",), ("Gemma2MLP",), 1.0),
+    "gemma3_text": Family(("Gemma3RMSNorm",), ("Gemma3MLP",), 1.0),
+    # Phi-3: one gate_up projection; a partial rotary factor rotates the
+    # head's first dimensions only.
+    "phi3": Family(("Phi3RMSNorm",), ("Phi3MLP",)),
+    # OLMo 2: norms after attention and MLP, q and k norms over all heads.
+    "olmo2": Family(("Olmo2RMSNorm",), ("Olmo2MLP",)),
+    # Granite: its embedding, residual and attention multipliers stay in
+    # the model's own code; its logits are divided by logits_scaling.
+    "granite": Family(("GraniteRMSNorm",), ("GraniteMLP",)),
+    # GLM-4: sandwich norms and one gate_up projection; its RoPE rotates
+    # interleaved pairs of a partial head.
+    "glm4": Family(("Glm4RMSNorm",), ("Glm4MLP",),
+                   other_rope="GLM-4's RoPE rotates interleaved pairs "
+                              "(Tile's is rotate-half)"),
+    # SmolLM3: some layers without RoPE (they never call it).
+    "smollm3": Family(("SmolLM3RMSNorm",), ("SmolLM3MLP",)),
 }
 
 
@@ -73,6 +103,9 @@ def _activation(module, config):
 
 
 def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
+    """The module's tile.nn counterpart, or a string: why it stays."""
+    if hasattr(module, "gate_up_proj"):
+        return _fused_mlp(module, config, tiled_mlp, main_grad)
     gate, up, down = module.gate_proj, module.up_proj, module.down_proj
     if any(p.bias is not None for p in (gate, up, down)) and (
             tiled_mlp or main_grad):
@@ -98,6 +131,27 @@ def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
     return patched
 
 
+def _fused_mlp(module, config, tiled_mlp, main_grad):
+    """Phi-3's and GLM-4's MLP (one gate_up projection) as
+    tile.nn.FusedSwiGLUMLP, or why it stays."""
+    name = type(module).__name__
+    if _nn.ACTIVATIONS.get(_activation(module, config)) != "swiglu":
+        return f"{name}: its fused gate_up MLP is not SwiGLU"
+    if tiled_mlp:
+        return (f"{name}: the tiled MLP takes separate gate and up "
+                "projections, this one has one gate_up_proj")
+    if main_grad:
+        # Left to the model: its projections' gradients arrive in .grad,
+        # which a main_grad engine adds itself.
+        return (f"{name}: accumulate_into_main_grad is not implemented for "
+                "a fused gate_up projection")
+    gate_up, down = module.gate_up_proj, module.down_proj
+    patched = _nn.FusedSwiGLUMLP(gate_up.in_features,
+                                 gate_up.out_features // 2, device="meta")
+    patched.gate_up_proj, patched.down_proj = gate_up, down
+    return patched
+
+
 # modeling module name -> its own apply_rotary_pos_emb, while patched.
 _ROPE_ORIGINALS = {}
 
@@ -105,8 +159,16 @@ _ROPE_ORIGINALS = {}
 def _tile_apply_rotary_pos_emb(q, k, cos, sin, position_ids=None,
                                unsqueeze_dim=1):
     """Hugging Face's signature (position_ids: transformers 4's unused
-    argument), Tile's kernel."""
-    return _ops.rope(q, k, cos, sin, unsqueeze_dim)
+    argument), Tile's kernel. cos narrower than the head (Phi-3's partial
+    rotary factor) rotates the head's first dimensions; the rest pass
+    through, as Phi-3's own function does."""
+    rotary = cos.shape[-1]
+    if rotary == q.shape[-1]:
+        return _ops.rope(q, k, cos, sin, unsqueeze_dim)
+    q_rot, k_rot = _ops.rope(q[..., :rotary], k[..., :rotary], cos, sin,
+                             unsqueeze_dim)
+    return (torch.cat([q_rot, q[..., rotary:]], dim=-1),
+            torch.cat([k_rot, k[..., rotary:]], dim=-1))
 
 
 def _patch_rope(modeling):
@@ -152,6 +214,10 @@ def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
     reduction = "sum" if items is not None else "mean"
     softcap = getattr(model.config, "final_logit_softcapping", None)
     if linear:
+        # Granite's logits are lm_head(h) / logits_scaling: h scaled first.
+        scaling = getattr(model.config, "logits_scaling", None)
+        if scaling is not None and scaling != 1:
+            rows = rows / scaling
         head = model.get_output_embeddings()
         if main_grad:
             _nn.prepare_main_grads(head)
@@ -272,12 +338,14 @@ def _patch_loss(model, linear, logits_loss, main_grad):
 def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
                *, linear_cross_entropy=True, cross_entropy=False,
                accumulate_into_main_grad=False, memory_budget=None):
-    """Replaces the RMSNorm and MLP modules of a Hugging Face Llama,
-    Mistral, Qwen2, Qwen3, Gemma, Gemma 2 or Gemma 3 (text) model in place, (rope=True) its
-    modeling module's RoPE function and, for a causal LM, its loss;
-    returns the model and what was replaced ({"rms_norm": n, "mlp": m,
-    "rope": 0 or 1, "loss": 0 or 1}: rope 0 where an earlier call already
-    replaced the function).
+    """Replaces the RMSNorm and MLP modules of a Hugging Face model of a
+    type in SUPPORTED in place, (rope=True) its modeling module's RoPE
+    function and, for a causal LM, its loss; returns the model and what
+    was replaced ({"rms_norm": n, "mlp": m, "rope": 0 or 1, "loss": 0 or 1,
+    "skipped": [why, ...]}: rope 0 where an earlier call already replaced
+    the function). What a family has that Tile does not patch (GLM-4's
+    interleaved RoPE, a fused MLP under main_grad) stays the model's own,
+    is listed in "skipped" and warned about.
 
     tiled_mlp: False, True (automatic shards) or a shard count for
     tile.nn.TiledSwiGLUMLP in place of the untiled MLP.
@@ -285,38 +353,49 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
     linear_cross_entropy (default): in training with labels, the LM head
     and the loss run together in chunks (tile.ops.linear_cross_entropy,
     Hugging Face's shift, ignore_index, num_items_in_batch and the model's
-    final_logit_softcapping honoured) and the output's logits are None;
-    in eval mode, without labels or with logits_to_keep, the model's own
-    forward runs. cross_entropy=True: where the logits are made and labels
-    given, the loss is tile.ops.cross_entropy."""
-    model_type = _model_type(model)
-    norms, mlps, offset = SUPPORTED[model_type]
+    final_logit_softcapping and logits_scaling honoured) and the output's
+    logits are None; in eval mode, without labels or with logits_to_keep,
+    the model's own forward runs. cross_entropy=True: where the logits are
+    made and labels given, the loss is tile.ops.cross_entropy."""
+    family = SUPPORTED[_model_type(model)]
     config = model.config
     counts = {"rms_norm": 0, "mlp": 0, "rope": 0, "loss": 0}
+    skipped = {}  # why -> how many modules
     modeling = set()
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             kind = type(child).__name__
-            if kind in norms or kind in mlps:
+            if kind in family.norms or kind in family.mlps:
                 modeling.add(sys.modules[type(child).__module__])
-            if rms_norm and kind in norms:
-                setattr(parent, name, _rms_norm(child, offset,
+            if rms_norm and kind in family.norms:
+                setattr(parent, name, _rms_norm(child, family.offset,
                                                 accumulate_into_main_grad))
                 counts["rms_norm"] += 1
-            elif mlp and kind in mlps:
-                setattr(parent, name, _mlp(child, config, tiled_mlp,
-                                           accumulate_into_main_grad,
-                                           memory_budget))
+            elif mlp and kind in family.mlps:
+                patched = _mlp(child, config, tiled_mlp,
+                               accumulate_into_main_grad, memory_budget)
+                if isinstance(patched, str):
+                    skipped[patched] = skipped.get(patched, 0) + 1
+                    continue
+                setattr(parent, name, patched)
                 counts["mlp"] += 1
-    if not (counts["rms_norm"] or counts["mlp"]) and (rms_norm or mlp):
+    if not (counts["rms_norm"] or counts["mlp"] or skipped) and \
+            (rms_norm or mlp):
         raise ValueError(
-            f"apply_tile found no {' or '.join(norms + mlps)} in "
-            f"{type(model).__name__}: was it patched already?")
+            f"apply_tile found no {' or '.join(family.norms + family.mlps)} "
+            f"in {type(model).__name__}: was it patched already?")
     counts["loss"] = _patch_loss(model, linear_cross_entropy, cross_entropy,
                                  accumulate_into_main_grad)
-    if rope:
+    if rope and family.other_rope:
+        skipped[f"{family.other_rope}: the model's own RoPE runs"] = 1
+    elif rope:
         if not modeling:  # norms and MLPs were patched by an earlier call
             modeling.add(sys.modules[type(model).__module__])
         for module in modeling:
             counts["rope"] += _patch_rope(module)
+    counts["skipped"] = [why if n == 1 else f"{why} ({n} modules)"
+                         for why, n in skipped.items()]
+    for why in counts["skipped"]:
+        warnings.warn(f"apply_tile left to {type(model).__name__}: {why}",
+                      stacklevel=2)
     return model, counts

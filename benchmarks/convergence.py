@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Convergence of patched models, in the manner of Liger's mini-model tests:
+a mini model of every family tile.transformers.apply_tile supports, seeded,
+trained with AdamW on fixed token batches, patched against unpatched from
+the same initial weights. Compared: every step's loss, the eval batch's
+top-k log-probabilities after training, and every final parameter.
+
+    python3 benchmarks/convergence.py --device cuda --json out.json
+    python3 benchmarks/convergence.py --modes fp32 --families llama,phi3
+
+Modes (FP32_TOLERANCE and BF16_FACTOR say what each must meet):
+  fp32           fp32 weights and math
+  bf16-autocast  fp32 weights, the forward under torch.autocast(bfloat16)
+  bf16           bf16 weights and math, AdamW on the bf16 weights
+
+Each row is one family and mode: the largest differences between the two
+runs and whether they are within the mode's tolerances. On the CPU Tile's
+kernels run through its evaluator (python/tests/test_convergence.py runs the
+fp32 mode in CI); the GPU table is in docs/Python.md.
+"""
+
+import argparse
+import copy
+import os
+import sys
+import time
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import tile.transformers  # noqa: E402
+
+# What each family needs beyond the common sizes: the features its patch
+# must honour switched on (a soft-cap, a partial rotary factor, Granite's
+# multipliers, layers without RoPE).
+FAMILY_CONFIG = {
+    "gemma2": dict(final_logit_softcapping=5.0),
+    "phi3": dict(partial_rotary_factor=0.5),
+    "granite": dict(logits_scaling=4.0, embedding_multiplier=2.0,
+                    residual_multiplier=0.5, attention_multiplier=0.2),
+    "smollm3": dict(no_rope_layers=[1, 0]),
+}
+
+# fp32: the patched run against the unpatched one, within these: the
+# largest |loss difference| at any step relative to that step's loss, the
+# largest |top-k log-prob difference| and the largest |parameter
+# difference| (absolute: the weights are O(0.1), and 30 AdamW steps move
+# each by at most lr * 30 = 0.03). The bf16 modes: both runs against the
+# fp32 unpatched run (the reference), the patched run's distance at most
+# BF16_FACTOR times the unpatched run's plus BF16_FLOOR. Their distances
+# are rounding noise that AdamW amplifies where a gradient is below it
+# (the bias of the keys, which softmax nearly cancels, takes whole
+# learning-rate steps of either sign): no fixed bound separates a correct
+# bf16 run from a wrong one, bf16 PyTorch's own distance does.
+FP32_TOLERANCE = dict(loss=1e-5, logprob=1e-4, param=5e-4)
+BF16_FACTOR = 2.0
+BF16_FLOOR = dict(loss=1e-3, logprob=1e-2, param=1e-3)
+MODES = ("fp32", "bf16-autocast", "bf16")
+
+STEPS = 30
+LR = 1e-3
+
+
+def mini_model(model_type, seed, device, dtype):
+    """A 2-layer model of `model_type` (hidden 64, vocabulary 128), its
+    weights from `seed`."""
+    import transformers
+    config = transformers.AutoConfig.for_model(
+        model_type, vocab_size=128, hidden_size=64, intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, max_position_embeddings=128, pad_token_id=0,
+        tie_word_embeddings=False, **FAMILY_CONFIG.get(model_type, {}))
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    return model.to(device=device, dtype=dtype)
+
+
+def batches(vocab, device, steps, seed, batch=2, length=32):
+    """Fixed token batches with something to learn: each row counts up
+    from a random start (mod the vocabulary), a tenth of its tokens noise."""
+    generator = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(steps + 1):  # the last one is the eval batch
+        start = torch.randint(0, vocab, (batch, 1), generator=generator)
+        ids = (start + torch.arange(length)) % vocab
+        noise = torch.rand(batch, length, generator=generator) < 0.1
+        ids[noise] = torch.randint(0, vocab, (int(noise.sum()),),
+                                   generator=generator)
+        out.append(ids.to(device))
+    return out
+
+
+def train(model, data, mode, device):
+    """Every step's loss, the eval batch's top-20 log-probabilities and the
+    final parameters."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+    autocast = torch.autocast(device_type=torch.device(device).type,
+                              dtype=torch.bfloat16,
+                              enabled=mode == "bf16-autocast")
+    losses = []
+    model.train()
+    for ids in data[:-1]:
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = model(ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad(), autocast:
+        logits = model(data[-1]).logits.float()
+    logprobs = torch.log_softmax(logits, -1).topk(20, dim=-1).values
+    params = {n: p.detach().float().clone()
+              for n, p in model.named_parameters()}
+    return losses, logprobs, params
+
+
+def distances(got, want):
+    """(loss, logprob, param) distances between two train() results."""
+    loss = max(abs(a - b) / abs(b) for a, b in zip(got[0], want[0]))
+    logprob = (got[1] - want[1]).abs().max().item()
+    param = max((got[2][n] - p).abs().max().item()
+                for n, p in want[2].items())
+    return dict(loss=loss, logprob=logprob, param=param)
+
+
+def compare(model_type, mode, device, steps=STEPS, seed=0):
+    """One family and mode, patched against unpatched from the same
+    weights on the same batches: the distances, their bounds and whether
+    they hold."""
+    dtype = torch.bfloat16 if mode == "bf16" else torch.float32
+    plain = mini_model(model_type, seed, device, dtype)
+    patched = copy.deepcopy(plain)
+    _, counts = tile.transformers.apply_tile(patched)
+    data = batches(plain.config.vocab_size, device, steps, seed + 1)
+    start = time.perf_counter()
+    want = train(plain, data, mode, device)
+    got = train(patched, data, mode, device)
+    seconds = time.perf_counter() - start
+    row = dict(case=f"{model_type} {mode}", family=model_type, mode=mode,
+               steps=steps,
+               first_loss=want[0][0], last_loss=want[0][-1],
+               patched_last_loss=got[0][-1])
+    if mode == "fp32":
+        figures = distances(got, want)
+        bound = FP32_TOLERANCE
+    else:
+        exact = train(mini_model(model_type, seed, device, torch.float32),
+                      data, "fp32", device)
+        figures = distances(got, exact)
+        reference = distances(want, exact)
+        bound = {k: BF16_FACTOR * reference[k] + BF16_FLOOR[k]
+                 for k in reference}
+        row["unpatched"] = reference
+    row.update(figures)
+    row.update(bound=bound,
+               within=all(figures[k] <= bound[k] for k in bound),
+               patched={k: v for k, v in counts.items() if k != "skipped"},
+               skipped=counts["skipped"], seconds=seconds)
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cuda" if
+                        torch.cuda.is_available() else "cpu")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--families",
+                        default=",".join(sorted(tile.transformers.SUPPORTED)))
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    rows = []
+    print("distances: fp32 patched vs unpatched; bf16 modes patched vs the "
+          "fp32 run (unpatched vs it in brackets)")
+    print(f"{'family':12} {'mode':14} {'loss 1->30':>15} {'loss':>19} "
+          f"{'logprob':>19} {'param':>19}  within")
+    for family in args.families.split(","):
+        for mode in args.modes.split(","):
+            row = compare(family, mode, args.device, args.steps)
+            rows.append(row)
+            ref = row.get("unpatched", {})
+            cells = " ".join(
+                f"{row[k]:9.2e}" + (f" ({ref[k]:7.1e})" if ref else " " * 10)
+                for k in ("loss", "logprob", "param"))
+            print(f"{family:12} {mode:14} {row['first_loss']:6.3f} -> "
+                  f"{row['last_loss']:5.3f} {cells}  "
+                  f"{'yes' if row['within'] else 'NO'}", flush=True)
+    if args.json:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import results
+        results.write(args.json, "convergence", rows, settings=dict(
+            device=args.device, steps=args.steps, lr=LR,
+            fp32_tolerance=FP32_TOLERANCE, bf16_factor=BF16_FACTOR,
+            bf16_floor=BF16_FLOOR),
+            device="CPU" if args.device == "cpu" else None)
+    return 0 if all(row["within"] for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""The convergence suite's fp32 mode on the CPU (Tile's kernels through
+its evaluator): a mini model of every family apply_tile supports, trained
+30 AdamW steps patched and unpatched from the same weights on the same
+batches, every step's loss, the eval batch's top-20 log-probabilities and
+every final parameter within benchmarks/convergence.py's FP32_TOLERANCE.
+The GPU modes (bf16 autocast, pure bf16) run from the same script; their
+table is in docs/Python.md. Skipped without transformers."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import tile.transformers
+
+pytest.importorskip("transformers")
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "convergence.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("tile_convergence", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+convergence = _load()
+
+
+@pytest.mark.filterwarnings("ignore:apply_tile left to")
+@pytest.mark.parametrize("model_type", sorted(tile.transformers.SUPPORTED))
+def test_fp32_training_matches_unpatched(model_type):
+    row = convergence.compare(model_type, "fp32", "cpu")
+    # It learned something: the check is not of two models that stand still.
+    assert row["last_loss"] < row["first_loss"] - 0.3, row
+    for key, bound in convergence.FP32_TOLERANCE.items():
+        assert row[key] <= bound, (key, row)
+    assert row["within"]
+    assert row["patched"]["rms_norm"] and row["patched"]["loss"] == 1
+
+
+@pytest.mark.parametrize("fault", ["gradient", "forward"])
+def test_a_wrong_patch_is_caught(fault):
+    """The suite can fail: a patched RMSNorm whose weight gradient never
+    arrives (as FSDP2's main_grad once did), or whose epsilon is off
+    (1e-3 for 1e-6), exceeds the fp32 tolerance. A gradient merely scaled
+    would not: AdamW's update does not depend on a gradient's scale."""
+    original = tile.transformers._rms_norm
+
+    def wrong(module, offset, main_grad):
+        patched = original(module, offset, main_grad)
+        if fault == "gradient":
+            patched.weight.register_hook(lambda g: g * 0)
+        else:
+            patched.eps = 1e-3
+        return patched
+    tile.transformers._rms_norm = wrong
+    try:
+        row = convergence.compare("llama", "fp32", "cpu")
+    finally:
+        tile.transformers._rms_norm = original
+    assert not row["within"], row
