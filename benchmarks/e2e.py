@@ -18,7 +18,8 @@ change). Columns, each a fresh model with the same seed:
   liger-tiled   Liger's patch plus LigerTiledSwiGLUMLP for every MLP
   tile-tiled    apply_tile(model, tiled_mlp=True)
   and, when asked for by --columns, the two without RoPE:
-  liger-norm-mlp, tile-norm-mlp
+  liger-norm-mlp, tile-norm-mlp; and tile-compile, torch.compile of the
+  model patched by apply_tile (default mode, static shapes)
 
 Per column and sequence: tokens/s (median step of --steps after warm-up),
 peak memory (torch.cuda.max_memory_allocated over one step, model and
@@ -49,7 +50,7 @@ from llama import HIDDEN, llama_layers, parse_options
 
 INTER = 14336
 COLUMNS = ["eager", "compile", "tile", "tile-tiled", "tile-norm-mlp",
-           "liger-norm-mlp", "liger", "liger-tiled"]
+           "tile-compile", "liger-norm-mlp", "liger", "liger-tiled"]
 DEFAULT_COLUMNS = ["eager", "compile", "tile", "tile-tiled", "liger",
                    "liger-tiled"]
 
@@ -71,7 +72,7 @@ def patch(model, column):
         import tile.transformers
         tile.transformers.apply_tile(model, tiled_mlp=column == "tile-tiled",
                                      rope=column != "tile-norm-mlp")
-        return model
+        return torch.compile(model) if column == "tile-compile" else model
     from liger_kernel.transformers import apply_liger_kernel_to_llama
     apply_liger_kernel_to_llama(rope=column != "liger-norm-mlp",
                                 rms_norm=True, swiglu=True,
@@ -180,7 +181,8 @@ def measure(column, sequence, layers, steps):
     peak = torch.cuda.max_memory_allocated()
     kinds, wall, idle, top = breakdown(model, x, dy)
     # A compiled model's MLP alone would run eagerly: not measured.
-    mlp_peak = None if column == "compile" else mlp_memory(model, x, dy)
+    mlp_peak = None if column.endswith("compile") else \
+        mlp_memory(model, x, dy)
     result = {"case": column, "column": column, "sequence": sequence,
               "ms": ms,
               "spread_ms": [fastest, slowest],

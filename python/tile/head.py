@@ -31,12 +31,13 @@ torch and the kernels on the reference evaluator.
 """
 
 import math
+from typing import Optional
 
 import torch
 from torch.autograd.function import once_differentiable
 
 from .autograd import grad_dtype, main_grad_of, mark_main_grads, tracing
-from .kernel import Kernel, run_backward, run_forward
+from .kernel import Kernel, registered, run_backward, run_forward
 from .losses import (REDUCTIONS, check_labels, check_options, dense_labels)
 from .mlp import matmul_into
 from .operators import kernel as operator
@@ -148,17 +149,21 @@ def _rows_grad(reduction, count, rows, grad, dtype):
 
 
 class _Head:
-    """One call's fixed parts: the row loss, the reduction, the chunk plan
-    and which gradients are wanted."""
+    """One call's fixed parts: the row loss, the reduction, the chunk
+    budget and which gradients are wanted. The chunk plan is made from the
+    rows where they are known (run): under torch.compile, inside the
+    traced call's op."""
 
-    def __init__(self, loss, reduction, count, chunk, need, param, bias,
-                 main_grad):
+    def __init__(self, loss, reduction, count, memory_budget, need, param,
+                 bias, main_grad):
         self.loss = loss
         self.reduction = reduction
         self.count = count          # rows that count for "mean": a tensor
-        self.chunk = chunk
+        self.memory_budget = memory_budget
         self.need = need            # (hidden, weight, bias) need gradients
         self.weight = param         # the weight Parameter (main_grad)
+        # Its gradient's dtype (a traced call's op sets it: no Parameter).
+        self.weight_dtype = None if param is None else param.dtype
         self.main_grad = main_grad  # its main_grad, or None
         self.bias_dtype = None if bias is None else bias.dtype
 
@@ -167,18 +172,44 @@ class _Head:
         the module's docstring)."""
         return self.reduction != "none" and self.main_grad is None
 
-    def run(self, hidden, weight, bias, per_row, grad=None, into=None):
-        """Every chunk: the per-row values, and with `grad` (the loss's
-        gradient) the gradients, into `into` = (d hidden, d weight, d bias)
-        where wanted (d weight None under main_grad: added there)."""
+    def rows_grad(self, rows, grad, hidden):
+        """The rows' gradients for the loss's gradient `grad`."""
+        return _rows_grad(self.reduction, self.count, rows, grad,
+                          grad_dtype(hidden.dtype))
+
+    def compute(self, hidden, weight, bias, per_row, rows_grad=None):
+        """(per-row values, (d hidden, d weight, d bias)): the gradients
+        for `rows_grad` where wanted, else None. Traced by torch.compile
+        (and without main_grad, which the op could not write), it is one
+        op, tile::chunked_head, whose chunk loop runs when the rows are
+        known: the graph does not depend on the row count."""
+        if self.main_grad is None and tracing([hidden, weight]):
+            values, *grads = _chunked_head_traced(
+                self, hidden, weight, bias, per_row, rows_grad)
+            if rows_grad is None:
+                return values, (None, None, None)
+            return values, tuple(g if need else None
+                                 for g, need in zip(grads, self.need))
+        into = (None, None, None) if rows_grad is None else \
+            self.buffers(hidden, weight, bias)
+        return self.run(hidden, weight, bias, per_row, rows_grad, into), into
+
+    def run(self, hidden, weight, bias, per_row, rows_grad=None, into=None):
+        """Every chunk: the per-row values, and with `rows_grad` (the rows'
+        gradients) the gradients, into `into` = (d hidden, d weight,
+        d bias) where wanted (d weight None under main_grad: added
+        there)."""
         rows = hidden.shape[0]
-        dtype = grad_dtype(hidden.dtype)
-        values = torch.empty(rows, dtype=dtype, device=hidden.device)
-        buffer = torch.empty(min(self.chunk, rows), weight.shape[0],
+        _, chunk = plan(rows, weight.shape[0], hidden.dtype,
+                        hidden=hidden.shape[1],
+                        buffers=self.loss.chunk_buffers(),
+                        memory_budget=self.memory_budget)
+        chunk = max(1, chunk)
+        values = torch.empty(rows, dtype=grad_dtype(hidden.dtype),
+                             device=hidden.device)
+        buffer = torch.empty(min(chunk, rows), weight.shape[0],
                              dtype=hidden.dtype, device=hidden.device)
-        rows_grad = None if grad is None else \
-            _rows_grad(self.reduction, self.count, rows, grad, dtype)
-        for start, end in _chunks(rows, self.chunk):
+        for start, end in _chunks(rows, chunk):
             h = hidden[start:end]
             logits = _logits(buffer[:end - start], h, weight, bias)
             chunk_values, dlogits = self.loss.rows(
@@ -231,7 +262,7 @@ class _Head:
         # once (by autograd), as autocast's linear rounds it.
         make = torch.empty if hidden.shape[0] else torch.zeros
         return (torch.empty_like(hidden) if need_hidden else None,
-                make(weight.shape, dtype=self.weight.dtype,
+                make(weight.shape, dtype=self.weight_dtype,
                      device=weight.device)
                 if need_weight and self.main_grad is None else None,
                 make(weight.shape[0],
@@ -243,6 +274,65 @@ class _Head:
             return values
         total = values.sum()
         return total if self.reduction == "sum" else total / self.count
+
+
+def _traced_head(kernel_key, scalars, integral, softcap, in_place,
+                 reduction, memory_budget, need, weight_dtype, bias_dtype):
+    """The _Head of a traced call's op, from the op's arguments (custom ops
+    take no Python objects; the row kernel by its registry key)."""
+    loss = _RowLoss(registered(kernel_key),
+                    scalars=[int(v) if i else v
+                             for v, i in zip(scalars, integral)],
+                    softcap=softcap, in_place=in_place)
+    head = _Head(loss, reduction, None, memory_budget, tuple(need), None,
+                 None, None)
+    head.weight_dtype, head.bias_dtype = weight_dtype, bias_dtype
+    return head
+
+
+def _chunked_head_traced(head, hidden, weight, bias, per_row, rows_grad):
+    loss = head.loss
+    return _chunked_head_op(
+        loss.kernel.key, [float(v) for v in loss.scalars],
+        [isinstance(v, int) and not isinstance(v, bool)
+         for v in loss.scalars],
+        loss.softcap, loss.in_place, head.reduction, head.memory_budget,
+        list(head.need), head.weight_dtype, head.bias_dtype,
+        hidden, weight, bias, per_row, rows_grad)
+
+
+@torch.library.custom_op("tile::chunked_head", mutates_args=())
+def _chunked_head_op(
+        kernel_key: str, scalars: list[float], integral: list[bool],
+        softcap: Optional[float], in_place: bool, reduction: str,
+        memory_budget: Optional[int], need: list[bool],
+        weight_dtype: torch.dtype, bias_dtype: Optional[torch.dtype],
+        hidden: torch.Tensor, weight: torch.Tensor,
+        bias: Optional[torch.Tensor], per_row: list[torch.Tensor],
+        rows_grad: Optional[torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """_Head.compute for torch.compile: the per-row values and, for
+    `rows_grad`, the gradients wanted (empty where not)."""
+    head = _traced_head(kernel_key, scalars, integral, softcap, in_place,
+                        reduction, memory_budget, need, weight_dtype,
+                        bias_dtype)
+    into = (None, None, None) if rows_grad is None else \
+        head.buffers(hidden, weight, bias)
+    values = head.run(hidden, weight, bias, per_row, rows_grad, into)
+    return (values, *(hidden.new_empty(0) if t is None else t for t in into))
+
+
+@_chunked_head_op.register_fake
+def _chunked_head_fake(kernel_key, scalars, integral, softcap, in_place,
+                       reduction, memory_budget, need, weight_dtype,
+                       bias_dtype, hidden, weight, bias, per_row, rows_grad):
+    head = _traced_head(kernel_key, scalars, integral, softcap, in_place,
+                        reduction, memory_budget, need, weight_dtype,
+                        bias_dtype)
+    values = hidden.new_empty(hidden.shape[0], dtype=grad_dtype(hidden.dtype))
+    into = (None, None, None) if rows_grad is None else \
+        head.buffers(hidden, weight, bias)
+    return (values, *(hidden.new_empty(0) if t is None else t for t in into))
 
 
 def _may_be_other_than_one(grad):
@@ -266,15 +356,15 @@ class _ChunkedHead(torch.autograd.Function):
         ctx.head = head
         ctx.eager = head.eager()
         if ctx.eager:
-            into = head.buffers(hidden, weight, bias)
             one = torch.ones((), dtype=grad_dtype(hidden.dtype),
                              device=hidden.device)
-            values = head.run(hidden, weight, bias, per_row, grad=one,
-                              into=into)
+            values, into = head.compute(
+                hidden, weight, bias, per_row,
+                head.rows_grad(hidden.shape[0], one, hidden))
             ctx.present = [t is not None for t in into]
             ctx.save_for_backward(*[t for t in into if t is not None])
         else:
-            values = head.run(hidden, weight, bias, per_row)
+            values, _ = head.compute(hidden, weight, bias, per_row)
             ctx.save_for_backward(hidden, weight, bias, *per_row)
         return head.reduce(values)
 
@@ -303,8 +393,9 @@ class _ChunkedHead(torch.autograd.Function):
                 grads = [None if g is None else g.mul_(grad) for g in grads]
         else:
             hidden, weight, bias, *per_row = ctx.saved_tensors
-            grads = list(head.buffers(hidden, weight, bias))
-            head.run(hidden, weight, bias, per_row, grad=grad, into=grads)
+            _, grads = head.compute(
+                hidden, weight, bias, per_row,
+                head.rows_grad(hidden.shape[0], grad, hidden))
         if head.main_grad is not None:
             mark_main_grads([head.weight], in_forward=False)
         dhidden, dweight, dbias = grads
@@ -365,14 +456,12 @@ def _run_head(loss, hidden, weight, bias, per_row, reduction, count,
     hidden, weight, bias = _autocast(hidden, weight, bias)
     leading = hidden.shape[:-1]
     flat = hidden.reshape(-1, hidden.shape[-1]).contiguous()
-    rows, vocab = flat.shape[0], weight.shape[0]
-    _, chunk = plan(rows, vocab, flat.dtype, hidden=flat.shape[1],
-                    buffers=loss.chunk_buffers(), memory_budget=memory_budget)
+    rows = flat.shape[0]
     grad_on = torch.is_grad_enabled()
     need = (grad_on and hidden.requires_grad,
             grad_on and weight.requires_grad,
             grad_on and bias is not None and bias.requires_grad)
-    head = _Head(loss, reduction, count, max(1, chunk), need, param, bias,
+    head = _Head(loss, reduction, count, memory_budget, need, param, bias,
                  accumulator)
     weight_c = weight.contiguous()
     bias_c = None if bias is None else bias.contiguous()
@@ -383,7 +472,8 @@ def _run_head(loss, hidden, weight, bias, per_row, reduction, count,
             result = _ChunkedHead.apply(head, flat, weight_c, bias_c,
                                         *per_row)
         else:
-            result = head.reduce(head.run(flat, weight_c, bias_c, per_row))
+            result = head.reduce(
+                head.compute(flat, weight_c, bias_c, per_row)[0])
     if reduction == "none":
         result = result.view(leading)
     return result

@@ -38,6 +38,11 @@ _REGISTRY = {}
 _targets = {}
 
 
+def registered(key):
+    """The Kernel whose key is `key` (a custom op's way to name one)."""
+    return _REGISTRY[key]
+
+
 def _target(device):
     """(chip, description) of a CUDA device: what its kernels compile for."""
     if device.index not in _targets:
@@ -307,10 +312,12 @@ def _is_exact(flats):
                for f in flats)
 
 
-def _arguments(call, args, flats, with_data=True, host=False):
-    """The C layer's Arguments of a call: tensors (their flattened shapes)
-    and numbers. Without data (inferring shapes) tensors may be fake; on
-    the host (evaluating) every tensor holds float64."""
+def _arguments(call, args, flats, with_data=True, host=False,
+               shape_of=lambda flat: tuple(flat.shape)):
+    """The C layer's Arguments of a call: tensors (their flattened shapes,
+    or what `shape_of` makes of them) and numbers. Without data (inferring
+    shapes) tensors may be fake; on the host (evaluating) every tensor
+    holds float64."""
     described = []
     for arg, flat, info in zip(args, flats, call.info.arguments):
         if isinstance(arg, torch.Tensor):
@@ -320,8 +327,7 @@ def _arguments(call, args, flats, with_data=True, host=False):
                 info.dtype if flat.dtype == torch.float64
                 else TILE_DTYPES[flat.dtype])
             described.append(_capi.TensorArg(
-                flat.data_ptr() if with_data else 0, tuple(flat.shape),
-                dtype))
+                flat.data_ptr() if with_data else 0, shape_of(flat), dtype))
         elif info.dtype in INTEGER_DTYPES or isinstance(arg, bool):
             described.append((INT, arg))
         else:
@@ -337,6 +343,54 @@ def infer(call, args, flats):
     exact = _is_exact(flats)
     return [(shape, torch.float64 if exact else TORCH_DTYPES[info.dtype])
             for shape, info in zip(shapes, call.info.results)], workspace
+
+
+# Two row counts no width equals both of: a traced call's shapes are
+# inferred for each, and a result dimension that follows them is the row
+# count (_traced_shapes).
+_ROW_PROBES = (1009, 1013)
+
+
+def _traced_shapes(call, args, flats):
+    """infer's result shapes for a traced call (torch.compile) whose row
+    count is symbolic: the rows stay symbolic, so a new sequence length
+    reuses the graph; every other dimension (a width, which the kernels
+    are specialized for) is read, and so guarded. The C layer sees
+    concrete shapes only: it is asked twice, with the rows at each of
+    _ROW_PROBES, and a result dimension equal to the probe both times is
+    the rows. A call whose rows are not one symbol, or that the probes do
+    not explain, is inferred on its concrete sizes (specialized)."""
+    rows = next((flat.shape[0] for flat, info in zip(flats, call.info.arguments)
+                 if isinstance(flat, torch.Tensor) and info.rank == 2), None)
+    if isinstance(rows, torch.SymInt):
+        expr = rows.node.expr
+
+        def probed(probe):
+            def shape_of(flat):
+                return tuple(probe if isinstance(d, torch.SymInt) and
+                             d.node.expr == expr else int(d)
+                             for d in flat.shape)
+            return _capi.infer(call.info, _arguments(
+                call, args, flats, with_data=False, shape_of=shape_of))[0]
+        try:
+            first, second = (probed(probe) for probe in _ROW_PROBES)
+        except TileError:
+            first = None
+        if first is not None:
+            shapes = []
+            for a, b in zip(first, second):
+                if len(a) != len(b) or any(
+                        x != y and (x, y) != _ROW_PROBES
+                        for x, y in zip(a, b)):
+                    break
+                shapes.append(tuple(x if x == y else rows
+                                    for x, y in zip(a, b)))
+            else:
+                exact = _is_exact(flats)
+                return [(shape, torch.float64 if exact
+                         else TORCH_DTYPES[info.dtype])
+                        for shape, info in zip(shapes, call.info.results)]
+    return infer(call, args, flats)[0]
 
 
 class _Record:
@@ -457,7 +511,7 @@ def _launch_fake(key, function, kinds, tensors, floats, ints):
     # The shapes do not depend on the chip: the host module says them.
     call = kernel.call_for(function, torch.device("cpu"),
                            kernel.dtype_of(args), ())
-    results, _ = infer(call, args, flatten(call, args))
+    results = _traced_shapes(call, args, flatten(call, args))
     return [torch.empty(shape, dtype=dtype, device=device)
             for shape, dtype in results]
 

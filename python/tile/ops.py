@@ -53,12 +53,17 @@ _rope_signs = {}
 def _rope_sign(head_dim, device):
     """[-1]*(D/2) + [1]*(D/2) in f32: rotate_half's signs, made once per
     head size and device."""
+    # Traced (torch.compile), the graph makes it: a cache read or filled
+    # while tracing is guarded on, and recompiles once it changes.
+    compiling = torch.compiler.is_compiling()
     key = (head_dim, device)
-    if key not in _rope_signs:
+    sign = None if compiling else _rope_signs.get(key)
+    if sign is None:
         sign = torch.ones(head_dim, dtype=torch.float32, device=device)
         sign[: head_dim // 2] = -1.0
-        _rope_signs[key] = sign
-    return _rope_signs[key]
+        if not compiling:
+            _rope_signs[key] = sign
+    return sign
 
 
 class _Rotary(torch.autograd.Function):
