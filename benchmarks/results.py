@@ -21,7 +21,13 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def git_revision(directory=_ROOT):
     """The checkout's revision as the tools' --version gives theirs (git
-    describe --always --dirty --abbrev=12), or None outside a checkout."""
+    describe --always --dirty --abbrev=12), or None outside a checkout.
+    TILE_GIT_REVISION, where set, is taken instead: a copy of the tree
+    whose .git is not its own (the GPU machine's carries the session's
+    base commit) says which revision it is."""
+    given = os.environ.get("TILE_GIT_REVISION")
+    if given:
+        return given
     try:
         out = subprocess.run(["git", "-C", directory, "describe", "--always",
                               "--dirty", "--abbrev=12"],
