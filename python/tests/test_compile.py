@@ -86,6 +86,13 @@ def test_mlp_ops_pass_opcheck_with_dynamic_shapes():
 
 # -- each operator: one graph over 12 row counts -------------------------------
 
+def _under_autocast(fn, *args):
+    """fn under bf16 autocast on the arguments' device (a compiled graph
+    runs Tile's ops under it too)."""
+    with torch.autocast(args[0].device.type, dtype=torch.bfloat16):
+        return fn(*args)
+
+
 def _operator_cases():
     """(name, make(rows) -> inputs requiring grad, fn(*inputs) -> loss)."""
     g = _generator()
@@ -140,6 +147,9 @@ def _operator_cases():
          lambda x, y: tile.ops.cross_entropy(x, y)),
         ("linear_cross_entropy", head_inputs,
          lambda h, w, y: tile.ops.linear_cross_entropy(h, w, y)),
+        ("linear_cross_entropy autocast", head_inputs,
+         lambda h, w, y: _under_autocast(tile.ops.linear_cross_entropy,
+                                         h, w, y)),
         ("linear_cross_entropy none", head_inputs,
          lambda h, w, y: tile.ops.linear_cross_entropy(
              h, w, y, reduction="none").sum()),

@@ -318,7 +318,10 @@ def _chunked_head_op(
                         bias_dtype)
     into = (None, None, None) if rows_grad is None else \
         head.buffers(hidden, weight, bias)
-    values = head.run(hidden, weight, bias, per_row, rows_grad, into)
+    # Its inputs are autocast's already (_run_head); a compiled graph runs
+    # it under the caller's autocast, which would cast the chunks' GEMMs.
+    with torch.autocast(hidden.device.type, enabled=False):
+        values = head.run(hidden, weight, bias, per_row, rows_grad, into)
     return (values, *(hidden.new_empty(0) if t is None else t for t in into))
 
 
