@@ -63,15 +63,24 @@ STEPS = 30
 LR = 1e-3
 
 
+def family_config(model_type, **sizes):
+    """A config of `model_type` of these sizes, 2 layers of 4 heads (2 of
+    keys and values), with FAMILY_CONFIG's features on
+    (python/tests/test_transformers.py builds its models here too)."""
+    import transformers
+    return transformers.AutoConfig.for_model(
+        model_type, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, pad_token_id=0, **sizes,
+        **FAMILY_CONFIG.get(model_type, {}))
+
+
 def mini_model(model_type, seed, device, dtype):
     """A 2-layer model of `model_type` (hidden 64, vocabulary 128), its
     weights from `seed`."""
     import transformers
-    config = transformers.AutoConfig.for_model(
+    config = family_config(
         model_type, vocab_size=128, hidden_size=64, intermediate_size=128,
-        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        head_dim=16, max_position_embeddings=128, pad_token_id=0,
-        tie_word_embeddings=False, **FAMILY_CONFIG.get(model_type, {}))
+        head_dim=16, max_position_embeddings=128, tie_word_embeddings=False)
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config)
     return model.to(device=device, dtype=dtype)

@@ -6,26 +6,14 @@ every final parameter within benchmarks/convergence.py's FP32_TOLERANCE.
 The GPU modes (bf16 autocast, pure bf16) run from the same script; their
 table is in docs/Python.md. Skipped without transformers."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 import tile.transformers
+from benchmark_scripts import load
 
 pytest.importorskip("transformers")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "convergence.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("tile_convergence", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-convergence = _load()
+convergence = load("convergence")
 
 
 @pytest.mark.filterwarnings("ignore:apply_tile left to")

@@ -2,12 +2,13 @@
 benchmarks/report.py makes of the results files in docs/perf/ now, so it
 cannot drift from them; and report.py runs without torch (CPU only)."""
 
-import importlib.util
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from benchmark_scripts import load
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
@@ -16,15 +17,7 @@ PAGE = ROOT / "docs" / "Results.md"
 
 def load_report():
     """benchmarks/report.py as a module (it imports results.py beside it)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "tile_results_report", BENCHMARKS / "report.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+    return load("report")
 
 
 def test_page_is_what_report_generates():

@@ -11,8 +11,10 @@ import torch
 
 import tile
 import tile.transformers
+from benchmark_scripts import load
 
 transformers = pytest.importorskip("transformers")
+_CONVERGENCE = load("convergence")
 
 # Hugging Face's RMSNorm computes in float32 even for float64 inputs: a
 # float64 model patched with Tile (exact in float64) differs from it by
@@ -23,27 +25,15 @@ HF_RTOL = 1e-5
 FUSED_MLP = {"phi3", "glm4"}
 
 
-def _config(model_type, head_dim, **common):
-    """A config of `model_type` with what each family needs beyond the
-    common sizes: the features its patch must honour switched on."""
-    extra = {"gemma2": dict(final_logit_softcapping=5.0),
-             # Half the head rotated: the rest passes through.
-             "phi3": dict(partial_rotary_factor=0.5),
-             "granite": dict(logits_scaling=4.0, embedding_multiplier=2.0,
-                             residual_multiplier=0.5,
-                             attention_multiplier=0.2),
-             # Layer 1 without RoPE, as SmolLM3 leaves every fourth.
-             "smollm3": dict(no_rope_layers=[1, 0])}
-    return transformers.AutoConfig.for_model(
-        model_type, head_dim=head_dim, pad_token_id=0, **common,
-        **extra.get(model_type, {}))
+def _config(model_type, head_dim, **sizes):
+    """A config of `model_type` with the features its patch must honour
+    switched on (benchmarks/convergence.py's FAMILY_CONFIG)."""
+    return _CONVERGENCE.family_config(model_type, head_dim=head_dim, **sizes)
 
 
 def _tiny(model_type):
     config = _config(model_type, 8, vocab_size=64, hidden_size=32,
-                     intermediate_size=48, num_hidden_layers=2,
-                     num_attention_heads=4, num_key_value_heads=2,
-                     max_position_embeddings=64)
+                     intermediate_size=48, max_position_embeddings=64)
     return transformers.AutoModelForCausalLM.from_config(config).double()
 
 
@@ -176,9 +166,7 @@ def test_unsupported_models_are_named():
 
 def _model(model_type, dtype):
     config = _config(model_type, 64, vocab_size=256, hidden_size=256,
-                     intermediate_size=768, num_hidden_layers=2,
-                     num_attention_heads=4, num_key_value_heads=2,
-                     max_position_embeddings=256)
+                     intermediate_size=768, max_position_embeddings=256)
     torch.manual_seed(0)
     return transformers.AutoModelForCausalLM.from_config(config).to(
         "cuda", dtype)

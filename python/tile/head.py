@@ -154,18 +154,17 @@ class _Head:
     rows where they are known (run): under torch.compile, inside the
     traced call's op."""
 
-    def __init__(self, loss, reduction, count, memory_budget, need, param,
-                 bias, main_grad):
+    def __init__(self, loss, reduction, count, memory_budget, need,
+                 weight_dtype, bias_dtype, param=None, main_grad=None):
         self.loss = loss
         self.reduction = reduction
         self.count = count          # rows that count for "mean": a tensor
         self.memory_budget = memory_budget
         self.need = need            # (hidden, weight, bias) need gradients
+        self.weight_dtype = weight_dtype  # the weight Parameter's
+        self.bias_dtype = bias_dtype      # the bias's, or None
         self.weight = param         # the weight Parameter (main_grad)
-        # Its gradient's dtype (a traced call's op sets it: no Parameter).
-        self.weight_dtype = None if param is None else param.dtype
         self.main_grad = main_grad  # its main_grad, or None
-        self.bias_dtype = None if bias is None else bias.dtype
 
     def eager(self):
         """Whether the gradients are made in the forward (the schedules in
@@ -284,10 +283,13 @@ def _traced_head(kernel_key, scalars, integral, softcap, in_place,
                     scalars=[int(v) if i else v
                              for v, i in zip(scalars, integral)],
                     softcap=softcap, in_place=in_place)
-    head = _Head(loss, reduction, None, memory_budget, tuple(need), None,
-                 None, None)
-    head.weight_dtype, head.bias_dtype = weight_dtype, bias_dtype
-    return head
+    return _Head(loss, reduction, None, memory_budget, tuple(need),
+                 weight_dtype, bias_dtype)
+
+
+def _op_outputs(values, grads, like):
+    """The op's four tensors: an empty one for a gradient not made."""
+    return (values, *(like.new_empty(0) if g is None else g for g in grads))
 
 
 def _chunked_head_traced(head, hidden, weight, bias, per_row, rows_grad):
@@ -316,13 +318,13 @@ def _chunked_head_op(
     head = _traced_head(kernel_key, scalars, integral, softcap, in_place,
                         reduction, memory_budget, need, weight_dtype,
                         bias_dtype)
-    into = (None, None, None) if rows_grad is None else \
-        head.buffers(hidden, weight, bias)
     # Its inputs are autocast's already (_run_head); a compiled graph runs
     # it under the caller's autocast, which would cast the chunks' GEMMs.
+    # Its tensors are real: compute runs the chunks here.
     with torch.autocast(hidden.device.type, enabled=False):
-        values = head.run(hidden, weight, bias, per_row, rows_grad, into)
-    return (values, *(hidden.new_empty(0) if t is None else t for t in into))
+        values, grads = head.compute(hidden, weight, bias, per_row,
+                                     rows_grad)
+    return _op_outputs(values, grads, hidden)
 
 
 @_chunked_head_op.register_fake
@@ -333,9 +335,9 @@ def _chunked_head_fake(kernel_key, scalars, integral, softcap, in_place,
                         reduction, memory_budget, need, weight_dtype,
                         bias_dtype)
     values = hidden.new_empty(hidden.shape[0], dtype=grad_dtype(hidden.dtype))
-    into = (None, None, None) if rows_grad is None else \
+    grads = (None, None, None) if rows_grad is None else \
         head.buffers(hidden, weight, bias)
-    return (values, *(hidden.new_empty(0) if t is None else t for t in into))
+    return _op_outputs(values, grads, hidden)
 
 
 def _may_be_other_than_one(grad):
@@ -464,8 +466,8 @@ def _run_head(loss, hidden, weight, bias, per_row, reduction, count,
     need = (grad_on and hidden.requires_grad,
             grad_on and weight.requires_grad,
             grad_on and bias is not None and bias.requires_grad)
-    head = _Head(loss, reduction, count, memory_budget, need, param, bias,
-                 accumulator)
+    head = _Head(loss, reduction, count, memory_budget, need, param.dtype,
+                 None if bias is None else bias.dtype, param, accumulator)
     weight_c = weight.contiguous()
     bias_c = None if bias is None else bias.contiguous()
     per_row = [t.reshape(rows, *t.shape[len(leading):]).contiguous()

@@ -335,11 +335,13 @@ def _arguments(call, args, flats, with_data=True, host=False,
     return _capi.Arguments(described)
 
 
-def infer(call, args, flats):
+def infer(call, args, flats, shape_of=lambda flat: tuple(flat.shape)):
     """[(flat shape, torch dtype)] of the results, and workspace bytes
-    (launches keep them in their _Record; the host and tracing ask anew)."""
+    (launches keep them in their _Record; the host and tracing ask anew).
+    `shape_of`: the shape the C layer is told for each flat tensor."""
     shapes, workspace = _capi.infer(
-        call.info, _arguments(call, args, flats, with_data=False))
+        call.info, _arguments(call, args, flats, with_data=False,
+                              shape_of=shape_of))
     exact = _is_exact(flats)
     return [(shape, torch.float64 if exact else TORCH_DTYPES[info.dtype])
             for shape, info in zip(shapes, call.info.results)], workspace
@@ -362,35 +364,27 @@ def _traced_shapes(call, args, flats):
     not explain, is inferred on its concrete sizes (specialized)."""
     rows = next((flat.shape[0] for flat, info in zip(flats, call.info.arguments)
                  if isinstance(flat, torch.Tensor) and info.rank == 2), None)
-    if isinstance(rows, torch.SymInt):
-        expr = rows.node.expr
+    if not isinstance(rows, torch.SymInt):
+        return infer(call, args, flats)[0]
+    expr = rows.node.expr
 
-        def probed(probe):
-            def shape_of(flat):
-                return tuple(probe if isinstance(d, torch.SymInt) and
-                             d.node.expr == expr else int(d)
-                             for d in flat.shape)
-            return _capi.infer(call.info, _arguments(
-                call, args, flats, with_data=False, shape_of=shape_of))[0]
-        try:
-            first, second = (probed(probe) for probe in _ROW_PROBES)
-        except TileError:
-            first = None
-        if first is not None:
-            shapes = []
-            for a, b in zip(first, second):
-                if len(a) != len(b) or any(
-                        x != y and (x, y) != _ROW_PROBES
-                        for x, y in zip(a, b)):
-                    break
-                shapes.append(tuple(x if x == y else rows
-                                    for x, y in zip(a, b)))
-            else:
-                exact = _is_exact(flats)
-                return [(shape, torch.float64 if exact
-                         else TORCH_DTYPES[info.dtype])
-                        for shape, info in zip(shapes, call.info.results)]
-    return infer(call, args, flats)[0]
+    def probed(probe):
+        def shape_of(flat):
+            return tuple(probe if isinstance(d, torch.SymInt) and
+                         d.node.expr == expr else int(d) for d in flat.shape)
+        return infer(call, args, flats, shape_of)[0]
+    try:
+        first, second = (probed(probe) for probe in _ROW_PROBES)
+    except TileError:
+        return infer(call, args, flats)[0]
+    results = []
+    for (a, dtype), (b, _) in zip(first, second):
+        if len(a) != len(b) or any(x != y and (x, y) != _ROW_PROBES
+                                   for x, y in zip(a, b)):
+            return infer(call, args, flats)[0]
+        results.append((tuple(x if x == y else rows for x, y in zip(a, b)),
+                        dtype))
+    return results
 
 
 class _Record:
