@@ -41,6 +41,13 @@ FAMILY_CONFIG = {
     "granite": dict(logits_scaling=4.0, embedding_multiplier=2.0,
                     residual_multiplier=0.5, attention_multiplier=0.2),
     "smollm3": dict(no_rope_layers=[1, 0]),
+    # Mixture of experts: 4 experts, 2 a token, the router's auxiliary loss
+    # on (it must stay in the loss); Qwen3-MoE's second layer a dense MLP.
+    "qwen3_moe": dict(num_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=64, output_router_logits=True,
+                      mlp_only_layers=[1]),
+    "mixtral": dict(num_local_experts=4, num_experts_per_tok=2,
+                    output_router_logits=True),
 }
 
 # fp32: the patched run against the unpatched one, within these: the

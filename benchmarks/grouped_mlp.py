@@ -10,7 +10,10 @@ H = 4096, bf16. Splits: balanced (T/E each) and skewed (expert e gets a
 share ∝ 1/(e+1), rounded to 16 rows; the last experts get none). Columns:
 
   tile main_grad   tile.nn.GroupedSwiGLUMLP(accumulate_into_main_grad=True):
-                   the weight gradients go into fp32 main_grad by the GEMMs
+                   the weight gradients go into fp32 main_grad by the GEMMs;
+                   the splits a CUDA tensor (a router's counts: read by the
+                   GPU only)
+  tile host splits the same with the splits as host ints
   tile untiled     the same with recompute=False: g, u and h kept from the
                    forward (as PyTorch's implementations keep them), no GEMM
                    recomputed
@@ -31,10 +34,12 @@ host-bound and the GPU time flatters it. Memory: peak allocated during the
 step minus what was allocated before it (weights, main_grad, x, dy).
 
 --fresh-splits: a router sends each step's tokens anew, so each step here
-draws new splits (each expert's count moved by up to a quarter of it, any
-integer, the total kept) before it runs, inside the timed host call. Row
-counts a step has not seen cost what a first call costs (Tile's cuBLASLt
-plans are cached by shape); without it every step reuses one split.
+takes new splits (each expert's count moved by up to a quarter of it, any
+integer, the total kept) before it runs, inside the timed host call: the
+next of 16 drawn up front, each as host ints, as device counts and as
+torch._grouped_mm's device offsets (a router's counts are on the GPU
+already; uploading them per step would time a host copy nobody makes).
+Without it every step reuses one split.
 """
 
 import argparse
@@ -69,10 +74,15 @@ def split_counts(tokens, experts, kind):
 class Problem:
     def __init__(self, tokens, experts, inter, splits, fresh=False):
         torch.manual_seed(0)
-        self.base = splits
         self.fresh = fresh
-        self.rng = random.Random(0)
-        self.set_splits(splits)
+        rng = random.Random(0)
+        draws = [splits] + [self.draw(splits, rng) for _ in range(15)] \
+            if fresh else [splits]
+        self.pool = [(d, torch.tensor(d, device="cuda"),
+                      torch.tensor(d, device="cuda").cumsum(0).to(
+                          torch.int32)) for d in draws]
+        self.turn = 0
+        self.set_splits(0)
         self.gate_up = torch.nn.Parameter(
             torch.randn(experts, 2 * inter, HIDDEN, device="cuda",
                         dtype=DTYPE) * HIDDEN ** -0.5)
@@ -100,22 +110,22 @@ class Problem:
                        self.tile_plain):
             module.gate_up_proj, module.down_proj = self.gate_up, self.down
 
-    def set_splits(self, splits):
-        self.splits = splits
-        self.offsets = torch.tensor(splits, device="cuda").cumsum(0).to(
-            torch.int32)
+    @staticmethod
+    def draw(base, rng):
+        splits = [max(0, n + rng.randint(-(n // 4), n // 4)) for n in base]
+        splits[0] += sum(base) - sum(splits)
+        # The first expert holds the most tokens.
+        return splits if splits[0] >= 0 else list(base)
+
+    def set_splits(self, turn):
+        self.splits, self.device_splits, self.offsets = self.pool[turn]
 
     def route(self):
-        """With --fresh-splits, new splits for the next step (see the
-        module's docstring)."""
-        if not self.fresh:
-            return
-        splits = [max(0, n + self.rng.randint(-(n // 4), n // 4))
-                  for n in self.base]
-        splits[0] += sum(self.base) - sum(splits)
-        if splits[0] < 0:  # the first expert holds the most tokens
-            splits = list(self.base)
-        self.set_splits(splits)
+        """With --fresh-splits, the next step's splits (see the module's
+        docstring)."""
+        if self.fresh:
+            self.turn = (self.turn + 1) % len(self.pool)
+            self.set_splits(self.turn)
 
     def params(self):
         return (self.gate_up, self.down)
@@ -150,11 +160,15 @@ def loop_mlp(x, gate_up, down, splits):
 def steps(p):
     def tile_main_grad():
         p.route()
+        p.tile_main_grad(p.x, p.device_splits).backward(p.dy)
+
+    def tile_host_splits():
+        p.route()
         p.tile_main_grad(p.x, p.splits).backward(p.dy)
 
     def tile_untiled():
         p.route()
-        p.tile_untiled(p.x, p.splits).backward(p.dy)
+        p.tile_untiled(p.x, p.device_splits).backward(p.dy)
 
     def tile_accumulate():
         p.route()
@@ -176,7 +190,9 @@ def steps(p):
         loop_mlp(p.x, p.gate_up, p.down, p.splits).backward(p.dy)
         p.accumulate()
 
-    return {"tile main_grad": tile_main_grad, "tile untiled": tile_untiled,
+    return {"tile main_grad": tile_main_grad,
+            "tile host splits": tile_host_splits,
+            "tile untiled": tile_untiled,
             "tile + accum": tile_accumulate,
             "grouped_mm": grouped_mm, "compiled": compiled, "loop": loop}
 

@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped when a struct or a signature below changes or a function is
    added. */
-#define TILE_C_API_VERSION 6
+#define TILE_C_API_VERSION 7
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -332,6 +332,24 @@ TILE_C_EXPORT tile_status tile_mlp_backward(
     const tile_tensor *dx, const tile_tensor *main_grad_gate,
     const tile_tensor *main_grad_up, const tile_tensor *main_grad_down,
     int overwrite);
+/* The same steps with the splits on the device: `splits` an [E] int32 or
+   int64 tensor (a router's counts). On compute capability 9.0 with bf16
+   and H, I multiples of 8 the GPU alone reads them: each phase's GEMMs are
+   one grouped GEMM over every expert (CUTLASS), nothing in the step waits
+   for the GPU, and the step can be captured in a CUDA graph; counts that
+   do not sum to T stop the step's kernel with a message (a device-side
+   trap). Elsewhere they are copied to the host first (waiting for
+   run->stream) and the step is tile_mlp_forward's. */
+TILE_C_EXPORT tile_status tile_mlp_forward_device_splits(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
+    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+    const tile_tensor *splits, const tile_tensor *y);
+TILE_C_EXPORT tile_status tile_mlp_backward_device_splits(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
+    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+    const tile_tensor *splits, const tile_tensor *dy, const tile_tensor *dx,
+    const tile_tensor *main_grad_gate, const tile_tensor *main_grad_up,
+    const tile_tensor *main_grad_down, int overwrite);
 
 #ifdef __cplusplus
 }

@@ -71,6 +71,58 @@ StatusOr<std::vector<int64_t>> hostSplits(const int64_t *splits,
   return std::vector<int64_t>(splits, splits + experts);
 }
 
+StatusOr<tile::ops::ExpertSplits> deviceSplits(const tile_tensor *splits) {
+  auto v = tile::capi::toViews({{"splits", splits}});
+  if (!v)
+    return v.takeStatus();
+  return tile::ops::ExpertSplits::onDevice((*v)[0]);
+}
+
+tile_status forward(tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
+                    const tile_tensor *up, const tile_tensor *down,
+                    const tile_tensor *x, const tile::ops::ExpertSplits &splits,
+                    const tile_tensor *y) {
+  if (!mlp)
+    return tile::capi::error("tile_mlp_forward: a null tile_mlp");
+  auto weights =
+      stackedTriple<tile::ops::GroupedMLPWeights>("", gate, up, down);
+  if (!weights)
+    return tile::capi::toC(weights.takeStatus());
+  auto v = tile::capi::toViews({{"x", x}, {"y", y}});
+  if (!v)
+    return tile::capi::toC(v.takeStatus());
+  std::lock_guard<std::mutex> lock(mlp->mutex);
+  return tile::capi::toC(mlp->mlp->forward(*weights, (*v)[0], splits, (*v)[1],
+                                           tile::capi::toRun(run)));
+}
+
+tile_status backward(tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
+                     const tile_tensor *up, const tile_tensor *down,
+                     const tile_tensor *x,
+                     const tile::ops::ExpertSplits &splits,
+                     const tile_tensor *dy, const tile_tensor *dx,
+                     const tile_tensor *main_grad_gate,
+                     const tile_tensor *main_grad_up,
+                     const tile_tensor *main_grad_down, int overwrite) {
+  if (!mlp)
+    return tile::capi::error("tile_mlp_backward: a null tile_mlp");
+  auto weights =
+      stackedTriple<tile::ops::GroupedMLPWeights>("", gate, up, down);
+  if (!weights)
+    return tile::capi::toC(weights.takeStatus());
+  auto grads = stackedTriple<tile::ops::GroupedMLPGradients>(
+      "main_grad_", main_grad_gate, main_grad_up, main_grad_down);
+  if (!grads)
+    return tile::capi::toC(grads.takeStatus());
+  auto v = tile::capi::toViews({{"x", x}, {"dy", dy}, {"dx", dx}});
+  if (!v)
+    return tile::capi::toC(v.takeStatus());
+  std::lock_guard<std::mutex> lock(mlp->mutex);
+  return tile::capi::toC(mlp->mlp->backward(*weights, (*v)[0], splits, (*v)[1],
+                                            (*v)[2], *grads, overwrite != 0,
+                                            tile::capi::toRun(run)));
+}
+
 } // namespace
 
 extern "C" {
@@ -121,22 +173,20 @@ tile_status tile_mlp_forward(tile_mlp mlp, const tile_run *run,
                              const tile_tensor *down, const tile_tensor *x,
                              const int64_t *splits, int64_t experts,
                              const tile_tensor *y) {
-  if (!mlp)
-    return tile::capi::error("tile_mlp_forward: a null "
-                             "tile_mlp");
-  auto weights =
-      stackedTriple<tile::ops::GroupedMLPWeights>("", gate, up, down);
-  if (!weights)
-    return tile::capi::toC(weights.takeStatus());
-  auto v = tile::capi::toViews({{"x", x}, {"y", y}});
-  if (!v)
-    return tile::capi::toC(v.takeStatus());
   auto counts = hostSplits(splits, experts);
   if (!counts)
     return tile::capi::toC(counts.takeStatus());
-  std::lock_guard<std::mutex> lock(mlp->mutex);
-  return tile::capi::toC(mlp->mlp->forward(*weights, (*v)[0], *counts, (*v)[1],
-                                           tile::capi::toRun(run)));
+  return forward(mlp, run, gate, up, down, x, *counts, y);
+}
+
+tile_status tile_mlp_forward_device_splits(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
+    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+    const tile_tensor *splits, const tile_tensor *y) {
+  auto counts = deviceSplits(splits);
+  if (!counts)
+    return tile::capi::toC(counts.takeStatus());
+  return forward(mlp, run, gate, up, down, x, *counts, y);
 }
 
 tile_status tile_mlp_backward(tile_mlp mlp, const tile_run *run,
@@ -148,27 +198,24 @@ tile_status tile_mlp_backward(tile_mlp mlp, const tile_run *run,
                               const tile_tensor *main_grad_up,
                               const tile_tensor *main_grad_down,
                               int overwrite) {
-  if (!mlp)
-    return tile::capi::error("tile_mlp_backward: a null "
-                             "tile_mlp");
-  auto weights =
-      stackedTriple<tile::ops::GroupedMLPWeights>("", gate, up, down);
-  if (!weights)
-    return tile::capi::toC(weights.takeStatus());
-  auto grads = stackedTriple<tile::ops::GroupedMLPGradients>(
-      "main_grad_", main_grad_gate, main_grad_up, main_grad_down);
-  if (!grads)
-    return tile::capi::toC(grads.takeStatus());
-  auto v = tile::capi::toViews({{"x", x}, {"dy", dy}, {"dx", dx}});
-  if (!v)
-    return tile::capi::toC(v.takeStatus());
   auto counts = hostSplits(splits, experts);
   if (!counts)
     return tile::capi::toC(counts.takeStatus());
-  std::lock_guard<std::mutex> lock(mlp->mutex);
-  return tile::capi::toC(mlp->mlp->backward(*weights, (*v)[0], *counts, (*v)[1],
-                                            (*v)[2], *grads, overwrite != 0,
-                                            tile::capi::toRun(run)));
+  return backward(mlp, run, gate, up, down, x, *counts, dy, dx, main_grad_gate,
+                  main_grad_up, main_grad_down, overwrite);
+}
+
+tile_status tile_mlp_backward_device_splits(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
+    const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+    const tile_tensor *splits, const tile_tensor *dy, const tile_tensor *dx,
+    const tile_tensor *main_grad_gate, const tile_tensor *main_grad_up,
+    const tile_tensor *main_grad_down, int overwrite) {
+  auto counts = deviceSplits(splits);
+  if (!counts)
+    return tile::capi::toC(counts.takeStatus());
+  return backward(mlp, run, gate, up, down, x, *counts, dy, dx, main_grad_gate,
+                  main_grad_up, main_grad_down, overwrite);
 }
 
 } // extern "C"

@@ -8,6 +8,8 @@
 
 #include "tile/Ops/GroupedMLP.h"
 
+#include "ExpertGemms.h"
+
 #include <algorithm>
 
 namespace tile::ops {
@@ -192,33 +194,6 @@ rt::StatusOr<MLPShape> checkGroupedOperands(const GroupedMLPWeights &weights,
           std::to_string(shape->intermediate) + "; every expert has one shape");
   }
   return shape;
-}
-
-/// The first row of every expert, and T after the last: offsets[e] to
-/// offsets[e + 1] are expert e's rows.
-rt::StatusOr<std::vector<int64_t>>
-checkSplits(const std::vector<int64_t> &splits, size_t experts, int64_t rows) {
-  if (splits.size() != experts)
-    return Status::error("the grouped MLP has " + std::to_string(experts) +
-                         " experts but " + std::to_string(splits.size()) +
-                         " splits");
-  std::vector<int64_t> offsets{0};
-  for (size_t e = 0; e < experts; ++e) {
-    if (splits[e] < 0)
-      return Status::error("split " + std::to_string(e) + " is " +
-                           std::to_string(splits[e]) +
-                           "; a split counts tokens, ≥ 0");
-    if (splits[e] > rows - offsets.back())
-      return Status::error("the splits add up to more than the " +
-                           std::to_string(rows) + " rows of x (at split " +
-                           std::to_string(e) + ")");
-    offsets.push_back(offsets.back() + splits[e]);
-  }
-  if (offsets.back() != rows)
-    return Status::error("the splits add up to " +
-                         std::to_string(offsets.back()) + " but x has " +
-                         std::to_string(rows) + " rows");
-  return offsets;
 }
 
 Status checkGroupedGradients(const GroupedMLPGradients &grads, size_t experts,
@@ -438,30 +413,51 @@ Status GroupedSwiGLUMLP::product(const Shard &s, bool separate,
                            tensorOf(separate ? s.h : s.g), kernelRun(run));
 }
 
+rt::GroupedScratch GroupedSwiGLUMLP::groupedScratch() const {
+  // The grouped GEMM needs no cuBLASLt workspace: its tables take lane 0's.
+  return {blasWorkspace(0), rt::Blas::kWorkspaceBytes};
+}
+
 Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
                                  const TensorView &x,
-                                 const std::vector<int64_t> &splits,
+                                 const ExpertSplits &splits,
                                  const TensorView &y, const RunOptions &run) {
   rt::StatusOr<MLPShape> checked = checkGroupedOperands(weights, x, y, "y");
   if (!checked)
     return checked.takeStatus();
   MLPShape shape = *checked;
-  rt::StatusOr<std::vector<int64_t>> offsets =
-      checkSplits(splits, weights.experts.size(), shape.rows);
-  if (!offsets)
-    return offsets.takeStatus();
+  if (shape.rows > 0)
+    if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
+      return s;
+  rt::StatusOr<ExpertGemms> experts = ExpertGemms::resolve(
+      ops.device(), weights, nullptr, splits, shape, x.dtype, {&x, &y},
+      shape.rows > 0 ? groupedScratch() : rt::GroupedScratch{}, run.stream);
+  if (!experts)
+    return experts.takeStatus();
   if (shape.rows == 0)
     return Status::ok();
-  if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
-    return s;
   rt::ContextScope scope(ops.device());
   if (!scope.status())
     return scope.status();
-  int64_t H = shape.hidden;
+  int64_t H = shape.hidden, I = shape.intermediate;
   // The untiled step keeps g and u for its backward.
   bool keep = !options.recompute;
   for (int64_t index = 0; index < plan.shards; ++index) {
-    Shard s = shard(shape, x.dtype, index, *offsets);
+    Shard s = shard(shape, x.dtype, index, experts->offsets());
+    const MatrixView &hs = keep ? s.h : s.g;
+    if (experts->grouped()) {
+      rt::RowWindow window{s.first, s.first + s.rows};
+      if (Status st = experts->gateUp({x.data, H}, {s.g.data, I, s.first},
+                                      {s.u.data, I, s.first}, window);
+          !st)
+        return st;
+      if (Status st = product(s, keep, run); !st)
+        return st;
+      if (Status st = experts->down({hs.data, I, s.first}, {y.data, H}, window);
+          !st)
+        return st;
+      continue;
+    }
     if (Status st = acrossExperts(s, run,
                                   [&](const Segment &seg, const Lane &lane) {
                                     return gateUp(weights.experts[seg.expert],
@@ -474,7 +470,7 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
     if (Status st = acrossExperts(
             s, run,
             [&](const Segment &seg, const Lane &lane) {
-              return gemm({s.of(keep ? s.h : s.g, seg)},
+              return gemm({s.of(hs, seg)},
                           {matrix(weights.experts[seg.expert].down), true},
                           rowsOf(y, seg.first, seg.rows, H), 0.0f, lane);
             });
@@ -487,10 +483,12 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
 }
 
 Status GroupedSwiGLUMLP::backwardShard(
-    const GroupedMLPWeights &weights, const Shard &s, const TensorView &x,
-    const TensorView &dy, const TensorView &dx,
-    const GroupedMLPGradients &grads, bool overwrite,
+    const GroupedMLPWeights &weights, const ExpertGemms &experts,
+    const Shard &s, const TensorView &x, const TensorView &dy,
+    const TensorView &dx, const GroupedMLPGradients &grads, bool overwrite,
     std::vector<bool> &written, const RunOptions &run) {
+  if (experts.grouped())
+    return backwardShardGrouped(experts, s, x, dy, dx, overwrite, run);
   int64_t H = x.shape.back();
   // beta = 0 on an expert's first segment of an overwriting call: its
   // main_grad is replaced, never read (a NaN in it is harmless). An expert
@@ -525,19 +523,8 @@ Status GroupedSwiGLUMLP::backwardShard(
           });
       !st)
     return st;
-  TensorView g = tensorOf(s.g), u = tensorOf(s.u), h = tensorOf(s.h);
-  if (options.recompute) {
-    // One pass over g, u and dh (the derived backward with return-primal)
-    // leaves dg over g, du over u and h = swiglu(g, u) over dh: h costs no
-    // pass of its own.
-    if (Status st =
-            ops.swigluBackwardWithForward(g, u, h, g, u, h, kernelRun(run));
-        !st)
-      return st;
-  } else if (Status st = ops.swigluBackward(g, u, h, g, u, kernelRun(run));
-             !st) {
+  if (Status st = swigluBackward(s, run); !st)
     return st;
-  }
   return acrossExperts(
       s, run, [&](const Segment &seg, const Lane &lane) -> Status {
         const MLPWeights &w = weights.experts[seg.expert];
@@ -566,9 +553,52 @@ Status GroupedSwiGLUMLP::backwardShard(
       });
 }
 
+Status GroupedSwiGLUMLP::swigluBackward(const Shard &s,
+                                        const RunOptions &run) {
+  TensorView g = tensorOf(s.g), u = tensorOf(s.u), h = tensorOf(s.h);
+  if (options.recompute)
+    // One pass over g, u and dh (the derived backward with return-primal)
+    // leaves dg over g, du over u and h = swiglu(g, u) over dh: h costs no
+    // pass of its own.
+    return ops.swigluBackwardWithForward(g, u, h, g, u, h, kernelRun(run));
+  return ops.swigluBackward(g, u, h, g, u, kernelRun(run));
+}
+
+Status GroupedSwiGLUMLP::backwardShardGrouped(const ExpertGemms &experts,
+                                              const Shard &s,
+                                              const TensorView &x,
+                                              const TensorView &dy,
+                                              const TensorView &dx,
+                                              bool overwrite,
+                                              const RunOptions &run) {
+  // The per-segment step's phases, each one launch over every expert (the
+  // grouped GEMM sets beta per expert: 0 on its first rows of an overwrite).
+  int64_t H = x.shape.back(), I = s.g.cols;
+  rt::RowWindow window{s.first, s.first + s.rows};
+  RowsOf xs{x.data, H}, dys{dy.data, H}, dxs{dx.data, H};
+  RowsOf g{s.g.data, I, s.first}, u{s.u.data, I, s.first},
+      h{s.h.data, I, s.first};
+  if (options.recompute) {
+    if (Status st = experts.gateUp(xs, g, u, window); !st)
+      return st;
+  } else if (Status st = experts.weightsDown(dys, h, window, overwrite); !st) {
+    return st;
+  }
+  if (Status st = experts.backDown(dys, h, window); !st)
+    return st;
+  if (Status st = swigluBackward(s, run); !st)
+    return st;
+  if (options.recompute)
+    if (Status st = experts.weightsDown(dys, h, window, overwrite); !st)
+      return st;
+  if (Status st = experts.backGateUp(g, u, dxs, window); !st)
+    return st;
+  return experts.weightsGateUp(g, u, xs, window, overwrite);
+}
+
 Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
                                   const TensorView &x,
-                                  const std::vector<int64_t> &splits,
+                                  const ExpertSplits &splits,
                                   const TensorView &dy, const TensorView &dx,
                                   const GroupedMLPGradients &mainGrad,
                                   bool overwrite, const RunOptions &run) {
@@ -581,10 +611,6 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
   if (Status s = checkGroupedGradients(mainGrad, weights.experts.size(), shape);
       !s)
     return s;
-  rt::StatusOr<std::vector<int64_t>> offsets =
-      checkSplits(splits, weights.experts.size(), shape.rows);
-  if (!offsets)
-    return offsets.takeStatus();
   if (shape.rows > 0) {
     if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
       return s;
@@ -596,20 +622,28 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
                              "workspace, first: it keeps g, u and h");
     }
   }
+  rt::StatusOr<ExpertGemms> experts = ExpertGemms::resolve(
+      ops.device(), weights, &mainGrad, splits, shape, x.dtype,
+      {&x, &dy, &dx},
+      shape.rows > 0 ? groupedScratch() : rt::GroupedScratch{}, run.stream);
+  if (!experts)
+    return experts.takeStatus();
   rt::ContextScope scope(ops.device());
   if (!scope.status())
     return scope.status();
   std::vector<bool> written(weights.experts.size(), false);
   for (int64_t index = 0; shape.rows > 0 && index < plan.shards; ++index)
-    if (Status s =
-            backwardShard(weights, shard(shape, x.dtype, index, *offsets), x,
-                          dy, dx, mainGrad, overwrite, written, run);
+    if (Status s = backwardShard(
+            weights, *experts,
+            shard(shape, x.dtype, index, experts->offsets()), x, dy, dx,
+            mainGrad, overwrite, written, run);
         !s)
       return s;
   // The untiled step's g, u and h are spent (now dg, du and dh).
   if (!options.recompute && shape.rows > 0)
     forget(base);
-  if (!overwrite)
+  // The grouped GEMM zeroed (on an overwrite) the experts without tokens.
+  if (!overwrite || experts->grouped())
     return Status::ok();
   // An expert without tokens has zero gradients.
   for (size_t e = 0; e < written.size(); ++e) {

@@ -79,9 +79,9 @@ def test_mlp_ops_pass_opcheck_with_dynamic_shapes():
     up = torch.randn(1, 12, 8, dtype=torch.float64, generator=g)
     down = torch.randn(1, 8, 12, dtype=torch.float64, generator=g)
     torch.library.opcheck(torch.ops.tile.swiglu_mlp,
-                          (x, gate, up, down, None, 2, 1 << 20))
+                          (x, gate, up, down, None, None, 2, 1 << 20))
     torch.library.opcheck(torch.ops.tile.swiglu_mlp_untiled,
-                          (x, gate, up, down, None))
+                          (x, gate, up, down, None, None))
 
 
 # -- each operator: one graph over 12 row counts -------------------------------

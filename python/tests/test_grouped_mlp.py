@@ -80,12 +80,17 @@ def test_low_precision_matches_float64(dtype, hidden, inter, generator):
 @pytest.mark.parametrize("hidden,inter", [(64, 128), (100, 300)])
 @pytest.mark.parametrize("shards,recompute", [(0, True), (3, True),
                                               (0, False)])
-def test_matches_float64(dtype, splits, hidden, inter, shards, recompute):
+@pytest.mark.parametrize("where", ["host", "device"])
+def test_matches_float64(dtype, splits, hidden, inter, shards, recompute,
+                         where):
+    # Device splits: bf16 at H 64, I 128 runs the grouped GEMM reading them
+    # on the GPU; the others copy them to the host first.
     torch.manual_seed(0)
     tensors = make(splits, hidden, inter, dtype)
     dy = randn((sum(splits), hidden), dtype)
     args = [leaf(t) for t in tensors]
-    y = tile.ops.grouped_swiglu_mlp(*args, splits, shards=shards,
+    given = splits if where == "host" else torch.tensor(splits, device="cuda")
+    y = tile.ops.grouped_swiglu_mlp(*args, given, shards=shards,
                                     recompute=recompute)
     y.backward(dy)
     refs = [leaf(t.double()) for t in tensors]
@@ -106,6 +111,76 @@ def test_splits_on_the_device_give_the_same_bits():
     on_device = tile.ops.grouped_swiglu_mlp(
         *tensors, torch.tensor(splits, device="cuda"))
     assert torch.equal(on_host, on_device)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("experts", [64, 128])
+@pytest.mark.parametrize("recompute", [True, False])
+def test_many_experts_with_device_splits_match_float64(experts, recompute):
+    """The grouped GEMM over E up to 128, a third of them without tokens,
+    the splits an int32 CUDA tensor (as a router's counts). Autograd's
+    gradients are written over NaN-filled memory (the allocator's, reused):
+    the experts without tokens must get exact zeros. Then the main_grad
+    contract: fp32 main_grad added to over two micro-batches."""
+    torch.manual_seed(experts)
+    counts = torch.randint(0, 48, (experts,))
+    counts[torch.arange(experts) % 3 == 1] = 0
+    splits = tuple(counts.tolist())
+    hidden, inter = 256, 384
+    x, gate_up, down = make(splits, hidden, inter, torch.bfloat16)
+    dy = randn((sum(splits), hidden), torch.bfloat16)
+    device_splits = counts.to(device="cuda", dtype=torch.int32)
+    refs = [leaf(t.double()) for t in (x, gate_up, down)]
+    grouped_swiglu_mlp(*refs, splits).backward(dy.double())
+
+    args = [leaf(t) for t in (x, gate_up, down)]
+    poison = torch.full((4 * gate_up.numel(),), float("nan"), device="cuda")
+    del poison  # its blocks go back to the allocator, NaN-filled
+    y = tile.ops.grouped_swiglu_mlp(*args, device_splits, recompute=recompute)
+    y.backward(dy)
+    for got, want, name in zip(args, refs, ("x", "gate_up", "down")):
+        assert_close(got.grad, want.grad, torch.bfloat16, f"d{name}")
+    empty = counts == 0
+    assert torch.all(args[1].grad[empty] == 0)
+    assert torch.all(args[2].grad[empty] == 0)
+
+    module = tile.nn.GroupedSwiGLUMLP(experts, hidden, inter,
+                                      accumulate_into_main_grad=True,
+                                      recompute=recompute, device="cuda",
+                                      dtype=torch.bfloat16)
+    with torch.no_grad():
+        module.gate_up_proj.copy_(gate_up)
+        module.down_proj.copy_(down)
+    for p in module.parameters():
+        p.main_grad = torch.zeros(p.shape, device="cuda")
+    for _ in range(2):
+        module(leaf(x), device_splits).backward(dy)
+    assert_close(module.gate_up_proj.main_grad, 2 * refs[1].grad,
+                 torch.bfloat16, "main_grad gate_up, two micro-batches")
+    assert_close(module.down_proj.main_grad, 2 * refs[2].grad,
+                 torch.bfloat16, "main_grad down, two micro-batches")
+
+
+@pytest.mark.gpu
+def test_device_splits_that_do_not_sum_to_the_tokens_stop_the_step():
+    """A wrong count on the device is never a silently wrong result: the
+    grouped GEMM's setup kernel stops with a message (in a subprocess: a
+    device-side trap ends the CUDA context)."""
+    import subprocess
+    import sys
+    script = (
+        "import torch, tile\n"
+        "x = torch.randn(64, 64, device='cuda', dtype=torch.bfloat16)\n"
+        "w = torch.randn(3, 256, 64, device='cuda', dtype=torch.bfloat16)\n"
+        "d = torch.randn(3, 64, 128, device='cuda', dtype=torch.bfloat16)\n"
+        "s = torch.tensor([30, 30, 30], device='cuda')\n"
+        "tile.ops.grouped_swiglu_mlp(x, w, d, s)\n"
+        "torch.cuda.synchronize()\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode != 0
+    assert "do not sum to the rows (sum 90), not 64 rows" in done.stdout, \
+        done.stdout + done.stderr
 
 
 @pytest.mark.gpu
@@ -296,11 +371,11 @@ def test_untiled_custom_ops_pass_opcheck(generator):
     x, gate_up, down = make(tuple(splits), 8, 12, torch.float32, generator)
     dy = torch.randn(x.shape, generator=generator)
     torch.library.opcheck(torch.ops.tile.swiglu_mlp_untiled,
-                          (x, gate_up, None, down, splits))
+                          (x, gate_up, None, down, splits, None))
     kept = torch.empty(0, dtype=torch.uint8)
     grads = [torch.empty(gate_up.shape), torch.empty(down.shape)]
     torch.library.opcheck(torch.ops.tile.swiglu_mlp_backward,
-                          (x, gate_up, None, down, dy, splits, 0, 0, kept,
+                          (x, gate_up, None, down, dy, splits, None, 0, 0, kept,
                            grads, True))
 
 
@@ -313,7 +388,7 @@ def test_main_grad_custom_ops_pass_opcheck(generator):
     into = [torch.zeros(gate_up.shape), torch.zeros(down.shape)]
     kept = torch.empty(0, dtype=torch.uint8)
     torch.library.opcheck(torch.ops.tile.swiglu_mlp_backward,
-                          (x, gate_up, None, down, dy, splits, 0, 0, kept,
+                          (x, gate_up, None, down, dy, splits, None, 0, 0, kept,
                            into, False))
     # The dense MLP: one expert, its weights [1, ...] views, splits None.
     gate, up = gate_up[:1, :12], gate_up[:1, 12:]
@@ -321,8 +396,8 @@ def test_main_grad_custom_ops_pass_opcheck(generator):
             torch.zeros(down[:1].shape)]
     torch.library.opcheck(torch.ops.tile.swiglu_mlp_backward,
                           (x, gate.contiguous(), up.contiguous(),
-                           down[:1].contiguous(), dy, None, 2, 0, kept, into,
-                           False))
+                           down[:1].contiguous(), dy, None, None, 2, 0, kept,
+                           into, False))
     dg = torch.randn(x.shape[0], 12, generator=generator)
     torch.library.opcheck(torch.ops.tile.matmul_into,
                           (torch.zeros(12, 8), dg, x, True, False, 1.0))
@@ -346,6 +421,77 @@ def test_cuda_graph_replay_gives_the_eager_bits(shards, recompute):
     eager = [t.detach().clone() for t in step(*[leaf(t) for t in (x0, *ws0)])]
     args = [leaf(t) for t in (x0, *ws0)]
     assert_replay_matches(step, args, eager)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shards,recompute", [(2, True), (0, False)])
+def test_cuda_graph_with_device_splits_follows_new_splits(shards, recompute):
+    """A MoE step's forward and backward captured once with the splits on
+    the device: nothing in it reads them on the host, so writing a router's
+    next counts into the same tensor and replaying gives that split's eager
+    result, bit for bit."""
+    torch.manual_seed(5)
+    first, second = (256, 0, 512, 256), (100, 600, 0, 324)
+    x0, *ws0 = make(first, 512, 1024, torch.bfloat16)
+    dy = randn((1024, 512), torch.bfloat16)
+    splits = torch.tensor(first, device="cuda")
+
+    def step(x, gate_up, down):
+        y = tile.ops.grouped_swiglu_mlp(x, gate_up, down, splits,
+                                        shards=shards, recompute=recompute)
+        loss = (y.float() * dy.float()).sum()
+        return (y, *torch.autograd.grad(loss, (x, gate_up, down)))
+
+    def eager_with(counts):
+        splits.copy_(torch.tensor(counts))
+        return [t.detach().clone()
+                for t in step(*[leaf(t) for t in (x0, *ws0)])]
+
+    want_second = eager_with(second)
+    want_first = eager_with(first)
+    args = [leaf(t) for t in (x0, *ws0)]
+    assert_replay_matches(step, args, want_first)
+    graph_outputs = None
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        graph_outputs = step(*args)
+    splits.copy_(torch.tensor(second))
+    graph.replay()
+    torch.cuda.synchronize()
+    for got, want in zip(graph_outputs, want_second):
+        assert torch.equal(got, want)
+
+
+@pytest.mark.gpu
+def test_compiled_with_device_splits_compiles_once():
+    """Under torch.compile the device splits are a tensor input: new counts
+    every step reuse one graph (host splits are constants, one graph
+    each)."""
+    torch._dynamo.reset()
+    torch.manual_seed(6)
+    x, gate_up, down = make((128, 128, 128, 128), 256, 384, torch.bfloat16)
+    module = tile.nn.GroupedSwiGLUMLP(4, 256, 384, device="cuda",
+                                      dtype=torch.bfloat16)
+    with torch.no_grad():
+        module.gate_up_proj.copy_(gate_up)
+        module.down_proj.copy_(down)
+    compiled = torch.compile(module, fullgraph=True)
+    counts = [(128, 128, 128, 128), (500, 0, 12, 0), (1, 2, 3, 506),
+              (0, 0, 0, 512)]
+    from torch._dynamo.utils import counters
+    counters.clear()
+    for c in counts:
+        splits = torch.tensor(c, device="cuda")
+        y = compiled(leaf(x), splits)
+        want = module(x, splits)
+        assert torch.equal(y, want)
+        y.float().sum().backward()
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
 # -- bad input -----------------------------------------------------------------

@@ -15,7 +15,7 @@ import threading
 from collections import namedtuple
 from pathlib import Path
 
-API_VERSION = 6
+API_VERSION = 7
 
 # tile_dtype
 BF16, F16, F32, F64, I64, I32 = range(6)
@@ -191,6 +191,12 @@ SIGNATURES = {
     "tile_mlp_backward": ([_handle, _run, _tensor, _tensor, _tensor, _tensor,
                            _int64s, ctypes.c_int64, _tensor, _tensor, _tensor,
                            _tensor, _tensor, ctypes.c_int], _status),
+    "tile_mlp_forward_device_splits": (
+        [_handle, _run, _tensor, _tensor, _tensor, _tensor, _tensor, _tensor],
+        _status),
+    "tile_mlp_backward_device_splits": (
+        [_handle, _run, _tensor, _tensor, _tensor, _tensor, _tensor, _tensor,
+         _tensor, _tensor, _tensor, _tensor, ctypes.c_int], _status),
 }
 # The version first: a library of another version may lack a symbol.
 lib.tile_api_version.argtypes, lib.tile_api_version.restype = [], ctypes.c_int
@@ -545,12 +551,19 @@ def mlp_forward(device, options, stream, workspace, weights, x, splits, y):
     """One MLP forward (tile_mlp_forward) on GPU `device`'s `stream`.
     options: (shards, memory_budget, recompute); workspace (address, bytes);
     weights (gate, up or None, down); x, y and the weights TensorArgs;
-    splits the experts' row counts."""
+    splits the experts' row counts: host ints, or a TensorArg of a device
+    [E] tensor (tile_mlp_forward_device_splits)."""
     run = _run_of(stream, workspace)
+    mlp = _mlp_of(device, *options)
+    if isinstance(splits, TensorArg):
+        gate, up, down, px, ps, py = _Structs(*weights, x, splits,
+                                              y).pointers()
+        check(lib.tile_mlp_forward_device_splits(
+            mlp, ctypes.byref(run), gate, up, down, px, ps, py))
+        return
     gate, up, down, px, py = _Structs(*weights, x, y).pointers()
-    check(lib.tile_mlp_forward(_mlp_of(device, *options), ctypes.byref(run),
-                               gate, up, down, px, _splits_array(splits),
-                               len(splits), py))
+    check(lib.tile_mlp_forward(mlp, ctypes.byref(run), gate, up, down, px,
+                               _splits_array(splits), len(splits), py))
 
 
 def mlp_backward(device, options, stream, workspace, weights, x, splits, dy,
@@ -559,9 +572,16 @@ def mlp_backward(device, options, stream, workspace, weights, x, splits, dy,
     grads (gate, up or None, down) fp32 TensorArgs, overwritten or (with
     overwrite False) added to."""
     run = _run_of(stream, workspace)
+    mlp = _mlp_of(device, *options)
+    if isinstance(splits, TensorArg):
+        gate, up, down, px, ps, pdy, pdx, g_gate, g_up, g_down = _Structs(
+            *weights, x, splits, dy, dx, *grads).pointers()
+        check(lib.tile_mlp_backward_device_splits(
+            mlp, ctypes.byref(run), gate, up, down, px, ps, pdy, pdx, g_gate,
+            g_up, g_down, int(overwrite)))
+        return
     gate, up, down, px, pdy, pdx, g_gate, g_up, g_down = _Structs(
         *weights, x, dy, dx, *grads).pointers()
     check(lib.tile_mlp_backward(
-        _mlp_of(device, *options), ctypes.byref(run), gate, up, down, px,
-        _splits_array(splits), len(splits), pdy, pdx, g_gate, g_up, g_down,
-        int(overwrite)))
+        mlp, ctypes.byref(run), gate, up, down, px, _splits_array(splits),
+        len(splits), pdy, pdx, g_gate, g_up, g_down, int(overwrite)))

@@ -9,10 +9,14 @@ first m_splits[0] rows for expert 0, the next m_splits[1] for expert 1, …
 (TransformerEngine's GroupedLinear convention; a split may be 0), with the
 weights stacked as Hugging Face's MoE experts store them: gate_up
 [E, 2I, H] (each expert's gate rows, then its up rows) and down [E, H, I].
-The splits are host integers: a list, or a CPU tensor, costs nothing; a
-CUDA tensor is copied to the host first, which waits for the GPU (the one
-synchronization of the step) — keep the splits on the host where the
-router can.
+The splits may stay where the router made them. A CUDA int32/int64 tensor
+is read by the GPU only (on an H100/H200 with bf16 and H, I multiples of
+8: each phase's GEMMs are one grouped GEMM over every expert, nothing in
+the step waits for the GPU, the step can be captured in a CUDA graph, and
+torch.compile sees a tensor, not new constants); counts that do not sum
+to T stop the step's kernel with a message. A list or a CPU tensor are
+host integers, checked here. Elsewhere a CUDA tensor is copied to the
+host first, which waits for the GPU.
 
 The rows are split into shards and nothing of size [rows, I] is kept
 between the forward and the backward: the backward recomputes gate/up per
@@ -42,7 +46,8 @@ from .autograd import (GPU_DTYPE_NAMES, TILE_DTYPES, grad_dtype,
                        tracing, workspace_of)
 from .kernel import run_backward
 
-__all__ = ["swiglu_mlp", "grouped_swiglu_mlp", "plan", "matmul_into"]
+__all__ = ["swiglu_mlp", "grouped_swiglu_mlp", "moe_experts", "plan",
+           "matmul_into"]
 
 
 def plan(rows, intermediate, dtype, *, shards=0, memory_budget=None,
@@ -189,7 +194,16 @@ def _stacked(weight):
 
 
 def _splits_or_all(splits, x):
+    """The splits as the C API takes them: host ints (all rows to one expert
+    where None) or a device tensor's TensorArg."""
+    if isinstance(splits, torch.Tensor):
+        return tensor_arg(splits)
     return list(splits) if splits is not None else [x.shape[0]]
+
+
+def _either(splits, device_splits):
+    """One splits argument from a custom op's two (host ints or a tensor)."""
+    return device_splits if device_splits is not None else splits
 
 
 def _workspace_bytes(x, gate, up, splits, options):
@@ -256,17 +270,22 @@ def _grad_buffers(x, weights):
 
 # -- torch.compile: the steps as custom ops ----------------------------------
 
+# The splits are two arguments: host ints (a list, part of the graph's
+# guards) or a device tensor (an input like any other), one of them None.
+
 @torch.library.custom_op("tile::swiglu_mlp", mutates_args=())
 def _forward_op(x: torch.Tensor, gate: torch.Tensor,
                 up: Optional[torch.Tensor], down: torch.Tensor,
-                splits: Optional[list[int]], shards: int,
+                splits: Optional[list[int]],
+                device_splits: Optional[torch.Tensor], shards: int,
                 memory_budget: int) -> torch.Tensor:
-    return _forward(x, gate, up, down, splits,
+    return _forward(x, gate, up, down, _either(splits, device_splits),
                     (shards, memory_budget, True))[0]
 
 
 @_forward_op.register_fake
-def _forward_fake(x, gate, up, down, splits, shards, memory_budget):
+def _forward_fake(x, gate, up, down, splits, device_splits, shards,
+                  memory_budget):
     return torch.empty_like(x)
 
 
@@ -279,14 +298,16 @@ def _kept_or_empty(x, kept):
 @torch.library.custom_op("tile::swiglu_mlp_untiled", mutates_args=())
 def _untiled_forward_op(x: torch.Tensor, gate: torch.Tensor,
                         up: Optional[torch.Tensor], down: torch.Tensor,
-                        splits: Optional[list[int]]
+                        splits: Optional[list[int]],
+                        device_splits: Optional[torch.Tensor]
                         ) -> tuple[torch.Tensor, torch.Tensor]:
-    y, kept = _forward(x, gate, up, down, splits, (0, 0, False))
+    y, kept = _forward(x, gate, up, down, _either(splits, device_splits),
+                       (0, 0, False))
     return y, _kept_or_empty(x, kept)
 
 
 @_untiled_forward_op.register_fake
-def _untiled_forward_fake(x, gate, up, down, splits):
+def _untiled_forward_fake(x, gate, up, down, splits, device_splits):
     size = 0 if x.device.type == "cpu" else _workspace_bytes(
         x, gate, up, splits, (0, 0, False))
     return torch.empty_like(x), x.new_empty(size, dtype=torch.uint8)
@@ -296,19 +317,21 @@ def _untiled_forward_fake(x, gate, up, down, splits):
                          mutates_args=("kept", "grads"))
 def _backward_op(x: torch.Tensor, gate: torch.Tensor,
                  up: Optional[torch.Tensor], down: torch.Tensor,
-                 dy: torch.Tensor, splits: Optional[list[int]], shards: int,
+                 dy: torch.Tensor, splits: Optional[list[int]],
+                 device_splits: Optional[torch.Tensor], shards: int,
                  memory_budget: int, kept: torch.Tensor,
                  grads: list[torch.Tensor], overwrite: bool) -> torch.Tensor:
     """dx; the weight gradients written to or added to `grads` in place.
     `kept`: the untiled forward's workspace, whose g, u and h the step
     overwrites, or an empty tensor for the tiled step (or the CPU)."""
-    return _backward(x, gate, up, down, dy, splits, shards, memory_budget,
-                     kept if kept.numel() else None, grads, overwrite)
+    return _backward(x, gate, up, down, dy, _either(splits, device_splits),
+                     shards, memory_budget, kept if kept.numel() else None,
+                     grads, overwrite)
 
 
 @_backward_op.register_fake
-def _backward_fake(x, gate, up, down, dy, splits, shards, memory_budget,
-                   kept, grads, overwrite):
+def _backward_fake(x, gate, up, down, dy, splits, device_splits, shards,
+                   memory_budget, kept, grads, overwrite):
     return torch.empty_like(x)
 
 
@@ -324,26 +347,30 @@ class _MLPFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, gate, up, down, splits, shards, memory_budget,
                 recompute, *main_grads):
-        ctx.options = (splits, shards, memory_budget)
+        # Device splits are saved as tensors, host ones kept as ints.
+        device_splits = splits if isinstance(splits, torch.Tensor) else None
+        host_splits = None if device_splits is not None else splits
+        ctx.options = (host_splits, shards, memory_budget)
         ctx.main_grads = main_grads
         weights = [_stacked(w) for w in (gate, up, down)]
         if tracing([x, gate, down]):
             if recompute:
-                y, kept = _forward_op(x, *weights, splits, shards,
-                                      memory_budget), None
+                y, kept = _forward_op(x, *weights, host_splits, device_splits,
+                                      shards, memory_budget), None
             else:
-                y, kept = _untiled_forward_op(x, *weights, splits)
+                y, kept = _untiled_forward_op(x, *weights, host_splits,
+                                              device_splits)
         else:  # kept is None on the CPU, which recomputes in float64
             y, kept = _forward(x, *weights, splits,
                                (shards, memory_budget, recompute))
         # The untiled step: the node keeps the forward's g, u and h (a
         # workspace, neither input nor output) until its backward.
-        ctx.save_for_backward(x, gate, up, down, kept)
+        ctx.save_for_backward(x, gate, up, down, kept, device_splits)
         return y
 
     @staticmethod
     def backward(ctx, dy):
-        x, gate, up, down, kept = ctx.saved_tensors
+        x, gate, up, down, kept, device_splits = ctx.saved_tensors
         splits, shards, memory_budget = ctx.options
         params = [w for w in (gate, up, down) if w is not None]
         weights = [_stacked(w) for w in (gate, up, down)]
@@ -353,11 +380,12 @@ class _MLPFunction(torch.autograd.Function):
         dy = dy.contiguous()
         overwrite = not main_grads
         if tracing([x, dy]):
-            dx = _backward_op(x, *weights, dy, splits, shards, memory_budget,
-                              _kept_or_empty(x, kept), grads, overwrite)
+            dx = _backward_op(x, *weights, dy, splits, device_splits, shards,
+                              memory_budget, _kept_or_empty(x, kept), grads,
+                              overwrite)
         else:
-            dx = _backward(x, *weights, dy, splits, shards, memory_budget,
-                           kept, grads, overwrite)
+            dx = _backward(x, *weights, dy, _either(splits, device_splits),
+                           shards, memory_budget, kept, grads, overwrite)
         rest = (None,) * (4 + len(main_grads))
         if main_grads:
             mark_main_grads(params, in_forward=False)
@@ -447,14 +475,25 @@ def _check_grouped(x, gate_up, down):
                          f"{list(down.shape)}")
 
 
-def _check_splits(m_splits, experts, tokens):
-    """The splits as a tuple of ints, checked against E and T."""
+def _check_splits(m_splits, experts, x):
+    """The splits: a list of ints checked against E and T, or a CUDA tensor
+    on x's device (int32 or int64, [E]; its values are checked by the GPU)."""
+    tokens = x.shape[0]
     if isinstance(m_splits, torch.Tensor):
         if m_splits.dim() != 1 or m_splits.dtype.is_floating_point or \
                 m_splits.dtype.is_complex or m_splits.dtype == torch.bool:
             raise TypeError(f"m_splits must be a 1-D integer tensor, got "
                             f"{m_splits.dtype} {list(m_splits.shape)}")
-        # A CUDA tensor waits for the GPU here (see the module's docstring).
+        if m_splits.device.type != "cpu":
+            if m_splits.device != x.device:
+                raise ValueError(f"m_splits is on {m_splits.device} but x "
+                                 f"on {x.device}")
+            if m_splits.shape[0] != experts:
+                raise ValueError(f"m_splits has {m_splits.shape[0]} entries "
+                                 f"for {experts} experts")
+            if m_splits.dtype not in (torch.int32, torch.int64):
+                m_splits = m_splits.to(torch.int64)
+            return m_splits.contiguous()
         m_splits = m_splits.tolist()
     splits = tuple(m_splits)
     if any(isinstance(s, bool) or not isinstance(s, int) for s in splits):
@@ -501,7 +540,9 @@ def _step(x, weights, names, splits, shards, memory_budget, main_grad,
                                   recompute, *main_grads)
     stacked = [_stacked(w) for w in weights]
     if tracing([x, *params]):
-        return _forward_op(x, *stacked, splits, shards, budget)
+        on_device = isinstance(splits, torch.Tensor)
+        return _forward_op(x, *stacked, None if on_device else splits,
+                           splits if on_device else None, shards, budget)
     return _forward(x, *stacked, splits, (shards, budget, True))[0]
 
 
@@ -529,7 +570,55 @@ def grouped_swiglu_mlp(x, gate_up, down, m_splits, *, shards=0,
     [E, H, I]; `shards`, `memory_budget`, `main_grad` and `recompute` as
     for swiglu_mlp (main_grad: one fp32 [E, …] tensor per weight)."""
     _check_grouped(x, gate_up, down)
-    splits = _check_splits(m_splits, gate_up.shape[0], x.shape[0])
+    splits = _check_splits(m_splits, gate_up.shape[0], x)
     _check_options(shards, memory_budget, recompute)
-    return _step(x, (gate_up, None, down), ("gate_up", "down"), list(splits),
+    if not isinstance(splits, torch.Tensor):
+        splits = list(splits)
+    return _step(x, (gate_up, None, down), ("gate_up", "down"), splits,
                  shards, memory_budget, main_grad, recompute)
+
+
+def moe_experts(x, top_k_index, top_k_weights, gate_up, down, *, shards=0,
+                memory_budget=None, main_grad=False, recompute=False):
+    """A mixture-of-experts layer's experts as a router leaves them (Hugging
+    Face's MoE experts' forward): x [T, H]; top_k_index [T, K] each token's
+    experts, top_k_weights [T, K] their routing weights; gate_up
+    [E, 2I, H], down [E, H, I]. Returns sum_k w[t, k] * mlp_{e[t, k]}(x[t])
+    [T, H] in x's dtype.
+
+    The tokens are gathered by expert (a stable sort of the T*K choices),
+    each expert's count made on the device, the grouped MLP run with those
+    device splits, and the results scattered back weighted, by index_add:
+    nothing waits for the GPU. An index of E or more (a dropped choice, as
+    Hugging Face's one_hot over E + 1 allows) adds nothing. recompute=False
+    by default: PyTorch's implementations keep the [T*K, I] activations
+    too."""
+    if x.dim() != 2 or top_k_index.dim() != 2 or \
+            top_k_weights.shape != top_k_index.shape or \
+            top_k_index.shape[0] != x.shape[0]:
+        raise ValueError(f"moe_experts takes x [T, H], top_k_index and "
+                         f"top_k_weights [T, K]; got {list(x.shape)}, "
+                         f"{list(top_k_index.shape)}, "
+                         f"{list(top_k_weights.shape)}")
+    if top_k_index.dtype.is_floating_point:
+        raise TypeError(f"top_k_index must hold integers, got "
+                        f"{top_k_index.dtype}")
+    experts, choices = gate_up.shape[0], top_k_index.shape[1]
+    flat = top_k_index.reshape(-1)
+    kept = flat < experts
+    # A dropped choice goes to expert 0 with weight 0.
+    flat = torch.where(kept, flat, torch.zeros_like(flat))
+    weights = torch.where(kept, top_k_weights.reshape(-1),
+                          torch.zeros_like(top_k_weights.reshape(-1)))
+    order = torch.argsort(flat, stable=True)
+    token = order // choices
+    # The counts by scatter_add: bincount would read its size on the host.
+    counts = torch.zeros(experts, dtype=torch.int64, device=x.device)
+    counts.scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.int64))
+    if x.device.type == "cpu":
+        counts = counts.tolist()
+    y = grouped_swiglu_mlp(x.index_select(0, token), gate_up, down, counts,
+                           shards=shards, memory_budget=memory_budget,
+                           main_grad=main_grad, recompute=recompute)
+    y = y * weights.index_select(0, order).unsqueeze(1)
+    return torch.zeros_like(x).index_add_(0, token, y.to(x.dtype))

@@ -26,7 +26,8 @@ from .operators import gated, gated_backward_in_place, kernel
 
 __all__ = ["RMSNorm", "SwiGLU", "SiluAndMul", "GatedMLP", "SwiGLUMLP",
            "FusedSwiGLUMLP",
-           "TiledSwiGLUMLP", "GroupedSwiGLUMLP", "attach_main_grads",
+           "TiledSwiGLUMLP", "GroupedSwiGLUMLP", "MoEExperts",
+           "attach_main_grads",
            "adopt_main_grad_module", "prepare_main_grads"]
 
 
@@ -365,6 +366,33 @@ class GroupedSwiGLUMLP(nn.Module):
         return (f"{self.num_experts}, {self.hidden_size}, "
                 f"{self.intermediate_size}, shards={self.shards!r}"
                 + ("" if self.recompute else ", recompute=False"))
+
+
+class MoEExperts(GroupedSwiGLUMLP):
+    """A mixture-of-experts layer's SwiGLU experts as Hugging Face's MoE
+    blocks call them: forward(hidden_states [T, H], top_k_index [T, K],
+    top_k_weights [T, K]) -> [T, H], the routing weights applied
+    (tile.ops.moe_experts: tokens gathered by expert on the device, one
+    grouped MLP step, results scattered back; no host synchronization).
+    Parameters gate_up_proj [E, 2I, H] and down_proj [E, H, I] as Hugging
+    Face's experts hold them. recompute=False by default: the untiled
+    step, which keeps [T*K, 3I] as PyTorch's implementations do."""
+
+    def __init__(self, num_experts, hidden_size, intermediate_size, *,
+                 recompute=False, **kwargs):
+        super().__init__(num_experts, hidden_size, intermediate_size,
+                         recompute=recompute, **kwargs)
+
+    def forward(self, hidden_states, top_k_index, top_k_weights):
+        if self.accumulate_into_main_grad:
+            _prepare_main_grads(self, (self.gate_up_proj, self.down_proj))
+        return ops.moe_experts(
+            hidden_states.contiguous(), top_k_index, top_k_weights,
+            self.gate_up_proj, self.down_proj,
+            shards=0 if self.shards == "auto" else self.shards,
+            memory_budget=self.memory_budget,
+            main_grad=self.accumulate_into_main_grad,
+            recompute=self.recompute)
 
 
 # The modules with accumulate_into_main_grad (attach_main_grads).

@@ -31,6 +31,11 @@ class Family(typing.NamedTuple):
     offset: float = 0.0     # RMSNorm's weight offset (Gemma: 1 + w)
     # Why its apply_rotary_pos_emb is not Tile's rotate-half RoPE, or None.
     other_rope: str = None
+    # Mixture-of-experts SwiGLU experts (gate_up_proj [E, 2I, H], down_proj
+    # [E, H, I], forward(hidden, top_k_index, top_k_weights)): patched with
+    # tile.nn.MoEExperts; the router and its auxiliary loss stay the
+    # model's.
+    experts: tuple = ()
 
 
 # model_type -> Family. The loss is patched for every causal LM among them;
@@ -62,6 +67,11 @@ SUPPORTED = {
                               "(Tile's is rotate-half)"),
     # SmolLM3: some layers without RoPE (they never call it).
     "smollm3": Family(("SmolLM3RMSNorm",), ("SmolLM3MLP",)),
+    # Mixture of experts: Qwen3-MoE (dense MLPs on its mlp_only_layers)
+    # and Mixtral.
+    "qwen3_moe": Family(("Qwen3MoeRMSNorm",), ("Qwen3MoeMLP",),
+                        experts=("Qwen3MoeExperts",)),
+    "mixtral": Family(("MixtralRMSNorm",), (), experts=("MixtralExperts",)),
 }
 
 
@@ -128,6 +138,21 @@ def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
                                device="meta")
     # The model's own projections (and Parameters) move over unchanged.
     patched.gate_proj, patched.up_proj, patched.down_proj = gate, up, down
+    return patched
+
+
+def _experts(module, config, main_grad):
+    """The MoE experts' tile.nn.MoEExperts (the same Parameters), or why
+    they stay."""
+    name = type(module).__name__
+    if _nn.ACTIVATIONS.get(_activation(module, config)) != "swiglu":
+        return f"{name}: its experts are not SwiGLU"
+    gate_up, down = module.gate_up_proj, module.down_proj
+    experts, inter2, hidden = gate_up.shape
+    patched = _nn.MoEExperts(experts, hidden, inter2 // 2,
+                             accumulate_into_main_grad=main_grad,
+                             device="meta")
+    patched.gate_up_proj, patched.down_proj = gate_up, down
     return patched
 
 
@@ -341,7 +366,8 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
     """Replaces the RMSNorm and MLP modules of a Hugging Face model of a
     type in SUPPORTED in place, (rope=True) its modeling module's RoPE
     function and, for a causal LM, its loss; returns the model and what
-    was replaced ({"rms_norm": n, "mlp": m, "rope": 0 or 1, "loss": 0 or 1,
+    was replaced ({"rms_norm": n, "mlp": m, "experts": k, "rope": 0 or 1,
+    "loss": 0 or 1,
     "skipped": [why, ...]}: rope 0 where an earlier call already replaced
     the function). What a family has that Tile does not patch (GLM-4's
     interleaved RoPE, a fused MLP under main_grad) stays the model's own,
@@ -359,13 +385,14 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
     made and labels given, the loss is tile.ops.cross_entropy."""
     family = SUPPORTED[_model_type(model)]
     config = model.config
-    counts = {"rms_norm": 0, "mlp": 0, "rope": 0, "loss": 0}
+    counts = {"rms_norm": 0, "mlp": 0, "experts": 0, "rope": 0, "loss": 0}
     skipped = {}  # why -> how many modules
     modeling = set()
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             kind = type(child).__name__
-            if kind in family.norms or kind in family.mlps:
+            if kind in family.norms or kind in family.mlps or \
+                    kind in family.experts:
                 modeling.add(sys.modules[type(child).__module__])
             if rms_norm and kind in family.norms:
                 setattr(parent, name, _rms_norm(child, family.offset,
@@ -379,13 +406,27 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
                     continue
                 setattr(parent, name, patched)
                 counts["mlp"] += 1
-    if not (counts["rms_norm"] or counts["mlp"] or skipped) and \
-            (rms_norm or mlp):
+            elif mlp and kind in family.experts:
+                patched = _experts(child, config, accumulate_into_main_grad)
+                if isinstance(patched, str):
+                    skipped[patched] = skipped.get(patched, 0) + 1
+                    continue
+                setattr(parent, name, patched)
+                counts["experts"] += 1
+    if not (counts["rms_norm"] or counts["mlp"] or counts["experts"] or
+            skipped) and (rms_norm or mlp):
+        looked_for = family.norms + family.mlps + family.experts
         raise ValueError(
-            f"apply_tile found no {' or '.join(family.norms + family.mlps)} "
+            f"apply_tile found no {' or '.join(looked_for)} "
             f"in {type(model).__name__}: was it patched already?")
-    counts["loss"] = _patch_loss(model, linear_cross_entropy, cross_entropy,
-                                 accumulate_into_main_grad)
+    if family.experts and (linear_cross_entropy or cross_entropy):
+        # The model's forward adds its router's auxiliary loss to the LM
+        # loss (only when it computes the LM loss itself).
+        skipped["the loss of a mixture-of-experts model (its forward adds "
+                "the router's auxiliary loss to it)"] = 1
+    else:
+        counts["loss"] = _patch_loss(model, linear_cross_entropy,
+                                     cross_entropy, accumulate_into_main_grad)
     if rope and family.other_rope:
         skipped[f"{family.other_rope}: the model's own RoPE runs"] = 1
     elif rope:

@@ -2,7 +2,9 @@
 //
 // E ∈ {1, 3, 8} experts with uneven splits, some 0, H ∈ {64, 100},
 // I ∈ {128, 300} (I = 300 through fused [E, 2I, H] weights and main_grad,
-// I = 128 through separate stacked ones), bf16 and f32 (f16 on a subset):
+// I = 128 through separate stacked ones; H 256, I 384 fused, for the
+// grouped GEMM's tiles; 128 experts), with the splits on the host and on
+// the device (the grouped GEMM reads them there), bf16 and f32 (f16 on a subset):
 // the forward and the backward under one shard, three shards (whose
 // boundaries fall inside experts) and the untiled step, against the dense
 // float64 reference of MLPReference.h run per expert on its rows, with
@@ -89,7 +91,7 @@ struct Problem {
 
   Problem(Suite &suite, DType dtype, const std::vector<int64_t> &splits,
           int64_t H, int64_t I)
-      : H(H), I(I), E(splits.size()), fused(I == 300) {
+      : H(H), I(I), E(splits.size()), fused(I == 300 || I == 384) {
     T = std::accumulate(splits.begin(), splits.end(), int64_t(0));
     int64_t e = static_cast<int64_t>(E);
     double wh = 1.0 / std::sqrt(double(H)), wi = 1.0 / std::sqrt(double(I));
@@ -179,6 +181,18 @@ void testGroupedShape(Suite &suite, DType dtype,
   Reference ref = groupedReference(p.x.host, p.dy.host, p.host, splits, H, I);
   Reference ref2 = groupedReference(p.x.host, p.dy2.host, p.host, splits, H, I);
 
+  // The same counts on the device (int64), for the grouped GEMM to read
+  // there (or, off compute capability 9.0 / bf16 / multiples of 8, to be
+  // copied to the host).
+  Tensor counts = suite.make({static_cast<int64_t>(splits.size())},
+                             DType::I64, false);
+  {
+    std::vector<double> values(splits.begin(), splits.end());
+    std::vector<unsigned char> bytes = rt::encode(DType::I64, values);
+    (void)counts.buffer.copyFromHost(bytes.data(), bytes.size());
+  }
+  ops::ExpertSplits onDevice = ops::ExpertSplits::onDevice(counts.view);
+
   ops::MLPOptions one, oneStream, three, untiled;
   one.shards = oneStream.shards = 1;
   oneStream.streams = 1;
@@ -188,10 +202,15 @@ void testGroupedShape(Suite &suite, DType dtype,
   // stream must give the same bits, the fork orders nothing it should not.
   std::vector<double> forkedY;
   Gradients forked;
-  for (auto [name, options] : {std::pair{"1 shard", one},
-                               {"1 shard 1 stream", oneStream},
-                               {"3 shards", three},
-                               {"untiled", untiled}}) {
+  for (auto [name, options, device] :
+       {std::tuple{"1 shard", one, false},
+        {"1 shard 1 stream", oneStream, false},
+        {"3 shards", three, false},
+        {"untiled", untiled, false},
+        {"device splits 3 shards", three, true},
+        {"device splits untiled", untiled, true}}) {
+    const ops::ExpertSplits &given =
+        device ? onDevice : ops::ExpertSplits(splits);
     std::string what = std::string("grouped mlp ") + name + " " + at;
     auto mlp = ops::GroupedSwiGLUMLP::create(suite.ops, options);
     if (!mlp) {
@@ -200,11 +219,11 @@ void testGroupedShape(Suite &suite, DType dtype,
     }
     p.poison();
     suite.check(what + " forward",
-                (*mlp)->forward(p.weights, p.x.view, splits, p.y.view));
+                (*mlp)->forward(p.weights, p.x.view, given, p.y.view));
     // Overwrite into NaN-poisoned main_grad: every expert's is replaced,
     // zeroed where the expert has no tokens.
     suite.check(what + " backward",
-                (*mlp)->backward(p.weights, p.x.view, splits, p.dy.view,
+                (*mlp)->backward(p.weights, p.x.view, given, p.dy.view,
                                  p.dx.view, p.grads, true));
     suite.check(what + " sync", rt::synchronize(suite.ops.device()));
     std::vector<double> y = suite.read(p.y);
@@ -221,11 +240,11 @@ void testGroupedShape(Suite &suite, DType dtype,
                        got.gate == forked.gate && got.up == forked.up &&
                        got.down == forked.down,
                    "one stream and several gave different bits");
-    if (std::string(name) != "3 shards")
+    if (options.shards != 3)
       continue;
     // Then + g2 (three shards; an expert without tokens keeps g1's zero).
     suite.check(what + " accumulate",
-                (*mlp)->backward(p.weights, p.x.view, splits, p.dy2.view,
+                (*mlp)->backward(p.weights, p.x.view, given, p.dy2.view,
                                  p.dx.view, p.grads, false));
     suite.check(what + " accumulate sync", rt::synchronize(suite.ops.device()));
     Gradients sum = plus(ref.grads, ref2.grads),
@@ -320,6 +339,17 @@ void testGroupedMLP(Suite &suite, bool quick, bool small) {
           for (int64_t I : {128, 300})
             testGroupedShape(suite, dtype, splits, H, I);
     testGroupedShape(suite, DType::F16, {5, 0, 12}, 100, 300);
+    // The grouped GEMM's tiles (128 × 256 × 64) several times over, with
+    // partial ones, and 128 experts, many without tokens.
+    testGroupedShape(suite, DType::BF16, {0, 130, 70, 0, 1, 290, 0, 509}, 256,
+                     384);
+    if (!quick) {
+      Splits many(128, 0);
+      std::mt19937 rng(11);
+      for (int64_t &count : many)
+        count = rng() % 3 == 0 ? 0 : static_cast<int64_t>(rng() % 40);
+      testGroupedShape(suite, DType::BF16, many, 64, 128);
+    }
   }
   testGroupedErrors(suite);
 }

@@ -11,10 +11,11 @@
 // SwiGLU MLP (MLPTests.cpp) and the grouped one (GroupedMLPTests.cpp).
 // Ends with "N passed, N failed"; exit status 1 if anything failed.
 //
-//   tile-gpu-tests [--quick | --small] [--rows-per-cta=N] [--ctas=N]
-//                  [--row-grid]
+//   tile-gpu-tests [--quick | --small] [--mlp-only] [--rows-per-cta=N]
+//                  [--ctas=N] [--row-grid]
 //     --quick: rows {1, 7, 13} only
 //     --small: one small case per operator and dtype (for compute-sanitizer)
+//     --mlp-only: the tiled and grouped MLPs alone
 //
 //===----------------------------------------------------------------------===//
 
@@ -296,6 +297,9 @@ cl::opt<bool> quick("quick", cl::desc("fewer shapes: rows 1, 7, 13"),
                     cl::cat(category));
 cl::opt<bool> small("small", cl::desc("a few shapes (for compute-sanitizer)"),
                     cl::cat(category));
+cl::opt<bool> mlpOnly("mlp-only",
+                      cl::desc("only the tiled and grouped MLPs' tests"),
+                      cl::cat(category));
 // --threads-per-cta, --ctas, --rows-per-cta, --row-grid, --fold-finalize,
 // --vector-width (ScheduleOptions.def). Few persistent CTAs (--ctas=2):
 // each walks many rows (pipelined loads, the exchanges' alternating slots
@@ -320,6 +324,12 @@ int main(int argc, char **argv) {
               (*ops)->device().chip().c_str(),
               ops::describe(overrides).c_str());
   Suite suite{**ops};
+  if (mlpOnly) {
+    testTiledMLP(suite, quick.getValue(), small.getValue());
+    testGroupedMLP(suite, quick.getValue(), small.getValue());
+    std::printf("%d passed, %d failed\n", suite.passed, suite.failed);
+    return suite.failed ? 1 : 0;
+  }
   testCallerContext(suite);
   // Argument errors reach the caller as messages, on the GPU path too.
   Tensor odd = suite.make({7, 13}, DType::BF16, true);

@@ -26,9 +26,14 @@
 // expert without tokens has zero gradient: nothing is added to its
 // main_grad, or it is zeroed by an `overwrite` call.
 //
-// The splits are host integers: the step queues its GEMMs without waiting
-// for the GPU. Splits that live on the device must be copied to the host
-// first, which waits for the stream (the one synchronization of a step).
+// On an H100/H200 (compute capability 9.0) with bf16 and H, I multiples of
+// 8, each phase's GEMMs for every expert are one launch of the grouped GEMM
+// (rt::GroupedGemm, CUTLASS): 6 launches a step untiled, whatever E. The
+// splits may then live on the device (a router's counts, ExpertSplits::
+// onDevice): they are read by the GPU only, so a step never waits for it
+// and can be captured in a CUDA graph. Elsewhere the GEMMs are per expert
+// segment through cuBLASLt (the reference path), with host splits; device
+// splits are then copied to the host first, which waits for the stream.
 //
 // The dense TiledSwiGLUMLP is this operator with one expert.
 //
@@ -38,12 +43,16 @@
 #define TILE_OPS_GROUPEDMLP_H
 
 #include "tile/Ops/TiledMLP.h"
+#include "tile/Runtime/GroupedGemm.h"
 #include "tile/Runtime/StreamFork.h"
 
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 namespace tile::ops {
+
+class ExpertGemms; // lib/Ops/ExpertGemms.h
 
 /// Each expert's weights, all of one shape and dtype.
 struct GroupedMLPWeights {
@@ -67,6 +76,21 @@ struct GroupedMLPGradients {
   fusedStacked(const TensorView &gateUp, const TensorView &down);
 };
 
+/// Each expert's token count: host integers, or an [E] int32/int64 tensor
+/// on the device that the step reads on the GPU.
+struct ExpertSplits {
+  std::vector<int64_t> host;
+  TensorView device; // data 0: the splits are `host`
+  ExpertSplits(std::vector<int64_t> host) : host(std::move(host)) {}
+  ExpertSplits(std::initializer_list<int64_t> host) : host(host) {}
+  static ExpertSplits onDevice(const TensorView &counts) {
+    ExpertSplits splits({});
+    splits.device = counts;
+    return splits;
+  }
+  bool onDevice() const { return device.data != 0; }
+};
+
 class GroupedSwiGLUMLP {
 public:
   static rt::StatusOr<std::unique_ptr<GroupedSwiGLUMLP>>
@@ -76,7 +100,7 @@ public:
   /// y [T, H] (any leading shape flattened into T rows) from x grouped by
   /// `splits` (one per expert, ≥ 0, summing to T).
   Status forward(const GroupedMLPWeights &weights, const TensorView &x,
-                 const std::vector<int64_t> &splits, const TensorView &y,
+                 const ExpertSplits &splits, const TensorView &y,
                  const RunOptions &run = {});
   /// dx from dy, and every expert's main_grad (+)= its weight gradients
   /// (`overwrite`: replaced; else added). The untiled step (recompute =
@@ -84,7 +108,7 @@ public:
   /// (the last kMaxKeptSteps forwards are known, each by its workspace: a
   /// caller may run several forwards before their backwards).
   Status backward(const GroupedMLPWeights &weights, const TensorView &x,
-                  const std::vector<int64_t> &splits, const TensorView &dy,
+                  const ExpertSplits &splits, const TensorView &dy,
                   const TensorView &dx, const GroupedMLPGradients &mainGrad,
                   bool overwrite, const RunOptions &run = {});
 
@@ -138,11 +162,23 @@ private:
       const std::function<Status(const Segment &, const Lane &)> &each);
   /// The backward's GEMMs and kernels for one shard; `written` says which
   /// experts' main_grad already holds this call's gradients.
-  Status backwardShard(const GroupedMLPWeights &weights, const Shard &s,
+  Status backwardShard(const GroupedMLPWeights &weights,
+                       const ExpertGemms &experts, const Shard &s,
                        const TensorView &x, const TensorView &dy,
                        const TensorView &dx, const GroupedMLPGradients &grads,
                        bool overwrite, std::vector<bool> &written,
                        const RunOptions &run);
+  /// The same, each phase one grouped GEMM over every expert.
+  Status backwardShardGrouped(const ExpertGemms &experts, const Shard &s,
+                              const TensorView &x, const TensorView &dy,
+                              const TensorView &dx, bool overwrite,
+                              const RunOptions &run);
+  /// dg, du (over g, u) from the shard's dh (in h), and h again where the
+  /// tiled step recomputes.
+  Status swigluBackward(const Shard &s, const RunOptions &run);
+  /// Where the grouped GEMM's tables go: lane 0's cuBLASLt workspace,
+  /// which a grouped step does not use otherwise.
+  rt::GroupedScratch groupedScratch() const;
   /// Records that the workspace at `base` holds the untiled forward of
   /// `input` (`rows` rows); forget() drops a workspace's record, keptIn()
   /// finds it (kept.end(): none).

@@ -1,0 +1,235 @@
+//===- ExpertGemms.cpp - a step's GEMMs over every expert at once ---------===//
+
+#include "ExpertGemms.h"
+
+namespace tile::ops {
+
+namespace {
+
+/// The first row of every expert, and T after the last: offsets[e] to
+/// offsets[e + 1] are expert e's rows.
+rt::StatusOr<std::vector<int64_t>>
+checkSplits(const std::vector<int64_t> &splits, size_t experts, int64_t rows) {
+  if (splits.size() != experts)
+    return Status::error("the grouped MLP has " + std::to_string(experts) +
+                         " experts but " + std::to_string(splits.size()) +
+                         " splits");
+  std::vector<int64_t> offsets{0};
+  for (size_t e = 0; e < experts; ++e) {
+    if (splits[e] < 0)
+      return Status::error("split " + std::to_string(e) + " is " +
+                           std::to_string(splits[e]) +
+                           "; a split counts tokens, ≥ 0");
+    if (splits[e] > rows - offsets.back())
+      return Status::error("the splits add up to more than the " +
+                           std::to_string(rows) + " rows of x (at split " +
+                           std::to_string(e) + ")");
+    offsets.push_back(offsets.back() + splits[e]);
+  }
+  if (offsets.back() != rows)
+    return Status::error("the splits add up to " +
+                         std::to_string(offsets.back()) + " but x has " +
+                         std::to_string(rows) + " rows");
+  return offsets;
+}
+
+Status checkDeviceSplits(const TensorView &counts, size_t experts) {
+  if (counts.dtype != rt::DType::I32 && counts.dtype != rt::DType::I64)
+    return Status::error(std::string("the splits on the device must be "
+                                     "int32 or int64, not ") +
+                         rt::name(counts.dtype));
+  if (counts.shape != std::vector<int64_t>{static_cast<int64_t>(experts)} ||
+      !counts.isContiguous())
+    return Status::error("the splits on the device must be a contiguous [" +
+                         std::to_string(experts) + "] tensor, got " +
+                         rt::formatShape(counts.shape));
+  return Status::ok();
+}
+
+/// Device splits read on the host: waits for `stream` (the splits'
+/// producer), the one synchronization of a per-segment step.
+rt::StatusOr<std::vector<int64_t>> copyToHost(const rt::Device &device,
+                                              const TensorView &counts,
+                                              rt::cu::Stream stream) {
+  rt::ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
+  size_t n = static_cast<size_t>(counts.shape[0]);
+  size_t bytes = n * rt::byteSize(counts.dtype);
+  std::vector<unsigned char> raw(bytes);
+  const rt::DriverApi &api = device.driver();
+  if (Status s = rt::check(api.streamSynchronize(stream),
+                           "cuStreamSynchronize (device splits)");
+      !s)
+    return s;
+  if (Status s = rt::check(api.memcpyDtoH(raw.data(), counts.data, bytes),
+                           "cuMemcpyDtoH (device splits)");
+      !s)
+    return s;
+  std::vector<double> values = rt::decode(counts.dtype, raw.data(), n);
+  return std::vector<int64_t>(values.begin(), values.end());
+}
+
+/// The experts' matrices `pick(expert)` as one evenly spaced stack, if
+/// they are one.
+template <typename Expert, typename Pick>
+std::optional<rt::ExpertMatrices> stackOf(const std::vector<Expert> &experts,
+                                          Pick pick) {
+  const TensorView &first = pick(experts[0]);
+  if (first.shape.size() != 2 || !first.isContiguous())
+    return std::nullopt;
+  auto bytes = static_cast<int64_t>(rt::byteSize(first.dtype));
+  int64_t stride = first.shape[0] * first.shape[1];
+  if (experts.size() > 1) {
+    auto gap = static_cast<int64_t>(pick(experts[1]).data - first.data);
+    if (gap <= 0 || gap % bytes)
+      return std::nullopt;
+    stride = gap / bytes;
+  }
+  for (size_t e = 0; e < experts.size(); ++e)
+    if (pick(experts[e]).data !=
+        first.data + static_cast<rt::cu::DevicePtr>(e * stride * bytes))
+      return std::nullopt;
+  return rt::ExpertMatrices{first.data, first.shape[1], stride};
+}
+
+} // namespace
+
+rt::StatusOr<ExpertGemms> ExpertGemms::resolve(
+    const rt::Device &device, const GroupedMLPWeights &weights,
+    const GroupedMLPGradients *grads, const ExpertSplits &splits,
+    const MLPShape &shape, rt::DType dtype,
+    std::initializer_list<const TensorView *> tokens,
+    rt::GroupedScratch scratch, rt::cu::Stream stream) {
+  ExpertGemms g;
+  g.device = &device;
+  g.experts = static_cast<int64_t>(weights.experts.size());
+  g.rows = shape.rows;
+  g.hidden = shape.hidden;
+  g.intermediate = shape.intermediate;
+  g.scratch = scratch;
+  g.stream = stream;
+  if (splits.onDevice()) {
+    if (Status s = checkDeviceSplits(splits.device, weights.experts.size());
+        !s)
+      return s;
+    g.deviceCounts = splits.device.data;
+    g.deviceType = splits.device.dtype;
+  } else {
+    rt::StatusOr<std::vector<int64_t>> offsets =
+        checkSplits(splits.host, weights.experts.size(), shape.rows);
+    if (!offsets)
+      return offsets.takeStatus();
+    g.hostOffsets = std::move(*offsets);
+    g.hostCounts = splits.host;
+  }
+
+  auto gateOf = [](const auto &w) -> const TensorView & { return w.gate; };
+  auto upOf = [](const auto &w) -> const TensorView & { return w.up; };
+  auto downOf = [](const auto &w) -> const TensorView & { return w.down; };
+  auto gateStack = stackOf(weights.experts, gateOf);
+  auto upStack = stackOf(weights.experts, upOf);
+  auto downStack = stackOf(weights.experts, downOf);
+  bool stacked = gateStack && upStack && downStack;
+  if (stacked && grads) {
+    auto gg = stackOf(grads->experts, gateOf);
+    auto gu = stackOf(grads->experts, upOf);
+    auto gd = stackOf(grads->experts, downOf);
+    stacked = gg && gu && gd;
+    if (stacked) {
+      g.gradGate = *gg;
+      g.gradUp = *gu;
+      g.gradDown = *gd;
+    }
+  }
+  bool aligned = true;
+  for (const TensorView *t : tokens)
+    aligned = aligned && t->data % 16 == 0;
+  // One expert on host splits is the dense MLP: cuBLASLt serves it as well.
+  g.isGrouped = rt::GroupedGemm::available(device) &&
+                dtype == rt::DType::BF16 && shape.hidden % 8 == 0 &&
+                shape.intermediate % 8 == 0 && stacked && aligned &&
+                (g.experts > 1 || splits.onDevice()) &&
+                g.experts <= rt::GroupedGemm::kMaxExperts &&
+                rt::GroupedGemm::scratchBytes(device, g.experts) <=
+                    scratch.bytes;
+  if (g.isGrouped) {
+    g.gate = *gateStack;
+    g.up = *upStack;
+    g.downW = *downStack;
+    return g;
+  }
+  if (splits.onDevice()) {
+    rt::StatusOr<std::vector<int64_t>> host =
+        copyToHost(device, splits.device, stream);
+    if (!host)
+      return host.takeStatus();
+    rt::StatusOr<std::vector<int64_t>> offsets =
+        checkSplits(*host, weights.experts.size(), shape.rows);
+    if (!offsets)
+      return offsets.takeStatus();
+    g.hostOffsets = std::move(*offsets);
+  }
+  return g;
+}
+
+rt::ExpertCounts ExpertGemms::counts() const {
+  rt::ExpertCounts c;
+  c.device = deviceCounts;
+  c.deviceType = deviceType;
+  c.host = deviceCounts ? nullptr : hostCounts.data();
+  c.experts = experts;
+  c.rows = rows;
+  return c;
+}
+
+Status ExpertGemms::gateUp(const RowsOf &x, const RowsOf &g, const RowsOf &u,
+                           rt::RowWindow window) const {
+  rt::ProjectOperands p[2] = {{x, gate, g}, {x, up, u}};
+  return rt::GroupedGemm::project(*device, counts(), window, p, 2,
+                                  intermediate, hidden, scratch, stream);
+}
+
+Status ExpertGemms::down(const RowsOf &h, const RowsOf &y,
+                         rt::RowWindow window) const {
+  rt::ProjectOperands p{h, downW, y};
+  return rt::GroupedGemm::project(*device, counts(), window, &p, 1, hidden,
+                                  intermediate, scratch, stream);
+}
+
+Status ExpertGemms::backDown(const RowsOf &dy, const RowsOf &dh,
+                             rt::RowWindow window) const {
+  rt::BackOperands p{dy, downW, dh};
+  return rt::GroupedGemm::back(*device, counts(), window, &p, 1, intermediate,
+                               hidden, 0.0f, scratch, stream);
+}
+
+Status ExpertGemms::backGateUp(const RowsOf &dg, const RowsOf &du,
+                               const RowsOf &dx, rt::RowWindow window) const {
+  rt::BackOperands fromGate{dg, gate, dx}, fromUp{du, up, dx};
+  if (Status s = rt::GroupedGemm::back(*device, counts(), window, &fromGate, 1,
+                                       hidden, intermediate, 0.0f, scratch,
+                                       stream);
+      !s)
+    return s;
+  return rt::GroupedGemm::back(*device, counts(), window, &fromUp, 1, hidden,
+                               intermediate, 1.0f, scratch, stream);
+}
+
+Status ExpertGemms::weightsDown(const RowsOf &dy, const RowsOf &h,
+                                rt::RowWindow window, bool overwrite) const {
+  rt::WeightOperands p{dy, h, gradDown};
+  return rt::GroupedGemm::weights(*device, counts(), window, &p, 1, hidden,
+                                  intermediate, overwrite, scratch, stream);
+}
+
+Status ExpertGemms::weightsGateUp(const RowsOf &dg, const RowsOf &du,
+                                  const RowsOf &x, rt::RowWindow window,
+                                  bool overwrite) const {
+  rt::WeightOperands p[2] = {{dg, x, gradGate}, {du, x, gradUp}};
+  return rt::GroupedGemm::weights(*device, counts(), window, p, 2,
+                                  intermediate, hidden, overwrite, scratch,
+                                  stream);
+}
+
+} // namespace tile::ops

@@ -1,0 +1,244 @@
+//===- GroupedGemm.cpp - checks, then the form's CUDA launch ---------------===//
+//
+// Everything the host can check before a grouped GEMM is queued: the
+// device, the counts' place and type, the window, the operands' addresses,
+// alignment and sizes. Only the counts' values are checked on the device
+// (Kernels.cuh's setupGroups), since reading them here would wait for the
+// GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tile/Runtime/GroupedGemm.h"
+
+#include "Launch.h"
+
+#include <algorithm>
+#include <string>
+
+namespace tile::rt {
+
+namespace {
+
+using grouped::Launch;
+using grouped::Operand;
+
+Status fail(const std::string &message) {
+  return Status::error("grouped GEMM: " + message);
+}
+
+/// A matrix of `cols` contiguous elements per row, `ld` apart, at `data`:
+/// TMA wants 16-byte aligned rows.
+Status checkMatrix(const char *what, cu::DevicePtr data, int64_t ld,
+                   int64_t cols, size_t elementBytes) {
+  if (!data)
+    return fail(std::string(what) + " is null");
+  if (data % 16)
+    return fail(std::string(what) + " is not 16-byte aligned");
+  if (ld < cols)
+    return fail(std::string(what) + "'s rows are " + std::to_string(ld) +
+                " elements apart, fewer than its " + std::to_string(cols) +
+                " columns");
+  if ((ld * elementBytes) % 16)
+    return fail(std::string(what) + "'s rows (" + std::to_string(ld) +
+                " elements apart) are not 16-byte aligned");
+  return Status::ok();
+}
+
+Status checkExperts(const char *what, const ExpertMatrices &m, int64_t rows,
+                    int64_t cols, size_t elementBytes) {
+  if (Status s = checkMatrix(what, m.data, m.ld, cols, elementBytes); !s)
+    return s;
+  if (m.expertStride < rows * m.ld || (m.expertStride * elementBytes) % 16)
+    return fail(std::string(what) + "'s experts are " +
+                std::to_string(m.expertStride) +
+                " elements apart: fewer than one expert's, or not 16-byte "
+                "aligned");
+  return Status::ok();
+}
+
+Status checkSizes(std::initializer_list<int64_t> sizes) {
+  for (int64_t size : sizes)
+    if (size <= 0 || size % 8 || size > (int64_t(1) << 30))
+      return fail("the GEMM sizes must be positive multiples of 8 (16-byte "
+                  "rows), got " +
+                  std::to_string(size));
+  return Status::ok();
+}
+
+Operand tokenOperand(const TokenRows &t) { return {t.data, t.ld, t.firstRow}; }
+Operand expertOperand(const ExpertMatrices &m) {
+  return {m.data, m.ld, m.expertStride};
+}
+
+/// The checks and fields every form shares; `count` projections.
+StatusOr<Launch> common(grouped::Form form, const Device &device,
+                        const ExpertCounts &counts, RowWindow window,
+                        int count, const GroupedScratch &scratch,
+                        cu::Stream stream) {
+  if (!GroupedGemm::available(device))
+    return fail("needs compute capability 9.0, " + device.name() + " has " +
+                std::to_string(device.computeCapability() / 10) + "." +
+                std::to_string(device.computeCapability() % 10));
+  if (counts.experts < 1 || counts.experts > GroupedGemm::kMaxExperts)
+    return fail("takes 1 to " + std::to_string(GroupedGemm::kMaxExperts) +
+                " experts, got " + std::to_string(counts.experts));
+  if (!counts.device == !counts.host)
+    return fail("the counts must be on the device or on the host (one)");
+  if (counts.device && counts.deviceType != DType::I32 &&
+      counts.deviceType != DType::I64)
+    return fail(std::string("device counts must be int32 or int64, not ") +
+                name(counts.deviceType));
+  if (counts.device % 8)
+    return fail("the device counts are not 8-byte aligned");
+  if (counts.rows < 0 || counts.rows > (int64_t(1) << 31) - 1)
+    return fail("takes 0 to 2^31 - 1 token rows, got " +
+                std::to_string(counts.rows));
+  if (counts.host) {
+    int64_t sum = 0;
+    for (int64_t e = 0; e < counts.experts; ++e) {
+      if (counts.host[e] < 0)
+        return fail("expert " + std::to_string(e) + " has " +
+                    std::to_string(counts.host[e]) + " rows");
+      sum += counts.host[e];
+    }
+    if (sum != counts.rows)
+      return fail("the experts' counts sum to " + std::to_string(sum) +
+                  ", not the " + std::to_string(counts.rows) + " token rows");
+  }
+  if (window.begin < 0 || window.begin > window.end ||
+      window.end > counts.rows)
+    return fail("the window [" + std::to_string(window.begin) + ", " +
+                std::to_string(window.end) + ") is not within the " +
+                std::to_string(counts.rows) + " token rows");
+  if (count < 1 || count > 2)
+    return fail("takes one or two projections, got " + std::to_string(count));
+  if (!scratch.data || scratch.data % 128)
+    return fail("the scratch is null or not 128-byte aligned");
+  Launch l;
+  l.form = form;
+  l.experts = static_cast<int>(counts.experts);
+  l.projections = count;
+  l.deviceCounts = counts.device;
+  l.countBytes = counts.deviceType == DType::I32 ? 4 : 8;
+  l.hostCounts = counts.host;
+  l.rows = counts.rows;
+  l.windowBegin = window.begin;
+  l.windowEnd = window.end;
+  l.scratch = scratch.data;
+  l.scratchBytes = scratch.bytes;
+  l.smCount = device.multiprocessors();
+  l.stream = stream;
+  return l;
+}
+
+} // namespace
+
+bool GroupedGemm::available(const Device &device) {
+  return device.computeCapability() == 90;
+}
+
+size_t GroupedGemm::scratchBytes(const Device &device, int64_t experts,
+                                 int projections) {
+  int groups = static_cast<int>(std::clamp<int64_t>(experts, 1, kMaxExperts)) *
+               std::clamp(projections, 1, 2);
+  int sms = device.multiprocessors();
+  return std::max({grouped::scratchProject(groups, sms),
+                   grouped::scratchBack(groups, sms),
+                   grouped::scratchWeights(groups, sms)});
+}
+
+Status GroupedGemm::project(const Device &device, const ExpertCounts &counts,
+                            RowWindow window,
+                            const ProjectOperands *projections, int count,
+                            int64_t n, int64_t k,
+                            const GroupedScratch &scratch, cu::Stream stream) {
+  StatusOr<Launch> l = common(grouped::Form::Project, device, counts, window,
+                              count, scratch, stream);
+  if (!l)
+    return l.takeStatus();
+  if (Status s = checkSizes({n, k}); !s)
+    return s;
+  for (int q = 0; q < count; ++q) {
+    const ProjectOperands &p = projections[q];
+    if (Status s = checkMatrix("A", p.a.data, p.a.ld, k, 2); !s)
+      return s;
+    if (Status s = checkExperts("B", p.b, n, k, 2); !s)
+      return s;
+    if (Status s = checkMatrix("D", p.d.data, p.d.ld, n, 2); !s)
+      return s;
+    l->a[q] = tokenOperand(p.a);
+    l->b[q] = expertOperand(p.b);
+    l->d[q] = tokenOperand(p.d);
+  }
+  l->n = n;
+  l->k = k;
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
+  return grouped::launchProject(*l);
+}
+
+Status GroupedGemm::back(const Device &device, const ExpertCounts &counts,
+                         RowWindow window, const BackOperands *projections,
+                         int count, int64_t n, int64_t k, float beta,
+                         const GroupedScratch &scratch, cu::Stream stream) {
+  StatusOr<Launch> l = common(grouped::Form::Back, device, counts, window,
+                              count, scratch, stream);
+  if (!l)
+    return l.takeStatus();
+  if (Status s = checkSizes({n, k}); !s)
+    return s;
+  for (int q = 0; q < count; ++q) {
+    const BackOperands &p = projections[q];
+    if (Status s = checkMatrix("A", p.a.data, p.a.ld, k, 2); !s)
+      return s;
+    if (Status s = checkExperts("B", p.b, k, n, 2); !s)
+      return s;
+    if (Status s = checkMatrix("D", p.d.data, p.d.ld, n, 2); !s)
+      return s;
+    l->a[q] = tokenOperand(p.a);
+    l->b[q] = expertOperand(p.b);
+    l->d[q] = tokenOperand(p.d);
+  }
+  l->n = n;
+  l->k = k;
+  l->beta = beta;
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
+  return grouped::launchBack(*l);
+}
+
+Status GroupedGemm::weights(const Device &device, const ExpertCounts &counts,
+                            RowWindow window,
+                            const WeightOperands *projections, int count,
+                            int64_t m, int64_t n, bool overwrite,
+                            const GroupedScratch &scratch, cu::Stream stream) {
+  StatusOr<Launch> l = common(grouped::Form::Weights, device, counts, window,
+                              count, scratch, stream);
+  if (!l)
+    return l.takeStatus();
+  if (Status s = checkSizes({m, n}); !s)
+    return s;
+  for (int q = 0; q < count; ++q) {
+    const WeightOperands &p = projections[q];
+    if (Status s = checkMatrix("A", p.a.data, p.a.ld, m, 2); !s)
+      return s;
+    if (Status s = checkMatrix("B", p.b.data, p.b.ld, n, 2); !s)
+      return s;
+    if (Status s = checkExperts("D", p.d, m, n, 4); !s)
+      return s;
+    l->a[q] = tokenOperand(p.a);
+    l->b[q] = tokenOperand(p.b);
+    l->d[q] = expertOperand(p.d);
+  }
+  l->m = m;
+  l->n = n;
+  l->overwrite = overwrite;
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
+  return grouped::launchWeights(*l);
+}
+
+} // namespace tile::rt
