@@ -67,6 +67,12 @@ std::string driverErrorName(cu::Result code) {
   case 701:
     name = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
     break;
+  case 710:
+    // A kernel's device-side assert (the grouped GEMM's check of device
+    // splits): the driver wrote its message to stderr.
+    name = "CUDA_ERROR_ASSERT, a device-side assert (its message is on "
+           "stderr)";
+    break;
   case 716:
     name = "CUDA_ERROR_MISALIGNED_ADDRESS";
     break;

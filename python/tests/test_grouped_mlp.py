@@ -174,13 +174,19 @@ def test_device_splits_that_do_not_sum_to_the_tokens_stop_the_step():
         "w = torch.randn(3, 256, 64, device='cuda', dtype=torch.bfloat16)\n"
         "d = torch.randn(3, 64, 128, device='cuda', dtype=torch.bfloat16)\n"
         "s = torch.tensor([30, 30, 30], device='cuda')\n"
-        "tile.ops.grouped_swiglu_mlp(x, w, d, s)\n"
-        "torch.cuda.synchronize()\n")
+        "try:\n"
+        "    tile.ops.grouped_swiglu_mlp(x, w, d, s)\n"
+        "    torch.cuda.synchronize()\n"
+        "except Exception as e:\n"
+        "    print(e)\n"
+        "    raise SystemExit(1)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True,
                           text=True, timeout=300)
-    assert done.returncode != 0
-    assert "do not sum to the rows (sum 90), not 64 rows" in done.stdout, \
-        done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
+    # The driver's assert message, and the error the next call sees.
+    assert "must be >= 0 and sum to the token rows" in done.stderr + \
+        done.stdout, done.stdout + done.stderr
+    assert "CUDA_ERROR_ASSERT" in done.stdout, done.stdout
 
 
 @pytest.mark.gpu
@@ -535,9 +541,15 @@ def test_errors():
     x, gate_up, down = make((8, 4), 64, 128, torch.bfloat16)
     with pytest.raises(ValueError, match="gate_up is on cpu but x is on cuda"):
         tile.ops.grouped_swiglu_mlp(x, gate_up.cpu(), down, [8, 4])
+    # Host splits are checked here (CUDA ones on the GPU: the test above).
     with pytest.raises(ValueError, match="m_splits add up to 13"):
+        tile.ops.grouped_swiglu_mlp(x, gate_up, down, torch.tensor([9, 4]))
+    with pytest.raises(ValueError, match="m_splits has 3 entries for 2"):
         tile.ops.grouped_swiglu_mlp(x, gate_up, down,
-                                    torch.tensor([9, 4], device="cuda"))
+                                    torch.tensor([9, 3, 0], device="cuda"))
+    with pytest.raises(TypeError, match="1-D integer tensor"):
+        tile.ops.grouped_swiglu_mlp(x, gate_up, down,
+                                    torch.tensor([8.0, 4.0], device="cuda"))
     with pytest.raises(tile.TileError, match="memory budget of 4096 bytes"):
         tile.ops.grouped_swiglu_mlp(x, gate_up, down, [8, 4],
                                     memory_budget=4096)

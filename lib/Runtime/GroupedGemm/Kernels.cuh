@@ -177,12 +177,22 @@ __global__ void __launch_bounds__(kSetupThreads)
   }
   __syncthreads();
   if (negative || total != p.rows) {
-    if (threadIdx.x == 0)
+    // A device-side assert, as PyTorch's: the driver prints the message,
+    // the stream's next synchronization fails with
+    // CUDA_ERROR_ASSERT ("device-side assert triggered") and the context
+    // is lost. (NDEBUG is defined for CUTLASS's sake, so not assert().)
+    // One thread asserts; the others leave (a trap of theirs could end
+    // the kernel first, as a launch failure without the message).
+    if (threadIdx.x == 0) {
       printf("tile: grouped GEMM: the experts' token counts %s (sum %lld), "
              "not %lld rows\n",
              negative ? "include a negative one" : "do not sum to the rows",
              total, p.rows);
-    __trap();
+      __assert_fail("tile grouped GEMM: the experts' token counts on the "
+                    "device must be >= 0 and sum to the token rows",
+                    __FILE__, __LINE__, __func__);
+    }
+    return;
   }
 
   char *t = p.tables;
