@@ -81,15 +81,25 @@ def family_config(model_type, **sizes):
         **FAMILY_CONFIG.get(model_type, {}))
 
 
+def from_config(config):
+    """The model of `config`; mixture-of-experts experts as Hugging Face's
+    own per-expert loop (its "eager" experts: the reference, and the only
+    one in float64)."""
+    import transformers
+    extra = {}
+    if type(config).__name__ in ("Qwen3MoeConfig", "MixtralConfig"):
+        extra["experts_implementation"] = "eager"
+    return transformers.AutoModelForCausalLM.from_config(config, **extra)
+
+
 def mini_model(model_type, seed, device, dtype):
     """A 2-layer model of `model_type` (hidden 64, vocabulary 128), its
     weights from `seed`."""
-    import transformers
     config = family_config(
         model_type, vocab_size=128, hidden_size=64, intermediate_size=128,
         head_dim=16, max_position_embeddings=128, tie_word_embeddings=False)
     torch.manual_seed(seed)
-    model = transformers.AutoModelForCausalLM.from_config(config)
+    model = from_config(config)
     return model.to(device=device, dtype=dtype)
 
 

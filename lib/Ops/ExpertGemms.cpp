@@ -95,12 +95,13 @@ std::optional<rt::ExpertMatrices> stackOf(const std::vector<Expert> &experts,
 
 } // namespace
 
-rt::StatusOr<ExpertGemms> ExpertGemms::resolve(
-    const rt::Device &device, const GroupedMLPWeights &weights,
-    const GroupedMLPGradients *grads, const ExpertSplits &splits,
-    const MLPShape &shape, rt::DType dtype,
-    std::initializer_list<const TensorView *> tokens,
-    rt::GroupedScratch scratch, rt::cu::Stream stream) {
+rt::StatusOr<ExpertGemms>
+ExpertGemms::resolve(const rt::Device &device, const GroupedMLPWeights &weights,
+                     const GroupedMLPGradients *grads,
+                     const ExpertSplits &splits, const MLPShape &shape,
+                     rt::DType dtype,
+                     std::initializer_list<const TensorView *> tokens,
+                     rt::GroupedScratch scratch, rt::cu::Stream stream) {
   ExpertGemms g;
   g.device = &device;
   g.experts = static_cast<int64_t>(weights.experts.size());
@@ -110,8 +111,7 @@ rt::StatusOr<ExpertGemms> ExpertGemms::resolve(
   g.scratch = scratch;
   g.stream = stream;
   if (splits.onDevice()) {
-    if (Status s = checkDeviceSplits(splits.device, weights.experts.size());
-        !s)
+    if (Status s = checkDeviceSplits(splits.device, weights.experts.size()); !s)
       return s;
     g.deviceCounts = splits.device.data;
     g.deviceType = splits.device.dtype;
@@ -146,13 +146,12 @@ rt::StatusOr<ExpertGemms> ExpertGemms::resolve(
   for (const TensorView *t : tokens)
     aligned = aligned && t->data % 16 == 0;
   // One expert on host splits is the dense MLP: cuBLASLt serves it as well.
-  g.isGrouped = rt::GroupedGemm::available(device) &&
-                dtype == rt::DType::BF16 && shape.hidden % 8 == 0 &&
-                shape.intermediate % 8 == 0 && stacked && aligned &&
-                (g.experts > 1 || splits.onDevice()) &&
-                g.experts <= rt::GroupedGemm::kMaxExperts &&
-                rt::GroupedGemm::scratchBytes(device, g.experts) <=
-                    scratch.bytes;
+  g.isGrouped =
+      rt::GroupedGemm::available(device) && dtype == rt::DType::BF16 &&
+      shape.hidden % 8 == 0 && shape.intermediate % 8 == 0 && stacked &&
+      aligned && (g.experts > 1 || splits.onDevice()) &&
+      g.experts <= rt::GroupedGemm::kMaxExperts &&
+      rt::GroupedGemm::scratchBytes(device, g.experts) <= scratch.bytes;
   if (g.isGrouped) {
     g.gate = *gateStack;
     g.up = *upStack;
@@ -186,8 +185,8 @@ rt::ExpertCounts ExpertGemms::counts() const {
 Status ExpertGemms::gateUp(const RowsOf &x, const RowsOf &g, const RowsOf &u,
                            rt::RowWindow window) const {
   rt::ProjectOperands p[2] = {{x, gate, g}, {x, up, u}};
-  return rt::GroupedGemm::project(*device, counts(), window, p, 2,
-                                  intermediate, hidden, scratch, stream);
+  return rt::GroupedGemm::project(*device, counts(), window, p, 2, intermediate,
+                                  hidden, scratch, stream);
 }
 
 Status ExpertGemms::down(const RowsOf &h, const RowsOf &y,
@@ -207,9 +206,9 @@ Status ExpertGemms::backDown(const RowsOf &dy, const RowsOf &dh,
 Status ExpertGemms::backGateUp(const RowsOf &dg, const RowsOf &du,
                                const RowsOf &dx, rt::RowWindow window) const {
   rt::BackOperands fromGate{dg, gate, dx}, fromUp{du, up, dx};
-  if (Status s = rt::GroupedGemm::back(*device, counts(), window, &fromGate, 1,
-                                       hidden, intermediate, 0.0f, scratch,
-                                       stream);
+  if (Status s =
+          rt::GroupedGemm::back(*device, counts(), window, &fromGate, 1, hidden,
+                                intermediate, 0.0f, scratch, stream);
       !s)
     return s;
   return rt::GroupedGemm::back(*device, counts(), window, &fromUp, 1, hidden,
@@ -227,9 +226,8 @@ Status ExpertGemms::weightsGateUp(const RowsOf &dg, const RowsOf &du,
                                   const RowsOf &x, rt::RowWindow window,
                                   bool overwrite) const {
   rt::WeightOperands p[2] = {{dg, x, gradGate}, {du, x, gradUp}};
-  return rt::GroupedGemm::weights(*device, counts(), window, p, 2,
-                                  intermediate, hidden, overwrite, scratch,
-                                  stream);
+  return rt::GroupedGemm::weights(*device, counts(), window, p, 2, intermediate,
+                                  hidden, overwrite, scratch, stream);
 }
 
 } // namespace tile::ops

@@ -553,8 +553,7 @@ Status GroupedSwiGLUMLP::backwardShard(
       });
 }
 
-Status GroupedSwiGLUMLP::swigluBackward(const Shard &s,
-                                        const RunOptions &run) {
+Status GroupedSwiGLUMLP::swigluBackward(const Shard &s, const RunOptions &run) {
   TensorView g = tensorOf(s.g), u = tensorOf(s.u), h = tensorOf(s.h);
   if (options.recompute)
     // One pass over g, u and dh (the derived backward with return-primal)
@@ -564,13 +563,10 @@ Status GroupedSwiGLUMLP::swigluBackward(const Shard &s,
   return ops.swigluBackward(g, u, h, g, u, kernelRun(run));
 }
 
-Status GroupedSwiGLUMLP::backwardShardGrouped(const ExpertGemms &experts,
-                                              const Shard &s,
-                                              const TensorView &x,
-                                              const TensorView &dy,
-                                              const TensorView &dx,
-                                              bool overwrite,
-                                              const RunOptions &run) {
+Status GroupedSwiGLUMLP::backwardShardGrouped(
+    const ExpertGemms &experts, const Shard &s, const TensorView &x,
+    const TensorView &dy, const TensorView &dx, bool overwrite,
+    const RunOptions &run) {
   // The per-segment step's phases, each one launch over every expert (the
   // grouped GEMM sets beta per expert: 0 on its first rows of an overwrite).
   int64_t H = x.shape.back(), I = s.g.cols;
@@ -623,8 +619,7 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
     }
   }
   rt::StatusOr<ExpertGemms> experts = ExpertGemms::resolve(
-      ops.device(), weights, &mainGrad, splits, shape, x.dtype,
-      {&x, &dy, &dx},
+      ops.device(), weights, &mainGrad, splits, shape, x.dtype, {&x, &dy, &dx},
       shape.rows > 0 ? groupedScratch() : rt::GroupedScratch{}, run.stream);
   if (!experts)
     return experts.takeStatus();
@@ -634,9 +629,8 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
   std::vector<bool> written(weights.experts.size(), false);
   for (int64_t index = 0; shape.rows > 0 && index < plan.shards; ++index)
     if (Status s = backwardShard(
-            weights, *experts,
-            shard(shape, x.dtype, index, experts->offsets()), x, dy, dx,
-            mainGrad, overwrite, written, run);
+            weights, *experts, shard(shape, x.dtype, index, experts->offsets()),
+            x, dy, dx, mainGrad, overwrite, written, run);
         !s)
       return s;
   // The untiled step's g, u and h are spent (now dg, du and dh).

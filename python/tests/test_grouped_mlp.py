@@ -500,6 +500,123 @@ def test_compiled_with_device_splits_compiles_once():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+# -- the experts of a mixture-of-experts layer, as a router leaves them ---------
+
+def moe_reference(x, top_k_index, top_k_weights, gate_up, down):
+    """Hugging Face's MoE experts' loop (Qwen3-MoE, Mixtral), float64: each
+    token's chosen experts, weighted; an index of E adds nothing."""
+    inter = gate_up.shape[1] // 2
+    out = torch.zeros_like(x)
+    for e in range(gate_up.shape[0]):
+        token, slot = torch.where(top_k_index == e)
+        h = x[token]
+        y = swiglu_mlp_rows(h, gate_up[e, :inter], gate_up[e, inter:],
+                            down[e])
+        out = out.index_add(0, token, y * top_k_weights[token, slot, None])
+    return out
+
+
+def swiglu_mlp_rows(x, gate, up, down):
+    g, u = x @ gate.T, x @ up.T
+    return (g * torch.sigmoid(g) * u) @ down.T
+
+
+def routed(tokens, experts, choices, generator, device="cpu"):
+    """A router's top-k indices and softmax weights for `tokens` tokens."""
+    logits = torch.randn(tokens, experts, generator=generator).to(device)
+    weights, index = torch.topk(torch.softmax(logits, -1), choices)
+    return index, weights / weights.sum(-1, keepdim=True)
+
+
+def test_moe_experts_match_the_loop_in_float64(generator):
+    x, gate_up, down = make((7, 5), 8, 12, torch.float64, generator)
+    experts = 5
+    gate_up = torch.randn(experts, 24, 8, dtype=torch.float64,
+                          generator=generator) * 0.3
+    down = torch.randn(experts, 8, 12, dtype=torch.float64,
+                       generator=generator) * 0.3
+    index, weights = routed(12, experts, 2, generator)
+    index[3, 1] = experts  # a dropped choice adds nothing
+    weights = weights.double()
+    args = [leaf(t) for t in (x, weights, gate_up, down)]
+    got = tile.ops.moe_experts(args[0], index, *args[1:])
+    refs = [leaf(t) for t in (x, weights, gate_up, down)]
+    want = moe_reference(refs[0], index, *refs[1:])
+    assert_close(got, want, torch.float64, "forward")
+    dy = torch.randn(want.shape, dtype=torch.float64, generator=generator)
+    got.backward(dy)
+    want.backward(dy)
+    for a, b, name in zip(args, refs, ("x", "weights", "gate_up", "down")):
+        assert_close(a.grad, b.grad, torch.float64, f"d{name}")
+
+
+def test_moe_experts_errors(generator):
+    x = torch.randn(4, 8)
+    gate_up, down = torch.randn(3, 24, 8), torch.randn(3, 8, 12)
+    index = torch.zeros(4, 2, dtype=torch.int64)
+    with pytest.raises(ValueError, match="top_k_index and top_k_weights"):
+        tile.ops.moe_experts(x, index, torch.ones(4, 3), gate_up, down)
+    with pytest.raises(TypeError, match="must hold integers"):
+        tile.ops.moe_experts(x, index.float(), torch.ones(4, 2), gate_up,
+                             down)
+
+
+@pytest.mark.gpu
+def test_moe_layer_captured_in_a_cuda_graph_follows_its_router():
+    """A whole MoE layer's forward and backward (router top-k, the token
+    permutation, the grouped MLP, the weighted scatter back) in one CUDA
+    graph: new router logits written into its input and replayed give that
+    routing's eager result, bit for bit, and match float64."""
+    torch.manual_seed(8)
+    experts, hidden, inter, tokens = 16, 256, 384, 1024
+    module = tile.nn.MoEExperts(experts, hidden, inter, device="cuda",
+                                dtype=torch.bfloat16)
+    x = randn((tokens, hidden), torch.bfloat16).requires_grad_()
+    logits = torch.randn(tokens, experts, device="cuda")
+    dy = randn((tokens, hidden), torch.bfloat16)
+
+    def step():
+        weights, index = torch.topk(torch.softmax(logits, -1), 2)
+        y = module(x, index, weights.to(torch.bfloat16))
+        return (y, *torch.autograd.grad((y.float() * dy.float()).sum(),
+                                        (x, module.gate_up_proj,
+                                         module.down_proj)))
+
+    def eager():
+        return [t.detach().clone() for t in step()]
+
+    first = logits.clone()
+    second = torch.randn(tokens, experts, device="cuda")
+    logits.copy_(second)
+    want_second = eager()
+    logits.copy_(first)
+    want_first = eager()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = step()
+    for want, counts in ((want_second, second), (want_first, first)):
+        logits.copy_(counts)
+        graph.replay()
+        torch.cuda.synchronize()
+        for got, expected in zip(captured, want):
+            assert torch.equal(got, expected)
+    # And the routed layer against float64.
+    weights, index = torch.topk(torch.softmax(logits, -1), 2)
+    refs = [leaf(t.double()) for t in (x, module.gate_up_proj,
+                                       module.down_proj)]
+    ref = moe_reference(refs[0], index, weights.to(torch.bfloat16).double(),
+                        *refs[1:])
+    assert_close(want_first[0], ref, torch.bfloat16, "forward")
+    ref.backward(dy.double())
+    for got, r, name in zip(want_first[1:], refs, ("x", "gate_up", "down")):
+        assert_close(got, r.grad, torch.bfloat16, f"d{name}")
+
+
 # -- bad input -----------------------------------------------------------------
 
 def test_errors_name_the_tensor_and_the_rule(generator):

@@ -34,7 +34,7 @@ def _config(model_type, head_dim, **sizes):
 def _tiny(model_type):
     config = _config(model_type, 8, vocab_size=64, hidden_size=32,
                      intermediate_size=48, max_position_embeddings=64)
-    return transformers.AutoModelForCausalLM.from_config(config).double()
+    return _CONVERGENCE.from_config(config).double()
 
 
 @pytest.mark.parametrize("model_type", sorted(tile.transformers.SUPPORTED))
@@ -52,25 +52,35 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     params = dict(model.named_parameters())
     family = tile.transformers.SUPPORTED[model_type]
     fused = model_type in FUSED_MLP
+    kinds = [type(m).__name__ for m in model.modules()]
+    mlps = sum(kinds.count(k) for k in family.mlps)
+    experts = sum(kinds.count(k) for k in family.experts)
     if tiled and fused:
         with pytest.warns(UserWarning, match="tiled MLP takes separate"):
             _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     elif family.other_rope:
         with pytest.warns(UserWarning, match="the model's own RoPE runs"):
             _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
+    elif family.experts:
+        with pytest.warns(UserWarning, match="router's auxiliary loss"):
+            _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     else:
         _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     layers = model.config.num_hidden_layers
-    assert counts["mlp"] == (0 if tiled and fused else layers)
+    assert mlps + experts >= layers and (experts > 0) == bool(family.experts)
+    assert counts["mlp"] == (0 if tiled and fused else mlps)
+    assert counts["experts"] == experts
     assert counts["rope"] == (0 if family.other_rope else 1)
     assert len(counts["skipped"]) == (tiled and fused) + bool(
-        family.other_rope)
-    assert counts["rms_norm"] >= 2 * layers + 1 and counts["loss"] == 1
+        family.other_rope) + bool(family.experts)
+    assert counts["rms_norm"] >= 2 * layers + 1
+    assert counts["loss"] == (0 if family.experts else 1)
     # The same Parameter objects, under the same names.
     assert dict(model.named_parameters()) == params
-    # Training with labels: the LM head and loss in chunks, no logits.
+    # Training with labels: the LM head and loss in chunks, no logits (an
+    # MoE model's own loss, with its router's auxiliary loss).
     got = model(ids, labels=ids)
-    assert got.logits is None
+    assert (got.logits is None) != bool(family.experts)
     got.loss.backward()
     assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
     _assert_grads_close(model, grads)
@@ -168,8 +178,7 @@ def _model(model_type, dtype):
     config = _config(model_type, 64, vocab_size=256, hidden_size=256,
                      intermediate_size=768, max_position_embeddings=256)
     torch.manual_seed(0)
-    return transformers.AutoModelForCausalLM.from_config(config).to(
-        "cuda", dtype)
+    return _CONVERGENCE.from_config(config).to("cuda", dtype)
 
 
 def _loss_and_grads(model, ids):

@@ -4,8 +4,8 @@
 // I ∈ {128, 300} (I = 300 through fused [E, 2I, H] weights and main_grad,
 // I = 128 through separate stacked ones; H 256, I 384 fused, for the
 // grouped GEMM's tiles; 128 experts), with the splits on the host and on
-// the device (the grouped GEMM reads them there), bf16 and f32 (f16 on a subset):
-// the forward and the backward under one shard, three shards (whose
+// the device (the grouped GEMM reads them there), bf16 and f32 (f16 on a
+// subset): the forward and the backward under one shard, three shards (whose
 // boundaries fall inside experts) and the untiled step, against the dense
 // float64 reference of MLPReference.h run per expert on its rows, with
 // the same tolerance. main_grad starts NaN-poisoned: overwrite must replace
@@ -184,8 +184,8 @@ void testGroupedShape(Suite &suite, DType dtype,
   // The same counts on the device (int64), for the grouped GEMM to read
   // there (or, off compute capability 9.0 / bf16 / multiples of 8, to be
   // copied to the host).
-  Tensor counts = suite.make({static_cast<int64_t>(splits.size())},
-                             DType::I64, false);
+  Tensor counts =
+      suite.make({static_cast<int64_t>(splits.size())}, DType::I64, false);
   {
     std::vector<double> values(splits.begin(), splits.end());
     std::vector<unsigned char> bytes = rt::encode(DType::I64, values);

@@ -1,4 +1,5 @@
-//===- GroupedGemm.cpp - checks, then the form's CUDA launch ---------------===//
+//===- GroupedGemm.cpp - checks, then the form's CUDA launch
+//---------------===//
 //
 // Everything the host can check before a grouped GEMM is queued: the
 // device, the counts' place and type, the window, the operands' addresses,
@@ -72,9 +73,8 @@ Operand expertOperand(const ExpertMatrices &m) {
 
 /// The checks and fields every form shares; `count` projections.
 StatusOr<Launch> common(grouped::Form form, const Device &device,
-                        const ExpertCounts &counts, RowWindow window,
-                        int count, const GroupedScratch &scratch,
-                        cu::Stream stream) {
+                        const ExpertCounts &counts, RowWindow window, int count,
+                        const GroupedScratch &scratch, cu::Stream stream) {
   if (!GroupedGemm::available(device))
     return fail("needs compute capability 9.0, " + device.name() + " has " +
                 std::to_string(device.computeCapability() / 10) + "." +
@@ -105,8 +105,7 @@ StatusOr<Launch> common(grouped::Form form, const Device &device,
       return fail("the experts' counts sum to " + std::to_string(sum) +
                   ", not the " + std::to_string(counts.rows) + " token rows");
   }
-  if (window.begin < 0 || window.begin > window.end ||
-      window.end > counts.rows)
+  if (window.begin < 0 || window.begin > window.end || window.end > counts.rows)
     return fail("the window [" + std::to_string(window.begin) + ", " +
                 std::to_string(window.end) + ") is not within the " +
                 std::to_string(counts.rows) + " token rows");
@@ -150,8 +149,8 @@ size_t GroupedGemm::scratchBytes(const Device &device, int64_t experts,
 Status GroupedGemm::project(const Device &device, const ExpertCounts &counts,
                             RowWindow window,
                             const ProjectOperands *projections, int count,
-                            int64_t n, int64_t k,
-                            const GroupedScratch &scratch, cu::Stream stream) {
+                            int64_t n, int64_t k, const GroupedScratch &scratch,
+                            cu::Stream stream) {
   StatusOr<Launch> l = common(grouped::Form::Project, device, counts, window,
                               count, scratch, stream);
   if (!l)
@@ -210,9 +209,8 @@ Status GroupedGemm::back(const Device &device, const ExpertCounts &counts,
 }
 
 Status GroupedGemm::weights(const Device &device, const ExpertCounts &counts,
-                            RowWindow window,
-                            const WeightOperands *projections, int count,
-                            int64_t m, int64_t n, bool overwrite,
+                            RowWindow window, const WeightOperands *projections,
+                            int count, int64_t m, int64_t n, bool overwrite,
                             const GroupedScratch &scratch, cu::Stream stream) {
   StatusOr<Launch> l = common(grouped::Form::Weights, device, counts, window,
                               count, scratch, stream);

@@ -1,4 +1,5 @@
-//===- Kernels.cuh - one grouped GEMM form: tables, then CUTLASS -*- CUDA -*-===//
+//===- Kernels.cuh - one grouped GEMM form: tables, then CUTLASS -*- CUDA
+//-*-===//
 //
 // A form's call queues, on the caller's stream:
 //   1. setupGroups (one CTA): scans the experts' counts, stops with a
@@ -92,7 +93,8 @@ TableOffsets tableOffsets(int groups, size_t workspaceBytes) {
     at = (at + bytes + 127) / 128 * 128;
     return here;
   };
-  t.shapes = take(groups * sizeof(typename ProblemShape::UnderlyingProblemShape));
+  t.shapes =
+      take(groups * sizeof(typename ProblemShape::UnderlyingProblemShape));
   t.a = take(groups * sizeof(void *));
   t.b = take(groups * sizeof(void *));
   t.c = take(groups * sizeof(void *));
@@ -201,10 +203,14 @@ __global__ void __launch_bounds__(kSetupThreads)
   auto *ptrB = reinterpret_cast<const Bf16 **>(t + p.at.b);
   auto *ptrC = reinterpret_cast<const ElementD **>(t + p.at.c);
   auto *ptrD = reinterpret_cast<ElementD **>(t + p.at.d);
-  auto *strideA = reinterpret_cast<typename K::InternalStrideA *>(t + p.at.strideA);
-  auto *strideB = reinterpret_cast<typename K::InternalStrideB *>(t + p.at.strideB);
-  auto *strideC = reinterpret_cast<typename K::InternalStrideC *>(t + p.at.strideC);
-  auto *strideD = reinterpret_cast<typename K::InternalStrideD *>(t + p.at.strideD);
+  auto *strideA =
+      reinterpret_cast<typename K::InternalStrideA *>(t + p.at.strideA);
+  auto *strideB =
+      reinterpret_cast<typename K::InternalStrideB *>(t + p.at.strideB);
+  auto *strideC =
+      reinterpret_cast<typename K::InternalStrideC *>(t + p.at.strideC);
+  auto *strideD =
+      reinterpret_cast<typename K::InternalStrideD *>(t + p.at.strideD);
   auto *beta = reinterpret_cast<const float **>(t + p.at.beta);
   auto *constants = reinterpret_cast<float *>(t + p.at.constants);
   auto *counts = reinterpret_cast<long long *>(t + p.at.counts);
@@ -224,8 +230,8 @@ __global__ void __launch_bounds__(kSetupThreads)
       counts[e] = count[e];
     const Operand &a = p.a[q], &b = p.b[q], &d = p.d[q];
     auto rowsAt = [&](const Operand &o, size_t bytes) {
-      return o.data + static_cast<unsigned long long>((begin - o.step) * o.ld) *
-                          bytes;
+      return o.data +
+             static_cast<unsigned long long>((begin - o.step) * o.ld) * bytes;
     };
     auto expertAt = [&](const Operand &o, size_t bytes) {
       return o.data + static_cast<unsigned long long>(e * o.step) * bytes;
@@ -295,11 +301,10 @@ typename Kind::Gemm::Arguments arguments(int groups, char *tables,
   typename Gemm::Arguments args;
   args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
   args.problem_shape = {groups, static_cast<Shape *>(at_(at.shapes)), nullptr};
-  args.mainloop = {
-      static_cast<const Bf16 **>(at_(at.a)),
-      static_cast<typename K::InternalStrideA *>(at_(at.strideA)),
-      static_cast<const Bf16 **>(at_(at.b)),
-      static_cast<typename K::InternalStrideB *>(at_(at.strideB))};
+  args.mainloop = {static_cast<const Bf16 **>(at_(at.a)),
+                   static_cast<typename K::InternalStrideA *>(at_(at.strideA)),
+                   static_cast<const Bf16 **>(at_(at.b)),
+                   static_cast<typename K::InternalStrideB *>(at_(at.strideB))};
   auto &fusion = args.epilogue.thread;
   fusion.alpha = 1.0f;
   fusion.alpha_ptr = nullptr;
@@ -319,9 +324,11 @@ typename Kind::Gemm::Arguments arguments(int groups, char *tables,
     args.epilogue.ptr_C = nullptr;
   else
     args.epilogue.ptr_C = static_cast<const ElementC **>(at_(at.c));
-  args.epilogue.dC = static_cast<typename K::InternalStrideC *>(at_(at.strideC));
+  args.epilogue.dC =
+      static_cast<typename K::InternalStrideC *>(at_(at.strideC));
   args.epilogue.ptr_D = static_cast<ElementD **>(at_(at.d));
-  args.epilogue.dD = static_cast<typename K::InternalStrideD *>(at_(at.strideD));
+  args.epilogue.dD =
+      static_cast<typename K::InternalStrideD *>(at_(at.strideD));
   args.hw_info.device_id = 0;
   args.hw_info.sm_count = smCount;
   return args;
@@ -376,10 +383,9 @@ template <class Kind> Status launch(const Launch &l) {
     return s;
   if (l.form == Form::Weights && l.overwrite && l.windowBegin == 0) {
     zeroEmptyExperts<Kind><<<dim3(64, groups), 256, 0, stream>>>(
-        reinterpret_cast<const long long *>(tables + at.counts), l.d[0],
-        l.d[1], l.experts, l.m, l.n);
-    if (Status s = cudaStatus(cudaGetLastError(), "zeroing empty experts");
-        !s)
+        reinterpret_cast<const long long *>(tables + at.counts), l.d[0], l.d[1],
+        l.experts, l.m, l.n);
+    if (Status s = cudaStatus(cudaGetLastError(), "zeroing empty experts"); !s)
       return s;
   }
 

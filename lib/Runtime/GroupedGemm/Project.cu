@@ -9,8 +9,8 @@
 
 namespace tile::rt::grouped {
 
-using ProjectForm = GemmOf<cutlass::layout::RowMajor,
-                           cutlass::layout::ColumnMajor, void, Bf16>;
+using ProjectForm =
+    GemmOf<cutlass::layout::RowMajor, cutlass::layout::ColumnMajor, void, Bf16>;
 
 Status launchProject(const Launch &launch) {
   return grouped::launch<ProjectForm>(launch);
