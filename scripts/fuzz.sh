@@ -35,7 +35,7 @@ build_fuzzers() {
   if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-      -DTILE_ENABLE_FUZZERS=ON >/dev/null
+      -DTILE_ENABLE_FUZZERS=ON -DTILE_GROUPED_GEMM=OFF >/dev/null
   fi
   ninja -C "$build" "${harnesses[@]/#/tile-fuzz-}" tile-opt tile-run \
     tile-translate

@@ -261,6 +261,13 @@ static void test_mlp_plan(void) {
   fails_with(tile_mlp_backward(NULL, NULL, NULL, NULL, NULL, NULL, splits, 2,
                                NULL, NULL, NULL, NULL, NULL, 1),
              "null tile_mlp", "a backward without an MLP");
+  fails_with(tile_mlp_forward_device_splits(NULL, NULL, NULL, NULL, NULL, NULL,
+                                            NULL, NULL),
+             "splits", "a forward without its device splits");
+  fails_with(tile_mlp_backward_device_splits(NULL, NULL, NULL, NULL, NULL, NULL,
+                                             NULL, NULL, NULL, NULL, NULL, NULL,
+                                             1),
+             "splits", "a backward without its device splits");
   /* Destroying nothing is allowed, as free(NULL). */
   tile_mlp_destroy(NULL);
   tile_operators_destroy(NULL);
