@@ -181,14 +181,19 @@ class _Head:
         for `rows_grad` where wanted, else None. Traced by torch.compile
         (and without main_grad, which the op could not write), it is one
         op, tile::chunked_head, whose chunk loop runs when the rows are
-        known: the graph does not depend on the row count."""
-        if self.main_grad is None and tracing([hidden, weight]):
+        known: the graph does not depend on the row count. The backward
+        under main_grad is tile::chunked_head_into, which declares that
+        it adds to main_grad."""
+        if tracing([hidden, weight]):
             values, *grads = _chunked_head_traced(
                 self, hidden, weight, bias, per_row, rows_grad)
             if rows_grad is None:
                 return values, (None, None, None)
-            return values, tuple(g if need else None
-                                 for g, need in zip(grads, self.need))
+            # Under main_grad the weight's gradient went there.
+            wanted = (self.need[0], self.need[1] and self.main_grad is None,
+                      self.need[2])
+            return values, tuple(g if want else None
+                                 for g, want in zip(grads, wanted))
         into = (None, None, None) if rows_grad is None else \
             self.buffers(hidden, weight, bias)
         return self.run(hidden, weight, bias, per_row, rows_grad, into), into
@@ -276,7 +281,8 @@ class _Head:
 
 
 def _traced_head(kernel_key, scalars, integral, softcap, in_place,
-                 reduction, memory_budget, need, weight_dtype, bias_dtype):
+                 reduction, memory_budget, need, weight_dtype, bias_dtype,
+                 main_grad=None):
     """The _Head of a traced call's op, from the op's arguments (custom ops
     take no Python objects; the row kernel by its registry key)."""
     loss = _RowLoss(registered(kernel_key),
@@ -284,7 +290,7 @@ def _traced_head(kernel_key, scalars, integral, softcap, in_place,
                              for v, i in zip(scalars, integral)],
                     softcap=softcap, in_place=in_place)
     return _Head(loss, reduction, None, memory_budget, tuple(need),
-                 weight_dtype, bias_dtype)
+                 weight_dtype, bias_dtype, main_grad=main_grad)
 
 
 def _op_outputs(values, grads, like):
@@ -293,14 +299,49 @@ def _op_outputs(values, grads, like):
 
 
 def _chunked_head_traced(head, hidden, weight, bias, per_row, rows_grad):
+    """One of the two ops: tile::chunked_head_into where the gradients go
+    into main_grad (a backward under the main_grad contract), else
+    tile::chunked_head."""
     loss = head.loss
-    return _chunked_head_op(
-        loss.kernel.key, [float(v) for v in loss.scalars],
-        [isinstance(v, int) and not isinstance(v, bool)
-         for v in loss.scalars],
-        loss.softcap, loss.in_place, head.reduction, head.memory_budget,
-        list(head.need), head.weight_dtype, head.bias_dtype,
-        hidden, weight, bias, per_row, rows_grad)
+    args = (loss.kernel.key, [float(v) for v in loss.scalars],
+            [isinstance(v, int) and not isinstance(v, bool)
+             for v in loss.scalars],
+            loss.softcap, loss.in_place, head.reduction, head.memory_budget,
+            list(head.need), head.weight_dtype, head.bias_dtype,
+            hidden, weight, bias, per_row, rows_grad)
+    if head.main_grad is not None and rows_grad is not None:
+        return _chunked_head_into_op(*args, head.main_grad)
+    return _chunked_head_op(*args)
+
+
+def _chunked_head_body(kernel_key, scalars, integral, softcap, in_place,
+                       reduction, memory_budget, need, weight_dtype,
+                       bias_dtype, hidden, weight, bias, per_row, rows_grad,
+                       main_grad=None):
+    """Both ops' body: the chunks run here, on real tensors."""
+    head = _traced_head(kernel_key, scalars, integral, softcap, in_place,
+                        reduction, memory_budget, need, weight_dtype,
+                        bias_dtype, main_grad)
+    # Its inputs are autocast's already (_run_head); a compiled graph runs
+    # it under the caller's autocast, which would cast the chunks' GEMMs.
+    with torch.autocast(hidden.device.type, enabled=False):
+        into = (None, None, None) if rows_grad is None else \
+            head.buffers(hidden, weight, bias)
+        values = head.run(hidden, weight, bias, per_row, rows_grad, into)
+    return _op_outputs(values, into, hidden)
+
+
+def _chunked_head_fake_body(kernel_key, scalars, integral, softcap, in_place,
+                            reduction, memory_budget, need, weight_dtype,
+                            bias_dtype, hidden, weight, bias, per_row,
+                            rows_grad, main_grad=None):
+    head = _traced_head(kernel_key, scalars, integral, softcap, in_place,
+                        reduction, memory_budget, need, weight_dtype,
+                        bias_dtype, main_grad)
+    values = hidden.new_empty(hidden.shape[0], dtype=grad_dtype(hidden.dtype))
+    grads = (None, None, None) if rows_grad is None else \
+        head.buffers(hidden, weight, bias)
+    return _op_outputs(values, grads, hidden)
 
 
 @torch.library.custom_op("tile::chunked_head", mutates_args=())
@@ -315,29 +356,50 @@ def _chunked_head_op(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """_Head.compute for torch.compile: the per-row values and, for
     `rows_grad`, the gradients wanted (empty where not)."""
-    head = _traced_head(kernel_key, scalars, integral, softcap, in_place,
-                        reduction, memory_budget, need, weight_dtype,
-                        bias_dtype)
-    # Its inputs are autocast's already (_run_head); a compiled graph runs
-    # it under the caller's autocast, which would cast the chunks' GEMMs.
-    # Its tensors are real: compute runs the chunks here.
-    with torch.autocast(hidden.device.type, enabled=False):
-        values, grads = head.compute(hidden, weight, bias, per_row,
-                                     rows_grad)
-    return _op_outputs(values, grads, hidden)
+    return _chunked_head_body(
+        kernel_key, scalars, integral, softcap, in_place, reduction,
+        memory_budget, need, weight_dtype, bias_dtype, hidden, weight, bias,
+        per_row, rows_grad)
 
 
 @_chunked_head_op.register_fake
 def _chunked_head_fake(kernel_key, scalars, integral, softcap, in_place,
                        reduction, memory_budget, need, weight_dtype,
                        bias_dtype, hidden, weight, bias, per_row, rows_grad):
-    head = _traced_head(kernel_key, scalars, integral, softcap, in_place,
-                        reduction, memory_budget, need, weight_dtype,
-                        bias_dtype)
-    values = hidden.new_empty(hidden.shape[0], dtype=grad_dtype(hidden.dtype))
-    grads = (None, None, None) if rows_grad is None else \
-        head.buffers(hidden, weight, bias)
-    return _op_outputs(values, grads, hidden)
+    return _chunked_head_fake_body(
+        kernel_key, scalars, integral, softcap, in_place, reduction,
+        memory_budget, need, weight_dtype, bias_dtype, hidden, weight, bias,
+        per_row, rows_grad)
+
+
+@torch.library.custom_op("tile::chunked_head_into", mutates_args=("main_grad",))
+def _chunked_head_into_op(
+        kernel_key: str, scalars: list[float], integral: list[bool],
+        softcap: Optional[float], in_place: bool, reduction: str,
+        memory_budget: Optional[int], need: list[bool],
+        weight_dtype: torch.dtype, bias_dtype: Optional[torch.dtype],
+        hidden: torch.Tensor, weight: torch.Tensor,
+        bias: Optional[torch.Tensor], per_row: list[torch.Tensor],
+        rows_grad: torch.Tensor, main_grad: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """tile::chunked_head's backward under the main_grad contract: the
+    weight's gradient added to `main_grad` (fp32) in place, its output
+    empty."""
+    return _chunked_head_body(
+        kernel_key, scalars, integral, softcap, in_place, reduction,
+        memory_budget, need, weight_dtype, bias_dtype, hidden, weight, bias,
+        per_row, rows_grad, main_grad)
+
+
+@_chunked_head_into_op.register_fake
+def _chunked_head_into_fake(kernel_key, scalars, integral, softcap, in_place,
+                            reduction, memory_budget, need, weight_dtype,
+                            bias_dtype, hidden, weight, bias, per_row,
+                            rows_grad, main_grad):
+    return _chunked_head_fake_body(
+        kernel_key, scalars, integral, softcap, in_place, reduction,
+        memory_budget, need, weight_dtype, bias_dtype, hidden, weight, bias,
+        per_row, rows_grad, main_grad)
 
 
 def _may_be_other_than_one(grad):
