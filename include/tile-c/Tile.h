@@ -338,7 +338,7 @@ TILE_C_EXPORT tile_status tile_mlp_backward(
    one grouped GEMM over every expert (CUTLASS), nothing in the step waits
    for the GPU, and the step can be captured in a CUDA graph; counts that
    do not sum to T stop the step's kernel with a message (a device-side
-   trap). Elsewhere they are copied to the host first (waiting for
+   assert). Elsewhere they are copied to the host first (waiting for
    run->stream) and the step is tile_mlp_forward's. */
 TILE_C_EXPORT tile_status tile_mlp_forward_device_splits(
     tile_mlp mlp, const tile_run *run, const tile_tensor *gate,

@@ -75,6 +75,11 @@ StatusOr<tile::ops::ExpertSplits> deviceSplits(const tile_tensor *splits) {
   auto v = tile::capi::toViews({{"splits", splits}});
   if (!v)
     return v.takeStatus();
+  // Not the host splits of an empty vector: a null device pointer is an
+  // error of its own.
+  if (!(*v)[0].data)
+    return Status::error("splits has a null data pointer (a device tensor "
+                         "of E counts expected)");
   return tile::ops::ExpertSplits::onDevice((*v)[0]);
 }
 

@@ -8,8 +8,8 @@ namespace {
 
 /// The first row of every expert, and T after the last: offsets[e] to
 /// offsets[e + 1] are expert e's rows.
-rt::StatusOr<std::vector<int64_t>>
-checkSplits(const std::vector<int64_t> &splits, size_t experts, int64_t rows) {
+rt::StatusOr<std::vector<int64_t>> offsetsOf(const std::vector<int64_t> &splits,
+                                             size_t experts, int64_t rows) {
   if (splits.size() != experts)
     return Status::error("the grouped MLP has " + std::to_string(experts) +
                          " experts but " + std::to_string(splits.size()) +
@@ -34,6 +34,9 @@ checkSplits(const std::vector<int64_t> &splits, size_t experts, int64_t rows) {
 }
 
 Status checkDeviceSplits(const TensorView &counts, size_t experts) {
+  if (!counts.data || counts.data % rt::byteSize(counts.dtype))
+    return Status::error("the splits on the device are null or not aligned "
+                         "to their type");
   if (counts.dtype != rt::DType::I32 && counts.dtype != rt::DType::I64)
     return Status::error(std::string("the splits on the device must be "
                                      "int32 or int64, not ") +
@@ -117,7 +120,7 @@ ExpertGemms::resolve(const rt::Device &device, const GroupedMLPWeights &weights,
     g.deviceType = splits.device.dtype;
   } else {
     rt::StatusOr<std::vector<int64_t>> offsets =
-        checkSplits(splits.host, weights.experts.size(), shape.rows);
+        offsetsOf(splits.host, weights.experts.size(), shape.rows);
     if (!offsets)
       return offsets.takeStatus();
     g.hostOffsets = std::move(*offsets);
@@ -142,9 +145,18 @@ ExpertGemms::resolve(const rt::Device &device, const GroupedMLPWeights &weights,
       g.gradDown = *gd;
     }
   }
+  // TMA's 16-byte alignment, of the token rows and of every stack (a
+  // flat parameter or gradient buffer may hold them anywhere): else the
+  // reference path.
   bool aligned = true;
   for (const TensorView *t : tokens)
     aligned = aligned && t->data % 16 == 0;
+  for (const auto &stack : {gateStack, upStack, downStack})
+    aligned = aligned && (!stack || rt::GroupedGemm::aligned(*stack, 2));
+  if (grads && stacked)
+    for (const rt::ExpertMatrices *stack :
+         {&g.gradGate, &g.gradUp, &g.gradDown})
+      aligned = aligned && rt::GroupedGemm::aligned(*stack, 4);
   // One expert on host splits is the dense MLP: cuBLASLt serves it as well.
   g.isGrouped =
       rt::GroupedGemm::available(device) && dtype == rt::DType::BF16 &&
@@ -158,18 +170,31 @@ ExpertGemms::resolve(const rt::Device &device, const GroupedMLPWeights &weights,
     g.downW = *downStack;
     return g;
   }
-  if (splits.onDevice()) {
+  if (splits.onDevice() && shape.rows == 0) {
+    // Nothing to compute (an overwrite zeroes every expert's main_grad):
+    // the counts are not read, so an empty batch waits for nothing either.
+    g.hostOffsets.assign(weights.experts.size() + 1, 0);
+  } else if (splits.onDevice()) {
     rt::StatusOr<std::vector<int64_t>> host =
         copyToHost(device, splits.device, stream);
     if (!host)
       return host.takeStatus();
     rt::StatusOr<std::vector<int64_t>> offsets =
-        checkSplits(*host, weights.experts.size(), shape.rows);
+        offsetsOf(*host, weights.experts.size(), shape.rows);
     if (!offsets)
       return offsets.takeStatus();
     g.hostOffsets = std::move(*offsets);
   }
   return g;
+}
+
+Status ExpertGemms::checkSplits(const ExpertSplits &splits, size_t experts,
+                                int64_t rows) {
+  if (splits.onDevice())
+    return checkDeviceSplits(splits.device, experts);
+  rt::StatusOr<std::vector<int64_t>> offsets =
+      offsetsOf(splits.host, experts, rows);
+  return offsets ? Status::ok() : offsets.takeStatus();
 }
 
 rt::ExpertCounts ExpertGemms::counts() const {

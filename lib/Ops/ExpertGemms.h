@@ -49,6 +49,12 @@ public:
           std::initializer_list<const TensorView *> tokens,
           rt::GroupedScratch scratch, rt::cu::Stream stream);
 
+  /// The checks of resolve that need no workspace: the splits on the host
+  /// add up, the device ones are a tensor of the right kind. A step runs
+  /// them before it prepares its workspace.
+  static Status checkSplits(const ExpertSplits &splits, size_t experts,
+                            int64_t rows);
+
   bool grouped() const { return isGrouped; }
   /// Per segment: expert e's rows are [offsets[e], offsets[e + 1]).
   const std::vector<int64_t> &offsets() const { return hostOffsets; }

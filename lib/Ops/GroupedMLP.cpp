@@ -426,6 +426,12 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
   if (!checked)
     return checked.takeStatus();
   MLPShape shape = *checked;
+  // Bad splits are refused before the workspace is touched (a pending
+  // untiled forward's record stays).
+  if (Status s =
+          ExpertGemms::checkSplits(splits, weights.experts.size(), shape.rows);
+      !s)
+    return s;
   if (shape.rows > 0)
     if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
       return s;
@@ -605,6 +611,10 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
   if (Status s = rt::checkTensor(dx, "dx", x.dtype, x.shape); !s)
     return s;
   if (Status s = checkGroupedGradients(mainGrad, weights.experts.size(), shape);
+      !s)
+    return s;
+  if (Status s =
+          ExpertGemms::checkSplits(splits, weights.experts.size(), shape.rows);
       !s)
     return s;
   if (shape.rows > 0) {

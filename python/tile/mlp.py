@@ -604,9 +604,11 @@ def moe_experts(x, top_k_index, top_k_weights, gate_up, down, *, shards=0,
         raise TypeError(f"top_k_index must hold integers, got "
                         f"{top_k_index.dtype}")
     experts, choices = gate_up.shape[0], top_k_index.shape[1]
-    flat = top_k_index.reshape(-1)
+    flat = top_k_index.reshape(-1).long()  # scatter_add_ takes int64
     kept = flat < experts
-    # A dropped choice goes to expert 0 with weight 0.
+    # A dropped choice goes to expert 0 with weight 0 (computed, its result
+    # multiplied by 0: a router drops few, and nothing here may depend on
+    # how many on the host).
     flat = torch.where(kept, flat, torch.zeros_like(flat))
     weights = torch.where(kept, top_k_weights.reshape(-1),
                           torch.zeros_like(top_k_weights.reshape(-1)))

@@ -28,7 +28,7 @@
 //
 // On an H100/H200 (compute capability 9.0) with bf16 and H, I multiples of
 // 8, each phase's GEMMs for every expert are one launch of the grouped GEMM
-// (rt::GroupedGemm, CUTLASS): 6 launches a step untiled, whatever E. The
+// (rt::GroupedGemm, CUTLASS): 7 launches a step untiled, whatever E. The
 // splits may then live on the device (a router's counts, ExpertSplits::
 // onDevice): they are read by the GPU only, so a step never waits for it
 // and can be captured in a CUDA graph. Elsewhere the GEMMs are per expert

@@ -9,8 +9,8 @@
 // kernel turns them into the groups' shapes and addresses on the device
 // before the GEMM runs, so nothing waits for the GPU and a step can be
 // captured in a CUDA graph. Counts that do not sum to the rows given stop
-// that kernel with a message (a device-side trap, as PyTorch's device
-// asserts): a bad split never yields a silently wrong result.
+// that kernel with a message (a device-side assert, as PyTorch's): a bad
+// split never yields a silently wrong result.
 //
 // Three forms, named by what they compute over expert e's token rows t:
 //
@@ -102,8 +102,12 @@ struct GroupedScratch {
 
 class GroupedGemm {
 public:
-  /// The most experts one call takes (the counts are scanned by one CTA).
+  /// The most experts one call takes (the counts are scanned by one CTA;
+  /// Launch.h's grouped::kMaxExperts is the same).
   static constexpr int64_t kMaxExperts = 1024;
+  /// Whether the stacked matrices suit the grouped GEMM (16-byte aligned
+  /// base, rows and experts, for TMA): callers fall back where not.
+  static bool aligned(const ExpertMatrices &m, size_t elementBytes);
 
   /// Whether `device` runs the grouped GEMM (compute capability 9.0).
   static bool available(const Device &device);

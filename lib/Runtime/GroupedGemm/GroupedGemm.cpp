@@ -1,5 +1,4 @@
-//===- GroupedGemm.cpp - checks, then the form's CUDA launch
-//---------------===//
+//===- GroupedGemm.cpp - checks, then the form's CUDA launch --------------===//
 //
 // Everything the host can check before a grouped GEMM is queued: the
 // device, the counts' place and type, the window, the operands' addresses,
@@ -35,6 +34,9 @@ size_t scratchWeights(int, int) { return 0; }
 #endif
 
 namespace tile::rt {
+
+static_assert(GroupedGemm::kMaxExperts == grouped::kMaxExperts,
+              "the setup kernel's parameters hold kMaxExperts host counts");
 
 namespace {
 
@@ -85,6 +87,16 @@ Status checkSizes(std::initializer_list<int64_t> sizes) {
 }
 
 Operand tokenOperand(const TokenRows &t) { return {t.data, t.ld, t.firstRow}; }
+
+/// A token-row operand's data must start at or before the window's first
+/// row (a shard's buffer starts at it).
+Status checkFirstRow(const char *what, const TokenRows &t, RowWindow window) {
+  if (t.firstRow < 0 || t.firstRow > window.begin)
+    return fail(std::string(what) + " starts at token row " +
+                std::to_string(t.firstRow) + ", after the window's first, " +
+                std::to_string(window.begin));
+  return Status::ok();
+}
 Operand expertOperand(const ExpertMatrices &m) {
   return {m.data, m.ld, m.expertStride};
 }
@@ -106,8 +118,8 @@ StatusOr<Launch> common(grouped::Form form, const Device &device,
       counts.deviceType != DType::I64)
     return fail(std::string("device counts must be int32 or int64, not ") +
                 name(counts.deviceType));
-  if (counts.device % 8)
-    return fail("the device counts are not 8-byte aligned");
+  if (counts.device % byteSize(counts.deviceType))
+    return fail("the device counts are not aligned to their type");
   if (counts.rows < 0 || counts.rows > (int64_t(1) << 31) - 1)
     return fail("takes 0 to 2^31 - 1 token rows, got " +
                 std::to_string(counts.rows));
@@ -150,6 +162,11 @@ StatusOr<Launch> common(grouped::Form form, const Device &device,
 
 } // namespace
 
+bool GroupedGemm::aligned(const ExpertMatrices &m, size_t elementBytes) {
+  return m.data % 16 == 0 && (m.ld * elementBytes) % 16 == 0 &&
+         (m.expertStride * elementBytes) % 16 == 0;
+}
+
 bool GroupedGemm::available(const Device &device) {
 #ifdef TILE_GROUPED_GEMM_KERNELS
   return device.computeCapability() == 90;
@@ -188,6 +205,9 @@ Status GroupedGemm::project(const Device &device, const ExpertCounts &counts,
       return s;
     if (Status s = checkMatrix("D", p.d.data, p.d.ld, n, 2); !s)
       return s;
+    for (auto [what, rows] : {std::pair{"A", &p.a}, {"D", &p.d}})
+      if (Status s = checkFirstRow(what, *rows, window); !s)
+        return s;
     l->a[q] = tokenOperand(p.a);
     l->b[q] = expertOperand(p.b);
     l->d[q] = tokenOperand(p.d);
@@ -218,6 +238,9 @@ Status GroupedGemm::back(const Device &device, const ExpertCounts &counts,
       return s;
     if (Status s = checkMatrix("D", p.d.data, p.d.ld, n, 2); !s)
       return s;
+    for (auto [what, rows] : {std::pair{"A", &p.a}, {"D", &p.d}})
+      if (Status s = checkFirstRow(what, *rows, window); !s)
+        return s;
     l->a[q] = tokenOperand(p.a);
     l->b[q] = expertOperand(p.b);
     l->d[q] = tokenOperand(p.d);
@@ -249,6 +272,9 @@ Status GroupedGemm::weights(const Device &device, const ExpertCounts &counts,
       return s;
     if (Status s = checkExperts("D", p.d, m, n, 4); !s)
       return s;
+    for (auto [what, rows] : {std::pair{"A", &p.a}, {"B", &p.b}})
+      if (Status s = checkFirstRow(what, *rows, window); !s)
+        return s;
     l->a[q] = tokenOperand(p.a);
     l->b[q] = tokenOperand(p.b);
     l->d[q] = expertOperand(p.d);

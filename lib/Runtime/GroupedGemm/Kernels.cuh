@@ -1,5 +1,4 @@
-//===- Kernels.cuh - one grouped GEMM form: tables, then CUTLASS -*- CUDA
-//-*-===//
+//===- Kernels.cuh - a grouped GEMM form: its tables, then CUTLASS -------===//
 //
 // A form's call queues, on the caller's stream:
 //   1. setupGroups (one CTA): scans the experts' counts, stops with a
@@ -137,6 +136,8 @@ struct SetupParams {
 };
 
 constexpr int kSetupThreads = 256;
+static_assert(kMaxExperts % kSetupThreads == 0,
+              "each setup thread scans a whole number of counts");
 constexpr int kCountsPerThread = kMaxExperts / kSetupThreads;
 
 template <class Kind>
@@ -329,6 +330,8 @@ typename Kind::Gemm::Arguments arguments(int groups, char *tables,
   args.epilogue.ptr_D = static_cast<ElementD **>(at_(at.d));
   args.epilogue.dD =
       static_cast<typename K::InternalStrideD *>(at_(at.strideD));
+  // The SM count sizes the persistent grid; with it given, CUTLASS queries
+  // nothing of the device, whose ordinal it would otherwise use.
   args.hw_info.device_id = 0;
   args.hw_info.sm_count = smCount;
   return args;
