@@ -104,14 +104,13 @@ ExpertGemms::resolve(const rt::Device &device, const GroupedMLPWeights &weights,
                      const ExpertSplits &splits, const MLPShape &shape,
                      rt::DType dtype,
                      std::initializer_list<const TensorView *> tokens,
-                     rt::GroupedScratch scratch, rt::cu::Stream stream) {
+                     size_t scratchBytes, rt::cu::Stream stream) {
   ExpertGemms g;
   g.device = &device;
   g.experts = static_cast<int64_t>(weights.experts.size());
   g.rows = shape.rows;
   g.hidden = shape.hidden;
   g.intermediate = shape.intermediate;
-  g.scratch = scratch;
   g.stream = stream;
   if (splits.onDevice()) {
     if (Status s = checkDeviceSplits(splits.device, weights.experts.size()); !s)
@@ -158,12 +157,15 @@ ExpertGemms::resolve(const rt::Device &device, const GroupedMLPWeights &weights,
          {&g.gradGate, &g.gradUp, &g.gradDown})
       aligned = aligned && rt::GroupedGemm::aligned(*stack, 4);
   // One expert on host splits is the dense MLP: cuBLASLt serves it as well.
+  // An empty batch has nothing to compute (an overwrite's zeroing is the
+  // step's own).
   g.isGrouped =
-      rt::GroupedGemm::available(device) && dtype == rt::DType::BF16 &&
-      shape.hidden % 8 == 0 && shape.intermediate % 8 == 0 && stacked &&
-      aligned && (g.experts > 1 || splits.onDevice()) &&
+      shape.rows > 0 && rt::GroupedGemm::available(device) &&
+      dtype == rt::DType::BF16 && shape.hidden % 8 == 0 &&
+      shape.intermediate % 8 == 0 && stacked && aligned &&
+      (g.experts > 1 || splits.onDevice()) &&
       g.experts <= rt::GroupedGemm::kMaxExperts &&
-      rt::GroupedGemm::scratchBytes(device, g.experts) <= scratch.bytes;
+      rt::GroupedGemm::scratchBytes(device, g.experts) <= scratchBytes;
   if (g.isGrouped) {
     g.gate = *gateStack;
     g.up = *upStack;
@@ -188,15 +190,6 @@ ExpertGemms::resolve(const rt::Device &device, const GroupedMLPWeights &weights,
   return g;
 }
 
-Status ExpertGemms::checkSplits(const ExpertSplits &splits, size_t experts,
-                                int64_t rows) {
-  if (splits.onDevice())
-    return checkDeviceSplits(splits.device, experts);
-  rt::StatusOr<std::vector<int64_t>> offsets =
-      offsetsOf(splits.host, experts, rows);
-  return offsets ? Status::ok() : offsets.takeStatus();
-}
-
 rt::ExpertCounts ExpertGemms::counts() const {
   rt::ExpertCounts c;
   c.device = deviceCounts;
@@ -209,28 +202,28 @@ rt::ExpertCounts ExpertGemms::counts() const {
 
 Status ExpertGemms::gateUp(const RowsOf &x, const RowsOf &g, const RowsOf &u,
                            rt::RowWindow window) const {
-  rt::ProjectOperands p[2] = {{x, gate, g}, {x, up, u}};
+  rt::RowOperands p[2] = {{x, gate, g}, {x, up, u}};
   return rt::GroupedGemm::project(*device, counts(), window, p, 2, intermediate,
                                   hidden, scratch, stream);
 }
 
 Status ExpertGemms::down(const RowsOf &h, const RowsOf &y,
                          rt::RowWindow window) const {
-  rt::ProjectOperands p{h, downW, y};
+  rt::RowOperands p{h, downW, y};
   return rt::GroupedGemm::project(*device, counts(), window, &p, 1, hidden,
                                   intermediate, scratch, stream);
 }
 
 Status ExpertGemms::backDown(const RowsOf &dy, const RowsOf &dh,
                              rt::RowWindow window) const {
-  rt::BackOperands p{dy, downW, dh};
+  rt::RowOperands p{dy, downW, dh};
   return rt::GroupedGemm::back(*device, counts(), window, &p, 1, intermediate,
                                hidden, 0.0f, scratch, stream);
 }
 
 Status ExpertGemms::backGateUp(const RowsOf &dg, const RowsOf &du,
                                const RowsOf &dx, rt::RowWindow window) const {
-  rt::BackOperands fromGate{dg, gate, dx}, fromUp{du, up, dx};
+  rt::RowOperands fromGate{dg, gate, dx}, fromUp{du, up, dx};
   if (Status s =
           rt::GroupedGemm::back(*device, counts(), window, &fromGate, 1, hidden,
                                 intermediate, 0.0f, scratch, stream);

@@ -41,19 +41,16 @@ public:
   /// Decides how the step's GEMMs run and checks the splits (on the host;
   /// device splits' values are checked by the GPU). `grads` is null for a
   /// forward; `tokens` are the step's token-row tensors (their addresses
-  /// must suit the grouped GEMM). `scratch` is where the grouped tables go.
+  /// must suit the grouped GEMM). The grouped tables need at most
+  /// `scratchBytes`; where they go is placed once the step's workspace is
+  /// (placeScratch), before the first phase.
   static rt::StatusOr<ExpertGemms>
   resolve(const rt::Device &device, const GroupedMLPWeights &weights,
           const GroupedMLPGradients *grads, const ExpertSplits &splits,
           const MLPShape &shape, rt::DType dtype,
-          std::initializer_list<const TensorView *> tokens,
-          rt::GroupedScratch scratch, rt::cu::Stream stream);
-
-  /// The checks of resolve that need no workspace: the splits on the host
-  /// add up, the device ones are a tensor of the right kind. A step runs
-  /// them before it prepares its workspace.
-  static Status checkSplits(const ExpertSplits &splits, size_t experts,
-                            int64_t rows);
+          std::initializer_list<const TensorView *> tokens, size_t scratchBytes,
+          rt::cu::Stream stream);
+  void placeScratch(rt::GroupedScratch at) { scratch = at; }
 
   bool grouped() const { return isGrouped; }
   /// Per segment: expert e's rows are [offsets[e], offsets[e + 1]).

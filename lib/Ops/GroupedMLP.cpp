@@ -414,8 +414,7 @@ Status GroupedSwiGLUMLP::product(const Shard &s, bool separate,
 }
 
 rt::GroupedScratch GroupedSwiGLUMLP::groupedScratch() const {
-  // The grouped GEMM needs no cuBLASLt workspace: its tables take lane 0's.
-  return {blasWorkspace(0), rt::Blas::kWorkspaceBytes};
+  return {blasWorkspace(0), kGroupedScratchBytes};
 }
 
 Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
@@ -426,22 +425,18 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
   if (!checked)
     return checked.takeStatus();
   MLPShape shape = *checked;
-  // Bad splits are refused before the workspace is touched (a pending
-  // untiled forward's record stays).
-  if (Status s =
-          ExpertGemms::checkSplits(splits, weights.experts.size(), shape.rows);
-      !s)
-    return s;
-  if (shape.rows > 0)
-    if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
-      return s;
-  rt::StatusOr<ExpertGemms> experts = ExpertGemms::resolve(
-      ops.device(), weights, nullptr, splits, shape, x.dtype, {&x, &y},
-      shape.rows > 0 ? groupedScratch() : rt::GroupedScratch{}, run.stream);
+  // Before the workspace is touched: bad splits are refused with a pending
+  // untiled forward's record intact.
+  rt::StatusOr<ExpertGemms> experts =
+      ExpertGemms::resolve(ops.device(), weights, nullptr, splits, shape,
+                           x.dtype, {&x, &y}, kGroupedScratchBytes, run.stream);
   if (!experts)
     return experts.takeStatus();
   if (shape.rows == 0)
     return Status::ok();
+  if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
+    return s;
+  experts->placeScratch(groupedScratch());
   rt::ContextScope scope(ops.device());
   if (!scope.status())
     return scope.status();
@@ -613,13 +608,15 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
   if (Status s = checkGroupedGradients(mainGrad, weights.experts.size(), shape);
       !s)
     return s;
-  if (Status s =
-          ExpertGemms::checkSplits(splits, weights.experts.size(), shape.rows);
-      !s)
-    return s;
+  rt::StatusOr<ExpertGemms> experts = ExpertGemms::resolve(
+      ops.device(), weights, &mainGrad, splits, shape, x.dtype, {&x, &dy, &dx},
+      kGroupedScratchBytes, run.stream);
+  if (!experts)
+    return experts.takeStatus();
   if (shape.rows > 0) {
     if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
       return s;
+    experts->placeScratch(groupedScratch());
     if (!options.recompute) {
       auto it = keptIn(base);
       if (it == kept.end() || it->input != x.data || it->rows != shape.rows)
@@ -628,11 +625,6 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
                              "workspace, first: it keeps g, u and h");
     }
   }
-  rt::StatusOr<ExpertGemms> experts = ExpertGemms::resolve(
-      ops.device(), weights, &mainGrad, splits, shape, x.dtype, {&x, &dy, &dx},
-      shape.rows > 0 ? groupedScratch() : rt::GroupedScratch{}, run.stream);
-  if (!experts)
-    return experts.takeStatus();
   rt::ContextScope scope(ops.device());
   if (!scope.status())
     return scope.status();

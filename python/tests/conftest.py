@@ -62,19 +62,26 @@ def assert_close(got, ref, dtype, what=""):
                         f"exceeds the {dtype} tolerance")
 
 
-def assert_replay_matches(step, args, eager):
-    """Captures step(*args) in a CUDA graph, poisons what it returned,
-    replays it and checks the bits against `eager` (step's results from
-    an eager call). `args` are the graph's own leaves: an autograd node made
-    on another stream and kept alive would join the capture."""
+def capture(step, *args):
+    """(graph, its outputs): step(*args) warmed up on a side stream, as
+    torch says, then captured in a CUDA graph."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm up off the capture, as torch says
+    with torch.cuda.stream(side):
         step(*args)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         captured = step(*args)
+    return graph, captured
+
+
+def assert_replay_matches(step, args, eager):
+    """Captures step(*args) in a CUDA graph, poisons what it returned,
+    replays it and checks the bits against `eager` (step's results from
+    an eager call). `args` are the graph's own leaves: an autograd node made
+    on another stream and kept alive would join the capture."""
+    graph, captured = capture(step, *args)
     for t in captured:
         t.detach().fill_(float("nan"))
     for _ in range(3):

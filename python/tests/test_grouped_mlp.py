@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import tile
-from conftest import (assert_close, assert_replay_matches, grouped_swiglu_mlp,
-                      leaf, randn)
+from conftest import (assert_close, assert_replay_matches, capture,
+                      grouped_swiglu_mlp, leaf, randn)
 
 
 # The CPU tests' splits; the GPU tests' are larger.
@@ -457,15 +457,7 @@ def test_cuda_graph_with_device_splits_follows_new_splits(shards, recompute):
     want_first = eager_with(first)
     args = [leaf(t) for t in (x0, *ws0)]
     assert_replay_matches(step, args, want_first)
-    graph_outputs = None
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        step(*args)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        graph_outputs = step(*args)
+    graph, graph_outputs = capture(step, *args)
     splits.copy_(torch.tensor(second))
     graph.replay()
     torch.cuda.synchronize()
@@ -591,14 +583,7 @@ def test_moe_layer_captured_in_a_cuda_graph_follows_its_router():
     want_second = eager()
     logits.copy_(first)
     want_first = eager()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = step()
+    graph, captured = capture(step)
     for want, counts in ((want_second, second), (want_first, first)):
         logits.copy_(counts)
         graph.replay()

@@ -324,11 +324,11 @@ def _chunked_head_body(kernel_key, scalars, integral, softcap, in_place,
                         bias_dtype, main_grad)
     # Its inputs are autocast's already (_run_head); a compiled graph runs
     # it under the caller's autocast, which would cast the chunks' GEMMs.
+    # Its tensors are real: compute runs the chunks here.
     with torch.autocast(hidden.device.type, enabled=False):
-        into = (None, None, None) if rows_grad is None else \
-            head.buffers(hidden, weight, bias)
-        values = head.run(hidden, weight, bias, per_row, rows_grad, into)
-    return _op_outputs(values, into, hidden)
+        values, grads = head.compute(hidden, weight, bias, per_row,
+                                     rows_grad)
+    return _op_outputs(values, grads, hidden)
 
 
 def _chunked_head_fake_body(kernel_key, scalars, integral, softcap, in_place,

@@ -353,14 +353,18 @@ class GroupedSwiGLUMLP(nn.Module):
             self.down_proj.uniform_(-bound, bound)
 
     def forward(self, x, m_splits):
-        if self.accumulate_into_main_grad:
-            _prepare_main_grads(self, (self.gate_up_proj, self.down_proj))
         return ops.grouped_swiglu_mlp(
             x.contiguous(), self.gate_up_proj, self.down_proj, m_splits,
-            shards=0 if self.shards == "auto" else self.shards,
-            memory_budget=self.memory_budget,
-            main_grad=self.accumulate_into_main_grad,
-            recompute=self.recompute)
+            **self._step_options())
+
+    def _step_options(self):
+        """The step's keyword arguments (main_grad prepared where used)."""
+        if self.accumulate_into_main_grad:
+            _prepare_main_grads(self, (self.gate_up_proj, self.down_proj))
+        return dict(shards=0 if self.shards == "auto" else self.shards,
+                    memory_budget=self.memory_budget,
+                    main_grad=self.accumulate_into_main_grad,
+                    recompute=self.recompute)
 
     def extra_repr(self):
         return (f"{self.num_experts}, {self.hidden_size}, "
@@ -384,15 +388,9 @@ class MoEExperts(GroupedSwiGLUMLP):
                          recompute=recompute, **kwargs)
 
     def forward(self, hidden_states, top_k_index, top_k_weights):
-        if self.accumulate_into_main_grad:
-            _prepare_main_grads(self, (self.gate_up_proj, self.down_proj))
         return ops.moe_experts(
             hidden_states.contiguous(), top_k_index, top_k_weights,
-            self.gate_up_proj, self.down_proj,
-            shards=0 if self.shards == "auto" else self.shards,
-            memory_budget=self.memory_budget,
-            main_grad=self.accumulate_into_main_grad,
-            recompute=self.recompute)
+            self.gate_up_proj, self.down_proj, **self._step_options())
 
 
 # The modules with accumulate_into_main_grad (attach_main_grads).

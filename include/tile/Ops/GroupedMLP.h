@@ -179,6 +179,7 @@ private:
   /// Where the grouped GEMM's tables go: lane 0's cuBLASLt workspace,
   /// which a grouped step does not use otherwise.
   rt::GroupedScratch groupedScratch() const;
+  static constexpr size_t kGroupedScratchBytes = rt::Blas::kWorkspaceBytes;
   /// Records that the workspace at `base` holds the untiled forward of
   /// `input` (`rows` rows); forget() drops a workspace's record, keptIn()
   /// finds it (kept.end(): none).

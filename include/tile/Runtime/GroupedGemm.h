@@ -72,14 +72,9 @@ struct ExpertMatrices {
   int64_t expertStride = 0;
 };
 
-/// One projection of `project`: D [*, n] = A [*, k] · B_eᵀ, B_e [n, k].
-struct ProjectOperands {
-  TokenRows a;
-  ExpertMatrices b;
-  TokenRows d;
-};
-/// One projection of `back`: D [*, n] (+)= A [*, k] · B_e, B_e [k, n].
-struct BackOperands {
+/// One projection of `project` (D [*, n] = A [*, k] · B_eᵀ, B_e [n, k]) or
+/// of `back` (D [*, n] (+)= A [*, k] · B_e, B_e [k, n]).
+struct RowOperands {
   TokenRows a;
   ExpertMatrices b;
   TokenRows d;
@@ -118,12 +113,12 @@ public:
   /// D[t] = A[t] · B_eᵀ for one or two projections (`count`), each
   /// [rows, n] from [rows, k].
   static Status project(const Device &device, const ExpertCounts &counts,
-                        RowWindow window, const ProjectOperands *projections,
+                        RowWindow window, const RowOperands *projections,
                         int count, int64_t n, int64_t k,
                         const GroupedScratch &scratch, cu::Stream stream);
   /// D[t] = A[t] · B_e + beta · D[t] (beta 0: D not read).
   static Status back(const Device &device, const ExpertCounts &counts,
-                     RowWindow window, const BackOperands *projections,
+                     RowWindow window, const RowOperands *projections,
                      int count, int64_t n, int64_t k, float beta,
                      const GroupedScratch &scratch, cu::Stream stream);
   /// D_e [m, n] += A_eᵀ · B_e, or (`overwrite`) replaced; an expert with

@@ -144,15 +144,16 @@ StatusOr<Launch> common(grouped::Form form, const Device &device,
   if (!scratch.data || scratch.data % 128)
     return fail("the scratch is null or not 128-byte aligned");
   Launch l;
-  l.form = form;
-  l.experts = static_cast<int>(counts.experts);
-  l.projections = count;
-  l.deviceCounts = counts.device;
-  l.countBytes = counts.deviceType == DType::I32 ? 4 : 8;
+  grouped::Groups &g = l.groups;
+  g.form = form;
+  g.experts = static_cast<int>(counts.experts);
+  g.projections = count;
+  g.deviceCounts = counts.device;
+  g.countBytes = static_cast<int>(byteSize(counts.deviceType));
+  g.rows = counts.rows;
+  g.windowBegin = window.begin;
+  g.windowEnd = window.end;
   l.hostCounts = counts.host;
-  l.rows = counts.rows;
-  l.windowBegin = window.begin;
-  l.windowEnd = window.end;
   l.scratch = scratch.data;
   l.scratchBytes = scratch.bytes;
   l.smCount = device.multiprocessors();
@@ -186,72 +187,70 @@ size_t GroupedGemm::scratchBytes(const Device &device, int64_t experts,
                    grouped::scratchWeights(groups, sms)});
 }
 
-Status GroupedGemm::project(const Device &device, const ExpertCounts &counts,
-                            RowWindow window,
-                            const ProjectOperands *projections, int count,
-                            int64_t n, int64_t k, const GroupedScratch &scratch,
-                            cu::Stream stream) {
-  StatusOr<Launch> l = common(grouped::Form::Project, device, counts, window,
-                              count, scratch, stream);
+namespace {
+
+/// Queues `l` by the form's launch inside the device's context.
+Status launchIn(const Device &device, const Launch &l,
+                Status (*launch)(const Launch &)) {
+  ContextScope scope(device);
+  if (!scope.status())
+    return scope.status();
+  return launch(l);
+}
+
+/// project and back: A [*, k] token rows against each expert's B (project
+/// [n, k], back [k, n]), into D [*, n] token rows.
+Status rowsForm(grouped::Form form, const Device &device,
+                const ExpertCounts &counts, RowWindow window,
+                const RowOperands *projections, int count, int64_t n, int64_t k,
+                float beta, const GroupedScratch &scratch, cu::Stream stream,
+                Status (*launch)(const Launch &)) {
+  StatusOr<Launch> l =
+      common(form, device, counts, window, count, scratch, stream);
   if (!l)
     return l.takeStatus();
   if (Status s = checkSizes({n, k}); !s)
     return s;
+  bool project = form == grouped::Form::Project;
+  grouped::Groups &g = l->groups;
   for (int q = 0; q < count; ++q) {
-    const ProjectOperands &p = projections[q];
+    const RowOperands &p = projections[q];
     if (Status s = checkMatrix("A", p.a.data, p.a.ld, k, 2); !s)
       return s;
-    if (Status s = checkExperts("B", p.b, n, k, 2); !s)
+    if (Status s = checkExperts("B", p.b, project ? n : k, project ? k : n, 2);
+        !s)
       return s;
     if (Status s = checkMatrix("D", p.d.data, p.d.ld, n, 2); !s)
       return s;
     for (auto [what, rows] : {std::pair{"A", &p.a}, {"D", &p.d}})
       if (Status s = checkFirstRow(what, *rows, window); !s)
         return s;
-    l->a[q] = tokenOperand(p.a);
-    l->b[q] = expertOperand(p.b);
-    l->d[q] = tokenOperand(p.d);
+    g.a[q] = tokenOperand(p.a);
+    g.b[q] = expertOperand(p.b);
+    g.d[q] = tokenOperand(p.d);
   }
-  l->n = n;
-  l->k = k;
-  ContextScope scope(device);
-  if (!scope.status())
-    return scope.status();
-  return grouped::launchProject(*l);
+  g.n = n;
+  g.k = k;
+  l->beta = beta;
+  return launchIn(device, *l, launch);
+}
+
+} // namespace
+
+Status GroupedGemm::project(const Device &device, const ExpertCounts &counts,
+                            RowWindow window, const RowOperands *projections,
+                            int count, int64_t n, int64_t k,
+                            const GroupedScratch &scratch, cu::Stream stream) {
+  return rowsForm(grouped::Form::Project, device, counts, window, projections,
+                  count, n, k, 0.0f, scratch, stream, grouped::launchProject);
 }
 
 Status GroupedGemm::back(const Device &device, const ExpertCounts &counts,
-                         RowWindow window, const BackOperands *projections,
+                         RowWindow window, const RowOperands *projections,
                          int count, int64_t n, int64_t k, float beta,
                          const GroupedScratch &scratch, cu::Stream stream) {
-  StatusOr<Launch> l = common(grouped::Form::Back, device, counts, window,
-                              count, scratch, stream);
-  if (!l)
-    return l.takeStatus();
-  if (Status s = checkSizes({n, k}); !s)
-    return s;
-  for (int q = 0; q < count; ++q) {
-    const BackOperands &p = projections[q];
-    if (Status s = checkMatrix("A", p.a.data, p.a.ld, k, 2); !s)
-      return s;
-    if (Status s = checkExperts("B", p.b, k, n, 2); !s)
-      return s;
-    if (Status s = checkMatrix("D", p.d.data, p.d.ld, n, 2); !s)
-      return s;
-    for (auto [what, rows] : {std::pair{"A", &p.a}, {"D", &p.d}})
-      if (Status s = checkFirstRow(what, *rows, window); !s)
-        return s;
-    l->a[q] = tokenOperand(p.a);
-    l->b[q] = expertOperand(p.b);
-    l->d[q] = tokenOperand(p.d);
-  }
-  l->n = n;
-  l->k = k;
-  l->beta = beta;
-  ContextScope scope(device);
-  if (!scope.status())
-    return scope.status();
-  return grouped::launchBack(*l);
+  return rowsForm(grouped::Form::Back, device, counts, window, projections,
+                  count, n, k, beta, scratch, stream, grouped::launchBack);
 }
 
 Status GroupedGemm::weights(const Device &device, const ExpertCounts &counts,
@@ -264,6 +263,7 @@ Status GroupedGemm::weights(const Device &device, const ExpertCounts &counts,
     return l.takeStatus();
   if (Status s = checkSizes({m, n}); !s)
     return s;
+  grouped::Groups &g = l->groups;
   for (int q = 0; q < count; ++q) {
     const WeightOperands &p = projections[q];
     if (Status s = checkMatrix("A", p.a.data, p.a.ld, m, 2); !s)
@@ -275,17 +275,14 @@ Status GroupedGemm::weights(const Device &device, const ExpertCounts &counts,
     for (auto [what, rows] : {std::pair{"A", &p.a}, {"B", &p.b}})
       if (Status s = checkFirstRow(what, *rows, window); !s)
         return s;
-    l->a[q] = tokenOperand(p.a);
-    l->b[q] = tokenOperand(p.b);
-    l->d[q] = expertOperand(p.d);
+    g.a[q] = tokenOperand(p.a);
+    g.b[q] = tokenOperand(p.b);
+    g.d[q] = expertOperand(p.d);
   }
-  l->m = m;
-  l->n = n;
-  l->overwrite = overwrite;
-  ContextScope scope(device);
-  if (!scope.status())
-    return scope.status();
-  return grouped::launchWeights(*l);
+  g.m = m;
+  g.n = n;
+  g.overwrite = overwrite;
+  return launchIn(device, *l, grouped::launchWeights);
 }
 
 } // namespace tile::rt

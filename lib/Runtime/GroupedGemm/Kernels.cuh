@@ -123,14 +123,8 @@ template <class Stride> __device__ Stride leading(int64_t ld) {
 
 /// Everything setupGroups reads, by value (host counts included).
 struct SetupParams {
-  Form form;
-  int experts, projections;
-  const void *deviceCounts;
-  int countBytes;
+  Groups g;
   int hostCounts[kMaxExperts];
-  long long rows, windowBegin, windowEnd, m, n, k;
-  Operand a[2], b[2], d[2];
-  bool overwrite;
   char *tables;
   TableOffsets at;
 };
@@ -158,13 +152,13 @@ __global__ void __launch_bounds__(kSetupThreads)
   for (int i = 0; i < kCountsPerThread; ++i) {
     int e = threadIdx.x * kCountsPerThread + i;
     long long c = 0;
-    if (e < p.experts) {
-      if (!p.deviceCounts)
+    if (e < p.g.experts) {
+      if (!p.g.deviceCounts)
         c = p.hostCounts[e];
-      else if (p.countBytes == 4)
-        c = static_cast<const int *>(p.deviceCounts)[e];
+      else if (p.g.countBytes == 4)
+        c = reinterpret_cast<const int *>(p.g.deviceCounts)[e];
       else
-        c = static_cast<const long long *>(p.deviceCounts)[e];
+        c = reinterpret_cast<const long long *>(p.g.deviceCounts)[e];
       count[e] = c;
       if (c < 0)
         negative = true;
@@ -175,11 +169,11 @@ __global__ void __launch_bounds__(kSetupThreads)
   Scan(scanStorage).ExclusiveSum(mine, mine, total);
   for (int i = 0; i < kCountsPerThread; ++i) {
     int e = threadIdx.x * kCountsPerThread + i;
-    if (e < p.experts)
+    if (e < p.g.experts)
       firstRow[e] = mine[i];
   }
   __syncthreads();
-  if (negative || total != p.rows) {
+  if (negative || total != p.g.rows) {
     // A device-side assert, as PyTorch's: the driver prints the message,
     // the stream's next synchronization fails with
     // CUDA_ERROR_ASSERT ("device-side assert triggered") and the context
@@ -190,7 +184,7 @@ __global__ void __launch_bounds__(kSetupThreads)
       printf("tile: grouped GEMM: the experts' token counts %s (sum %lld), "
              "not %lld rows\n",
              negative ? "include a negative one" : "do not sum to the rows",
-             total, p.rows);
+             total, p.g.rows);
       __assert_fail("tile grouped GEMM: the experts' token counts on the "
                     "device must be >= 0 and sum to the token rows",
                     __FILE__, __LINE__, __func__);
@@ -220,16 +214,17 @@ __global__ void __launch_bounds__(kSetupThreads)
     constants[1] = 1.0f;
   }
 
-  int groups = p.experts * p.projections;
+  int groups = p.g.experts * p.g.projections;
   for (int g = threadIdx.x; g < groups; g += kSetupThreads) {
-    int q = g / p.experts, e = g % p.experts;
+    int q = g / p.g.experts, e = g % p.g.experts;
     long long first = firstRow[e];
-    long long begin = max(first, p.windowBegin);
-    long long end = min(first + count[e], p.windowEnd);
+    long long begin = max(first, static_cast<long long>(p.g.windowBegin));
+    long long end =
+        min(first + count[e], static_cast<long long>(p.g.windowEnd));
     int rows = static_cast<int>(max(end - begin, 0LL));
     if (q == 0)
       counts[e] = count[e];
-    const Operand &a = p.a[q], &b = p.b[q], &d = p.d[q];
+    const Operand &a = p.g.a[q], &b = p.g.b[q], &d = p.g.d[q];
     auto rowsAt = [&](const Operand &o, size_t bytes) {
       return o.data +
              static_cast<unsigned long long>((begin - o.step) * o.ld) * bytes;
@@ -242,17 +237,17 @@ __global__ void __launch_bounds__(kSetupThreads)
     strideB[g] = leading<typename K::InternalStrideB>(b.ld);
     strideD[g] = leading<typename K::InternalStrideD>(d.ld);
     strideC[g] = leading<typename K::InternalStrideC>(d.ld);
-    if (p.form == Form::Weights) {
+    if (p.g.form == Form::Weights) {
       // D_e [m, n] += A_eᵀ B_e: K is the expert's rows in the window.
-      shapes[g] = Shape(rows > 0 ? static_cast<int>(p.m) : 0,
-                        static_cast<int>(p.n), rows);
+      shapes[g] = Shape(rows > 0 ? static_cast<int>(p.g.m) : 0,
+                        static_cast<int>(p.g.n), rows);
       ptrB[g] = reinterpret_cast<const Bf16 *>(rowsAt(b, sizeof(Bf16)));
       ptrD[g] = reinterpret_cast<ElementD *>(expertAt(d, sizeof(ElementD)));
       // The expert's first rows of an overwrite call replace D unread.
-      bool replace = p.overwrite && first >= p.windowBegin;
+      bool replace = p.g.overwrite && first >= p.g.windowBegin;
       beta[g] = constants + (replace ? 0 : 1);
     } else {
-      shapes[g] = Shape(rows, static_cast<int>(p.n), static_cast<int>(p.k));
+      shapes[g] = Shape(rows, static_cast<int>(p.g.n), static_cast<int>(p.g.k));
       ptrB[g] = reinterpret_cast<const Bf16 *>(expertAt(b, sizeof(Bf16)));
       ptrD[g] = reinterpret_cast<ElementD *>(rowsAt(d, sizeof(ElementD)));
       beta[g] = constants + 1;
@@ -337,20 +332,24 @@ typename Kind::Gemm::Arguments arguments(int groups, char *tables,
   return args;
 }
 
-template <class Kind> size_t scratchBytes(int groups, int smCount) {
+/// The tables of `groups` groups, CUTLASS's workspace (sized for the SM
+/// count's persistent grid) last.
+template <class Kind> TableOffsets tablesFor(int groups, int smCount) {
   TableOffsets none = tableOffsets<Kind>(groups, 0);
   size_t workspace = Kind::Gemm::get_workspace_size(
       arguments<Kind>(groups, nullptr, none, smCount, 0.0f));
-  return tableOffsets<Kind>(groups, workspace).total;
+  return tableOffsets<Kind>(groups, workspace);
+}
+
+template <class Kind> size_t scratchBytes(int groups, int smCount) {
+  return tablesFor<Kind>(groups, smCount).total;
 }
 
 template <class Kind> Status launch(const Launch &l) {
   using Gemm = typename Kind::Gemm;
-  int groups = l.experts * l.projections;
-  TableOffsets none = tableOffsets<Kind>(groups, 0);
-  size_t workspace = Gemm::get_workspace_size(
-      arguments<Kind>(groups, nullptr, none, l.smCount, 0.0f));
-  TableOffsets at = tableOffsets<Kind>(groups, workspace);
+  const Groups &g = l.groups;
+  int groups = g.experts * g.projections;
+  TableOffsets at = tablesFor<Kind>(groups, l.smCount);
   if (at.total > l.scratchBytes)
     return Status::error("grouped GEMM: the scratch holds " +
                          std::to_string(l.scratchBytes) + " bytes, " +
@@ -359,35 +358,19 @@ template <class Kind> Status launch(const Launch &l) {
   char *tables = reinterpret_cast<char *>(l.scratch);
 
   SetupParams p{};
-  p.form = l.form;
-  p.experts = l.experts;
-  p.projections = l.projections;
-  p.deviceCounts = reinterpret_cast<const void *>(l.deviceCounts);
-  p.countBytes = l.countBytes;
-  if (!l.deviceCounts)
-    for (int e = 0; e < l.experts; ++e)
+  p.g = l.groups;
+  if (!l.groups.deviceCounts)
+    for (int e = 0; e < l.groups.experts; ++e)
       p.hostCounts[e] = static_cast<int>(l.hostCounts[e]);
-  p.rows = l.rows;
-  p.windowBegin = l.windowBegin;
-  p.windowEnd = l.windowEnd;
-  p.m = l.m;
-  p.n = l.n;
-  p.k = l.k;
-  for (int q = 0; q < 2; ++q) {
-    p.a[q] = l.a[q];
-    p.b[q] = l.b[q];
-    p.d[q] = l.d[q];
-  }
-  p.overwrite = l.overwrite;
   p.tables = tables;
   p.at = at;
   setupGroups<Kind><<<1, kSetupThreads, 0, stream>>>(p);
   if (Status s = cudaStatus(cudaGetLastError(), "the setup kernel"); !s)
     return s;
-  if (l.form == Form::Weights && l.overwrite && l.windowBegin == 0) {
+  if (g.form == Form::Weights && g.overwrite && g.windowBegin == 0) {
     zeroEmptyExperts<Kind><<<dim3(64, groups), 256, 0, stream>>>(
-        reinterpret_cast<const long long *>(tables + at.counts), l.d[0], l.d[1],
-        l.experts, l.m, l.n);
+        reinterpret_cast<const long long *>(tables + at.counts), g.d[0], g.d[1],
+        g.experts, g.m, g.n);
     if (Status s = cudaStatus(cudaGetLastError(), "zeroing empty experts"); !s)
       return s;
   }

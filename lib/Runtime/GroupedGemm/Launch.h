@@ -29,20 +29,26 @@ struct Operand {
 /// The most host counts a launch carries in its setup kernel's parameters.
 constexpr int kMaxExperts = 1024;
 
-struct Launch {
+/// What the setup kernel reads to make the groups' tables (its parameters
+/// hold it by value, with the host counts).
+struct Groups {
   Form form = Form::Project;
   int experts = 0, projections = 0;
-  /// Device counts (countBytes 4 or 8), or hostCounts.
+  /// Device counts (countBytes 4 or 8), or the launch's host counts.
   unsigned long long deviceCounts = 0;
   int countBytes = 8;
-  const int64_t *hostCounts = nullptr;
   int64_t rows = 0, windowBegin = 0, windowEnd = 0;
   /// The fixed sizes: project and back take n and k (m is the expert's
   /// rows), weights takes m and n (k is).
   int64_t m = 0, n = 0, k = 0;
   Operand a[2], b[2], d[2];
-  float beta = 0;
   bool overwrite = false;
+};
+
+struct Launch {
+  Groups groups;
+  const int64_t *hostCounts = nullptr;
+  float beta = 0;
   unsigned long long scratch = 0;
   size_t scratchBytes = 0;
   int smCount = 0;
