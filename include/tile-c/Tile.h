@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped when a struct or a signature below changes or a function is
    added. */
-#define TILE_C_API_VERSION 7
+#define TILE_C_API_VERSION 8
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -314,6 +314,20 @@ TILE_C_EXPORT tile_status tile_mlp_plan(const tile_mlp_options *options,
                                         int64_t *shards,
                                         int64_t *rows_per_shard,
                                         size_t *workspace_bytes);
+/* The layout behind tile_mlp_plan's workspace bytes, as a function of a
+   shard's rows: fixed_bytes (the cuBLASLt workspaces), then `buffers`
+   buffers of row_bytes a row, each rounded up to `alignment`:
+     workspace_bytes = fixed_bytes
+                       + buffers * round_up(rows_per_shard * row_bytes,
+                                            alignment).
+   The untiled step (recompute 0) is one shard of all its rows, so its
+   workspace is that of rows_per_shard = rows: a caller can size it for a
+   row count it does not know yet (torch.compile's symbolic shapes). Host
+   only. */
+TILE_C_EXPORT tile_status tile_mlp_workspace_layout(
+    const tile_mlp_options *options, int64_t intermediate, int64_t experts,
+    tile_dtype dtype, size_t *fixed_bytes, int64_t *buffers, size_t *row_bytes,
+    size_t *alignment);
 /* NULL options: recompute, automatic shards, 1 GiB, the default streams. */
 TILE_C_EXPORT tile_status tile_mlp_create(tile_operators ops,
                                           const tile_mlp_options *options,

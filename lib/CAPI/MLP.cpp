@@ -128,6 +128,15 @@ tile_status backward(tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
                                             tile::capi::toRun(run)));
 }
 
+/// The MLP's dtypes: bf16, f16 or f32.
+StatusOr<tile::rt::DType> mlpDType(tile_dtype dtype) {
+  StatusOr<tile::rt::DType> type = tile::capi::deviceDType(dtype, "the MLP");
+  if (!type || tile::rt::isFloat(*type))
+    return type;
+  return Status::error(std::string("the MLP has dtype ") +
+                       tile::rt::name(*type) + ": it is bf16, f16 or f32");
+}
+
 } // namespace
 
 extern "C" {
@@ -136,13 +145,9 @@ tile_status tile_mlp_plan(const tile_mlp_options *options, int64_t rows,
                           int64_t intermediate, int64_t experts,
                           tile_dtype dtype, int64_t *shards,
                           int64_t *rows_per_shard, size_t *workspace_bytes) {
-  StatusOr<tile::rt::DType> type = tile::capi::deviceDType(dtype, "the MLP");
+  StatusOr<tile::rt::DType> type = mlpDType(dtype);
   if (!type)
     return tile::capi::toC(type.takeStatus());
-  if (!tile::rt::isFloat(*type))
-    return tile::capi::error(std::string("the MLP has dtype ") +
-                             tile::rt::name(*type) +
-                             ": it is bf16, f16 or f32");
   auto plan = tile::ops::planShards(rows, intermediate, *type,
                                     toOptions(options), experts);
   if (!plan)
@@ -153,6 +158,29 @@ tile_status tile_mlp_plan(const tile_mlp_options *options, int64_t rows,
     *rows_per_shard = plan->rowsPerShard;
   if (workspace_bytes)
     *workspace_bytes = plan->workspaceBytes;
+  return nullptr;
+}
+
+tile_status tile_mlp_workspace_layout(const tile_mlp_options *options,
+                                      int64_t intermediate, int64_t experts,
+                                      tile_dtype dtype, size_t *fixed_bytes,
+                                      int64_t *buffers, size_t *row_bytes,
+                                      size_t *alignment) {
+  StatusOr<tile::rt::DType> type = mlpDType(dtype);
+  if (!type)
+    return tile::capi::toC(type.takeStatus());
+  auto layout = tile::ops::planWorkspace(intermediate, *type,
+                                         toOptions(options), experts);
+  if (!layout)
+    return tile::capi::toC(layout.takeStatus());
+  if (fixed_bytes)
+    *fixed_bytes = layout->fixedBytes;
+  if (buffers)
+    *buffers = layout->buffers;
+  if (row_bytes)
+    *row_bytes = layout->rowBytes;
+  if (alignment)
+    *alignment = layout->alignment;
   return nullptr;
 }
 

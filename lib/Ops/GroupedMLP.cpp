@@ -328,7 +328,7 @@ GroupedSwiGLUMLP::shard(const MLPShape &shape, DType dtype, int64_t index,
   s.first = index * plan.rowsPerShard;
   s.rows = std::min(plan.rowsPerShard, shape.rows - s.first);
   int64_t I = shape.intermediate;
-  size_t block = shardBufferBytes(plan.rowsPerShard, I, dtype);
+  size_t block = plan.layout.bufferBytes(plan.rowsPerShard);
   // The shard's buffers follow the last lane's cuBLASLt workspace.
   rt::cu::DevicePtr first = blasWorkspace(plan.gemmStreams);
   s.g = {first, dtype, s.rows, I, I};

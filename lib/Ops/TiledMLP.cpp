@@ -47,11 +47,6 @@ rt::StatusOr<MLPGradients> MLPGradients::fused(const TensorView &gateUp,
   return MLPGradients{halves->first, halves->second, down};
 }
 
-size_t shardBufferBytes(int64_t rows, int64_t intermediate, DType dtype) {
-  size_t bytes = static_cast<size_t>(rows * intermediate) * rt::byteSize(dtype);
-  return (bytes + 255) / 256 * 256;
-}
-
 Status checkMLPOptions(const MLPOptions &options) {
   if (options.shards < 0)
     return Status::error("the shard count must be ≥ 0 (0: automatic), not " +
@@ -67,30 +62,48 @@ Status checkMLPOptions(const MLPOptions &options) {
   return Status::ok();
 }
 
+rt::StatusOr<WorkspaceLayout> planWorkspace(int64_t intermediate, DType dtype,
+                                            const MLPOptions &options,
+                                            int64_t experts) {
+  if (intermediate <= 0 || experts <= 0)
+    return Status::error("planWorkspace: " + std::to_string(intermediate) +
+                         " intermediates, " + std::to_string(experts) +
+                         " experts");
+  if (Status s = checkMLPOptions(options); !s)
+    return s;
+  WorkspaceLayout layout;
+  int64_t streams = std::min<int64_t>(options.streams, experts);
+  layout.fixedBytes = static_cast<size_t>(streams) * rt::Blas::kWorkspaceBytes;
+  layout.rowBytes = static_cast<size_t>(intermediate) * rt::byteSize(dtype);
+  return layout;
+}
+
 rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
                                    DType dtype, const MLPOptions &options,
                                    int64_t experts) {
-  if (rows < 0 || intermediate <= 0 || experts <= 0)
-    return Status::error("planShards: " + std::to_string(rows) + " rows of " +
-                         std::to_string(intermediate) + " intermediates, " +
-                         std::to_string(experts) + " experts");
-  if (Status s = checkMLPOptions(options); !s)
-    return s;
-  // g, u and h of one row (each buffer may round up by < 256 bytes).
-  size_t rowBytes = 3 * static_cast<size_t>(intermediate) * rt::byteSize(dtype);
+  if (rows < 0)
+    return Status::error("planShards: " + std::to_string(rows) + " rows");
+  rt::StatusOr<WorkspaceLayout> layout =
+      planWorkspace(intermediate, dtype, options, experts);
+  if (!layout)
+    return layout.takeStatus();
   ShardPlan plan;
+  plan.layout = *layout;
   plan.gemmStreams =
       static_cast<int>(std::min<int64_t>(options.streams, experts));
-  size_t blasBytes = plan.gemmStreams * rt::Blas::kWorkspaceBytes;
   int64_t work = std::max<int64_t>(rows, 1);
   if (!options.recompute) {
+    // Its workspace is layout.bytes(rows), exactly: what a caller that
+    // knows only the layout (a fake tensor of a symbolic row count) sizes.
     plan.shards = 1;
-    plan.rowsPerShard = work;
+    plan.rowsPerShard = rows;
   } else if (options.shards > 0) {
     plan.shards = std::min(options.shards, work);
     plan.rowsPerShard = (work + plan.shards - 1) / plan.shards;
   } else {
-    size_t fixed = blasBytes + 3 * 256;
+    // Each buffer may round up by less than its alignment.
+    size_t rowBytes = layout->buffers * layout->rowBytes;
+    size_t fixed = layout->fixedBytes + layout->buffers * layout->alignment;
     if (options.memoryBudgetBytes < fixed + rowBytes)
       return Status::error(
           "a memory budget of " + std::to_string(options.memoryBudgetBytes) +
@@ -107,8 +120,7 @@ rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
     plan.rowsPerShard = rounded <= most ? rounded : even;
     plan.shards = (work + plan.rowsPerShard - 1) / plan.rowsPerShard;
   }
-  plan.workspaceBytes =
-      blasBytes + 3 * shardBufferBytes(plan.rowsPerShard, intermediate, dtype);
+  plan.workspaceBytes = plan.layout.bytes(plan.rowsPerShard);
   return plan;
 }
 

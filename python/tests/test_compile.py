@@ -120,6 +120,24 @@ def test_mlp_ops_pass_opcheck_with_dynamic_shapes():
                           (x, gate, up, down, None, None))
 
 
+def test_untiled_workspace_is_sized_symbolically():
+    """The untiled op's fake sizes the workspace it keeps (g, u and h of
+    every row) from a symbolic row count: traced once, the size follows
+    the rows, equal to the C plan's at each (a constant would mean one
+    graph per row count on the GPU)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def kept(x):
+        size = tile.mlp.untiled_workspace_bytes(x.shape[0], 12,
+                                                torch.bfloat16, experts=3)
+        return x.new_empty(size, dtype=torch.uint8)
+    traced = make_fx(kept, tracing_mode="symbolic")(torch.empty(5, 8))
+    for rows in (0, 1, *ROW_COUNTS, 1000):
+        want = tile.mlp.plan(rows, 12, torch.bfloat16, experts=3,
+                             recompute=False)[2]
+        assert traced(torch.empty(rows, 8)).numel() == want, rows
+
+
 # -- each operator: one graph over 12 row counts -------------------------------
 
 def _under_autocast(fn, *args):
@@ -191,6 +209,9 @@ def _operator_cases():
              h, w, y, reduction="none").sum()),
         ("swiglu_mlp", mlp_inputs,
          lambda x, a, b, c: tile.ops.swiglu_mlp(x, a, b, c, shards=2).sum()),
+        ("swiglu_mlp untiled", mlp_inputs,
+         lambda x, a, b, c: tile.ops.swiglu_mlp(x, a, b, c,
+                                                recompute=False).sum()),
     ]
 
 
@@ -370,14 +391,8 @@ def test_cuda_graphs_match_eager(main_grad):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("recompute", [
-    True,
-    # The untiled op's fake sizes its kept workspace by the C plan of the
-    # row count, a concrete int: one graph per row count (H100, 2026-11-26:
-    # the recompile limit hit). Known, issue 46.
-    pytest.param(False, marks=pytest.mark.xfail(
-        strict=True, reason="the untiled workspace's size specializes on "
-        "the row count"))], ids=["tiled", "untiled"])
+@pytest.mark.parametrize("recompute", [True, False],
+                         ids=["tiled", "untiled"])
 def test_grouped_mlp_with_device_splits_compiles_once_over_row_counts(
         recompute):
     """The grouped MLP with a router's counts on the device: 12 token
@@ -403,4 +418,41 @@ def test_grouped_mlp_with_device_splits_compiles_once_over_row_counts(
         want.float().square().sum().backward()
         torch.testing.assert_close(got[0], want.detach())
         torch.testing.assert_close(got[1], x.grad)
+    assert counters["stats"]["unique_graphs"] == 1, _recompiles_hint()
+
+
+@pytest.mark.gpu
+def test_moe_layer_compiles_once_over_token_counts():
+    """A whole MoE layer as a model runs it (router softmax and top-k,
+    tile.nn.MoEExperts: the permutation, counts on the device, the untiled
+    grouped step, the weighted scatter back) compiled with fullgraph and
+    dynamic shapes over 12 token counts: one graph, each step's output and
+    gradients as eager's (Inductor's softmax may round the routing weights
+    differently by an ulp, so within bf16's error of the largest value: a
+    token routed elsewhere would be off by a whole expert's output)."""
+    torch.manual_seed(0)
+    experts, hidden = 8, 64
+    router = torch.nn.Linear(hidden, experts, device="cuda",
+                             dtype=torch.bfloat16)
+    module = tile.nn.MoEExperts(experts, hidden, 128, device="cuda",
+                                dtype=torch.bfloat16)
+
+    def layer(x):
+        weights, index = torch.topk(torch.softmax(router(x).float(), -1), 2)
+        return module(x, index, weights.to(x.dtype))
+    compiled = torch.compile(layer, fullgraph=True, dynamic=True)
+    params = [module.gate_up_proj, module.down_proj]
+    for rows in ROW_COUNTS:
+        x = torch.randn(8 * rows, hidden, device="cuda",
+                        dtype=torch.bfloat16, requires_grad=True)
+        results = []
+        for fn in (compiled, layer):
+            y = fn(x)
+            grads = torch.autograd.grad(y.float().square().sum(),
+                                        [x, *params])
+            results.append((y.detach(), *grads))
+        for got, want in zip(*results):
+            scale = want.abs().max().item()
+            torch.testing.assert_close(got, want, rtol=0,
+                                       atol=2 ** -7 * scale)
     assert counters["stats"]["unique_graphs"] == 1, _recompiles_hint()

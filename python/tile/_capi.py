@@ -15,7 +15,7 @@ import threading
 from collections import namedtuple
 from pathlib import Path
 
-API_VERSION = 7
+API_VERSION = 8
 
 # tile_dtype
 BF16, F16, F32, F64, I64, I32 = range(6)
@@ -185,6 +185,10 @@ SIGNATURES = {
     "tile_mlp_plan": ([_options, ctypes.c_int64, ctypes.c_int64,
                        ctypes.c_int64, ctypes.c_int, _int64s, _int64s,
                        ctypes.POINTER(ctypes.c_size_t)], _status),
+    "tile_mlp_workspace_layout": ([_options, ctypes.c_int64, ctypes.c_int64,
+                                   ctypes.c_int, ctypes.POINTER(ctypes.c_size_t),
+                                   _int64s, ctypes.POINTER(ctypes.c_size_t),
+                                   ctypes.POINTER(ctypes.c_size_t)], _status),
     "tile_mlp_create": ([_handle, _options, _out_handle], _status),
     "tile_mlp_forward": ([_handle, _run, _tensor, _tensor, _tensor, _tensor,
                           _int64s, ctypes.c_int64, _tensor], _status),
@@ -528,6 +532,19 @@ def mlp_plan(rows, intermediate, experts, dtype, shards, memory_budget,
         intermediate, experts, dtype, ctypes.byref(count),
         ctypes.byref(per_shard), ctypes.byref(workspace)))
     return count.value, per_shard.value, workspace.value
+
+
+def mlp_workspace_layout(intermediate, experts, dtype, shards, memory_budget,
+                         recompute):
+    """(fixed bytes, buffers, bytes a row, alignment) of an MLP step's
+    workspace (tile_mlp_workspace_layout); `dtype` a tile dtype. No GPU."""
+    fixed, row, alignment = (ctypes.c_size_t() for _ in range(3))
+    buffers = ctypes.c_int64()
+    check(lib.tile_mlp_workspace_layout(
+        ctypes.byref(_mlp_options(shards, memory_budget, recompute)),
+        intermediate, experts, dtype, ctypes.byref(fixed),
+        ctypes.byref(buffers), ctypes.byref(row), ctypes.byref(alignment)))
+    return fixed.value, buffers.value, row.value, alignment.value
 
 
 def _mlp_of(device, shards, memory_budget, recompute):

@@ -55,9 +55,7 @@ def plan(rows, intermediate, dtype, *, shards=0, memory_budget=None,
     """(shards, rows per shard, workspace bytes) of one step of `experts`
     experts (the workspace also holds one cuBLASLt workspace per GEMM
     stream); no GPU."""
-    if dtype not in GPU_DTYPE_NAMES:
-        raise TypeError(f"the MLP runs in bfloat16, float16 or float32, not "
-                        f"{dtype}")
+    _check_dtype(dtype)
     return _capi.mlp_plan(rows, intermediate, experts, TILE_DTYPES[dtype],
                           shards, memory_budget, recompute)
 
@@ -206,9 +204,32 @@ def _either(splits, device_splits):
     return device_splits if device_splits is not None else splits
 
 
+def _check_dtype(dtype):
+    if dtype not in GPU_DTYPE_NAMES:
+        raise TypeError(f"the MLP runs in bfloat16, float16 or float32, not "
+                        f"{dtype}")
+
+
+def untiled_workspace_bytes(rows, intermediate, dtype, *, experts=1):
+    """The untiled step's workspace (g, u and h of every row) for `rows`
+    rows, an int or a torch.SymInt: by tile_mlp_workspace_layout's formula,
+    so that a compiled graph's fake sizes it without specializing on the row
+    count. Equal to plan(rows, ..., recompute=False)'s bytes; no GPU."""
+    _check_dtype(dtype)
+    # The width and the experts specialize (ints for the C API); the rows
+    # stay symbolic.
+    fixed, buffers, row_bytes, alignment = _capi.mlp_workspace_layout(
+        int(intermediate), int(experts), TILE_DTYPES[dtype], 0, None, False)
+    rounded = (rows * row_bytes + alignment - 1) // alignment * alignment
+    return fixed + buffers * rounded
+
+
 def _workspace_bytes(x, gate, up, splits, options):
     inter = gate.shape[1] // (1 if up is not None else 2)
     experts = gate.shape[0]
+    if not options[2]:
+        return untiled_workspace_bytes(x.shape[0], inter, x.dtype,
+                                       experts=experts)
     *_, workspace = plan(x.shape[0], inter, x.dtype, shards=options[0],
                          memory_budget=options[1], experts=experts,
                          recompute=options[2])

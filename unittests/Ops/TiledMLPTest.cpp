@@ -230,3 +230,25 @@ TEST(GroupedMLPViewTest, MismatchedStacksAreRefused) {
             "a fused gate/up main_grad must be [2I, H], got [601, 100]");
 }
 } // namespace
+
+TEST(ShardPlanTest, TheUntiledWorkspaceIsItsLayoutOfAllTheRows) {
+  // A caller that knows only the layout (torch.compile's fake of a
+  // symbolic row count) sizes the untiled step's workspace exactly.
+  MLPOptions untiled;
+  untiled.recompute = false;
+  for (int64_t experts : {1, 3, 8}) {
+    auto layout = planWorkspace(333, DType::BF16, untiled, experts);
+    ASSERT_TRUE(layout) << layout.message();
+    EXPECT_EQ(layout->rowBytes, 333u * 2);
+    for (int64_t rows : {0, 1, 5, 64, 1001}) {
+      auto plan = planShards(rows, 333, DType::BF16, untiled, experts);
+      ASSERT_TRUE(plan) << plan.message();
+      EXPECT_EQ(plan->shards, 1);
+      EXPECT_EQ(plan->workspaceBytes, layout->bytes(rows)) << rows;
+      // Each buffer starts 256-byte aligned (cuBLASLt's requirement).
+      EXPECT_EQ(layout->bufferBytes(rows) % 256, 0u);
+      EXPECT_GE(layout->bufferBytes(rows), static_cast<size_t>(rows) * 666);
+    }
+  }
+  EXPECT_FALSE(planWorkspace(0, DType::BF16, untiled));
+}

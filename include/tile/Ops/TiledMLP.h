@@ -77,19 +77,55 @@ struct MLPOptions {
   int streams = 4;
 };
 
+/// How a step's workspace is laid out, as a function of a shard's rows:
+/// `fixedBytes` (one cuBLASLt workspace per GEMM stream), then `buffers`
+/// buffers (g, u and h, [rows, I] each) of `rowBytes` a row, each rounded
+/// up to `alignment`: cuBLASLt refuses a workspace that is not 256-byte
+/// aligned (CUBLAS_STATUS_INVALID_VALUE) and its fast kernels want aligned
+/// operands. The one source of the layout: planShards sizes the workspace
+/// with it, the MLP places its buffers by it, and tile_mlp_workspace_layout
+/// hands it to callers that size a workspace for a row count they do not
+/// know yet (torch.compile's fake tensors of the untiled step).
+struct WorkspaceLayout {
+  size_t fixedBytes = 0;
+  int64_t buffers = 3;
+  size_t rowBytes = 0;
+  size_t alignment = 256;
+
+  /// One buffer of `rows` rows, rounded up.
+  size_t bufferBytes(int64_t rows) const {
+    size_t bytes = static_cast<size_t>(rows) * rowBytes;
+    return (bytes + alignment - 1) / alignment * alignment;
+  }
+  /// The whole workspace for shards of `rows` rows.
+  size_t bytes(int64_t rows) const {
+    return fixedBytes + static_cast<size_t>(buffers) * bufferBytes(rows);
+  }
+};
+
 /// How one step is split.
 struct ShardPlan {
   int64_t shards = 0;
   int64_t rowsPerShard = 0; // the last shard may have fewer
   /// Streams the GEMMs run on, each with one cuBLASLt workspace.
   int gemmStreams = 1;
-  /// cuBLASLt's workspaces (gemmStreams of them), then g, u, h of one shard.
+  WorkspaceLayout layout;
+  /// layout.bytes(rowsPerShard).
   size_t workspaceBytes = 0;
 };
 
+/// The workspace layout of a step of `experts` experts under `options`
+/// (which set the GEMM streams). Without a GPU; fails on bad options or
+/// sizes.
+rt::StatusOr<WorkspaceLayout> planWorkspace(int64_t intermediate,
+                                            rt::DType dtype,
+                                            const MLPOptions &options,
+                                            int64_t experts = 1);
+
 /// The plan for `rows` rows of an MLP of `experts` experts with
-/// intermediate size `intermediate` in `dtype`. Without a GPU; fails when
-/// the budget cannot hold one row.
+/// intermediate size `intermediate` in `dtype`. The untiled step is one
+/// shard of all `rows` (no shard of rows ≥ 1 is needed when there are none).
+/// Without a GPU; fails when the budget cannot hold one row.
 rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
                                    rt::DType dtype, const MLPOptions &options,
                                    int64_t experts = 1);
@@ -114,12 +150,6 @@ Status checkMLPGradients(const MLPGradients &grads, const MLPShape &shape);
 
 /// Checks the options alone (no GPU).
 Status checkMLPOptions(const MLPOptions &options);
-
-/// The bytes of one of a shard's g, u and h buffers ([rows, I] in `dtype`),
-/// rounded up to 256: cuBLASLt refuses a workspace that is not 256-byte
-/// aligned (CUBLAS_STATUS_INVALID_VALUE) and its fast kernels want aligned
-/// operands.
-size_t shardBufferBytes(int64_t rows, int64_t intermediate, rt::DType dtype);
 
 class GroupedSwiGLUMLP; // GroupedMLP.h: this MLP is its one-expert case
 
