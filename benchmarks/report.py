@@ -439,6 +439,26 @@ def convergence_table(documents):
                   "top-20 log-prob", "parameter", "within"], rows)
 
 
+def derived_table(documents):
+    """Per kernel and shape: Tile's and torch.compile's ms, compile / Tile
+    and Tile's share of the copy ceiling, each run's figure `a / b` (a file
+    holds its runs as rows with a run number)."""
+    keyed = by_key(documents, lambda r: (r["kernel"], r["shape"]))
+    rows = []
+    for kernel, shape in keyed:
+        runs = [r for document in documents for r in document["results"]
+                if (r["kernel"], r["shape"]) == (kernel, shape)]
+        rows.append([
+            kernel, shape,
+            cell([r["ms"]["tile"] for r in runs], ".4f"),
+            cell([r["ms"]["compile"] for r in runs], ".4f"),
+            cell([r["ms"]["compile"] / r["ms"]["tile"] for r in runs], ".2f"),
+            cell([r["bytes"] / (r["ms"]["tile"] * 1e6) / r["ceiling_gbps"]
+                  for r in runs], ".2f")])
+    return table(["kernel", "shape", "Tile ms", "compile ms",
+                  "compile / Tile", "Tile of ceiling"], rows)
+
+
 def fsdp_table(documents):
     return pivot(documents, lambda r: (r["sequence"],), lambda r: r["column"],
                  with_second("ms", ".1f", "peak_gib", ".2f"), ["sequence"])
@@ -505,6 +525,13 @@ KINDS = [
      "brackets. Within: fp32 under fixed bounds, bf16 under twice the "
      "unpatched distance plus a floor (the script says which).",
      convergence_table),
+    ("derived", "Derived kernels next to torch.compile: "
+     "`benchmarks/derived.py`",
+     "Every Zoo and example kernel as a training step (forward, then "
+     "torch.autograd.grad) through tile.Kernel against torch.compile of the "
+     "same PyTorch function, per shape, GPU time behind queued kernels: ms, "
+     "compile / Tile (> 1: Tile faster) and Tile's GB/s over a copy of as "
+     "many bytes.", derived_table),
     ("fsdp", "FSDP2: `benchmarks/fsdp.py`",
      "The same layers under FSDP2 with the tiled MLPs: median step ms (peak "
      "GiB per rank).", fsdp_table),

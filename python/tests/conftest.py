@@ -117,6 +117,11 @@ def residual_rms_norm(x, r, w, alpha, eps):
     return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * w, h
 
 
+def min_max_scale(x, eps):
+    low = x.amin(-1, keepdim=True)
+    return (x - low) / (x.amax(-1, keepdim=True) - low + eps)
+
+
 def three_uses(x):
     u = x / 2
     return u ** 3 + u ** 2 + torch.sin(u)
@@ -175,11 +180,48 @@ ZOO_CASES = {
     "three_uses": (three_uses,
                    lambda r, w, d, g: [_t((r, w), d, generator=g)]),
     "rope": (rope, _rope_args),
+    # One value per row: the seeds take the reference's result shapes.
+    "logsumexp": (lambda x: torch.logsumexp(x, -1),
+                  lambda r, w, d, g: [_t((r, w), d, generator=g)]),
+    # p is tile.nograd: a target distribution (each row sums to 1).
+    "soft_cross_entropy": (lambda x, p: torch.logsumexp(x, -1) -
+                           (p * x).sum(-1),
+                           lambda r, w, d, g: [
+                               _t((r, w), d, generator=g),
+                               torch.softmax(_t((r, w), torch.float64,
+                                                generator=g), -1).to(d)]),
+    "min_max_scale": (min_max_scale,
+                      lambda r, w, d, g: [_distinct_extremes(
+                          _t((r, w), d, generator=g), g), 1e-5]),
 }
 
 
 def _away_from_zero(x):
     return torch.where(x.abs() < 0.1, x.sign() * 0.1 + (x == 0) * 0.1, x)
+
+
+def _distinct_extremes(x, generator):
+    """x with each row's maximum and minimum attained once: 2.5 and -2.5 (in
+    every dtype, outside _t's [-2, 2)) at two random columns. On a tie, as
+    bf16 rows of a thousand columns have, the kernel's min and max give the
+    cotangent to every tied element, PyTorch's amax and amin share it."""
+    if x.shape[-1] < 2:
+        return x
+    columns = torch.rand(x.shape, generator=generator).argsort(-1)
+    x = x.clone()
+    x.scatter_(-1, columns[..., :1], 2.5)
+    x.scatter_(-1, columns[..., 1:2], -2.5)
+    return x
+
+
+def result_shapes(reference, args):
+    """The shapes of reference(*args)'s results, which the cotangents seeding
+    them take: [rows, width], or [rows] for a result of one value per row
+    (logsumexp's)."""
+    with torch.no_grad():
+        out = reference(*[a.double() if isinstance(a, torch.Tensor) else a
+                          for a in args])
+    return [o.shape for o in (out if isinstance(out, tuple) else (out,))]
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,8 @@ import torch
 import tile
 from conftest import (DTYPES, ZOO, ZOO_CASES, assert_close, zoo_kernel,
                       assert_replay_matches, grads_of, leaf, randn,
-                      reference_and_grads, rms_norm, run_and_grads)
+                      reference_and_grads, result_shapes, rms_norm,
+                      run_and_grads)
 
 
 # -- a kernel of one's own -----------------------------------------------------
@@ -45,9 +46,9 @@ def test_zoo_kernel_matches_pytorch(name, policy, generator):
     reference, make = ZOO_CASES[name]
     kernel = tile.Kernel(zoo_kernel(name), policy=policy)
     args = make(6, 24, torch.float64, generator)
-    seed = [torch.randn(6, 24, dtype=torch.float64,
+    seed = [torch.randn(shape, dtype=torch.float64,
                         generator=torch.Generator().manual_seed(7))
-            for _ in kernel.forward_info.results]
+            for shape in result_shapes(reference, args)]
     out, grads = grads_of(kernel, args, seed)
     ref, ref_grads = grads_of(reference, args, seed)
     # The kernels' constants are f32 (gelu's sqrt(2/pi)): exact evaluation
@@ -95,8 +96,8 @@ def test_zoo_kernels_match_pytorch(name, policy):
                 continue
             args = [a.cuda() if isinstance(a, torch.Tensor) else a
                     for a in args]
-            seed = [randn((rows, width), torch.float32)
-                    for _ in kernel.forward_info.results]
+            seed = [randn(shape, torch.float32)
+                    for shape in result_shapes(reference, args)]
             out, grads = run_and_grads(kernel, args, seed)
             ref, ref_grads = reference_and_grads(reference, args, seed)
             for o, r in zip(out, ref):

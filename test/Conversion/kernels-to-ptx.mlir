@@ -35,5 +35,11 @@
 // RUN: %ptx-check %tile_src/test/Zoo/residual_rms_norm.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
 // RUN: %ptx-check %tile_src/test/Zoo/three_uses.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
 // RUN: %ptx-check %tile_src/test/Zoo/three_uses.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
+// RUN: %ptx-check %tile_src/test/Zoo/logsumexp.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
+// RUN: %ptx-check %tile_src/test/Zoo/logsumexp.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
+// RUN: %ptx-check %tile_src/test/Zoo/soft_cross_entropy.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
+// RUN: %ptx-check %tile_src/test/Zoo/soft_cross_entropy.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
+// RUN: %ptx-check %tile_src/test/Zoo/min_max_scale.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
+// RUN: %ptx-check %tile_src/test/Zoo/min_max_scale.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
 //
 // CHECK: ok: {{.*}} assembled, no spills
