@@ -14,8 +14,30 @@ func.func private @declared_schedule(tensor<?x?xf32>) attributes {tile.schedule 
 // -----
 
 // 32 * 2^59 wraps to 0; the bound is checked before the product.
-// expected-error@+1 {{'tile.schedule' rows_per_cta must be a power of two that splits the threads into whole warps}}
+// expected-error@+1 {{'tile.schedule' rows_per_cta must be a power of two that splits the threads into groups of whole warps}}
 func.func @wrapping_rows(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {tile.kernel, tile.schedule = {grid = "rows", threads = 128 : i64, rows_per_cta = 576460752303423488 : i64}} {
+  return %x : tensor<?x?xf32>
+}
+
+// -----
+
+// Groups of 16 threads: a sub-warp group, even on a persistent grid, for a
+// kernel without a reduction across rows; that one's group partials need
+// whole warps.
+func.func @sub_warp_rows(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {tile.kernel, tile.schedule = {grid = "persistent", threads = 128 : i64, ctas = 4 : i64, rows_per_cta = 8 : i64}} {
+  return %x : tensor<?x?xf32>
+}
+// expected-error@+1 {{'tile.schedule' rows_per_cta must be a power of two that splits the threads into groups of whole warps}}
+func.func @sub_warp_across(%x: tensor<?x?xf32>) -> tensor<?xf32> attributes {tile.kernel, tile.schedule = {grid = "persistent", threads = 128 : i64, ctas = 4 : i64, rows_per_cta = 8 : i64}} {
+  %c = tile.reduce sum %x [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  return %c : tensor<?xf32>
+}
+
+// -----
+
+// 96 threads in 8 groups of 12: neither whole warps nor a power of two.
+// expected-error@+1 {{'tile.schedule' rows_per_cta must be a power of two that splits the threads into groups of whole warps}}
+func.func @uneven_rows(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {tile.kernel, tile.schedule = {grid = "rows", threads = 96 : i64, rows_per_cta = 8 : i64}} {
   return %x : tensor<?x?xf32>
 }
 

@@ -104,10 +104,11 @@ SmallVector<KernelPlan::Sink> KernelPlan::allSinks() const {
 
 namespace {
 LogicalResult checkSchedule(func::FuncOp func, const Schedule &schedule) {
-  if (schedule.rowsPerCta < 1 ||
-      schedule.threads % (32 * schedule.rowsPerCta) != 0)
+  if (!validRowsPerCta(schedule.rowsPerCta, schedule.threads,
+                       reducesAcrossRows(func)))
     return func.emitOpError("rows per CTA must divide the threads into "
-                            "groups of whole warps, not ")
+                            "groups of whole warps (or, without a reduction "
+                            "across rows, of a power of two below 32), not ")
            << schedule.rowsPerCta << " rows of " << schedule.threads
            << " threads";
   if (schedule.threads % 32 != 0 || schedule.threads < 32 ||

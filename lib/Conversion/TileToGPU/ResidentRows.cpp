@@ -226,6 +226,10 @@ void ResidentRows::emitChunks(MutableArrayRef<Value> accs) {
 }
 
 void ResidentRows::storePartials(ArrayRef<Value> partials) {
+  // Without a reduction across rows there is nothing to store, and the
+  // groups need not meet (a barrier per group would only wait).
+  if (f.model.acrossRowReductions.empty())
+    return;
   for (int64_t g = 0; g < f.schedule.rowsPerCta; ++g) {
     if (g > 0)
       gpu::BarrierOp::create(b, loc);

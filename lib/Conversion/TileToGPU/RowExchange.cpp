@@ -5,6 +5,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::tile;
 using namespace mlir::tile::gpu_lowering;
@@ -15,13 +17,21 @@ SmallVector<Value> RowExchange::reduce(ArrayRef<ReductionKind> kinds,
   assert(rowParity && "an exchange outside the row loop");
   OpBuilder &b = f.b;
   Location loc = f.loc;
-  for (int32_t offset = 16; offset >= 1; offset /= 2)
+  // A group of at most a warp (rows per CTA splitting it into aligned
+  // lanes, a power of two of them) is done after its xor shuffles: every
+  // lane holds the total, in the same order on every lane. No shared
+  // memory, no barrier: the groups run independently.
+  int64_t group = f.schedule.threads / f.schedule.rowsPerCta;
+  int32_t lanes = static_cast<int32_t>(std::min<int64_t>(group, 32));
+  for (int32_t offset = lanes / 2; offset >= 1; offset /= 2)
     for (auto [kind, value] : llvm::zip(kinds, values)) {
       Value other = gpu::ShuffleOp::create(b, loc, value, offset, 32,
                                            gpu::ShuffleMode::XOR)
                         .getShuffleResult();
       value = f.combine(kind, value, other);
     }
+  if (group <= 32)
+    return values;
   int64_t ctaWarps = f.schedule.threads / 32;
   Value parity = exchanges++ % 2 == 0
                      ? rowParity

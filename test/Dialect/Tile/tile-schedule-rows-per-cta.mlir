@@ -149,3 +149,66 @@ func.func @narrow_row_reduction_f32(%x: tensor<?x?xf32>) -> tensor<?xf32>
   %s = tile.reduce sum %x [1] : tensor<?x?xf32> -> tensor<?xf32>
   return %s : tensor<?xf32>
 }
+
+// Narrow rows without a reduction: a row of fewer vector chunks than the
+// CTA's threads leaves the rest idle, so the CTA takes several rows, in
+// groups of one chunk a thread, below a warp if need be. silu_and_mul at
+// 128 bf16 columns: 16 chunks, 16 rows of 16 threads. At 2048 columns (256
+// chunks) one row fills the CTA.
+// CHECK-LABEL: func.func @narrow_no_reduction
+// CHECK-SAME: grid = "rows", rows_per_cta = 16 : i64, threads = 256 : i64
+func.func @narrow_no_reduction(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
+    attributes {tile.kernel, tile.specialize = {w0 = 128 : i64}} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %width = tensor.dim %x, %c1 : tensor<?x?xbf16>
+  %h = arith.divui %width, %c2 : index
+  %a = tile.slice %x [%c0, %h] : tensor<?x?xbf16> -> tensor<?x?xbf16>
+  %b = tile.slice %x [%h, %h] : tensor<?x?xbf16> -> tensor<?x?xbf16>
+  %af = tile.cast %a : tensor<?x?xbf16> to tensor<?x?xf32>
+  %bf = tile.cast %b : tensor<?x?xbf16> to tensor<?x?xf32>
+  %y = arith.mulf %af, %bf : tensor<?x?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %yb : tensor<?x?xbf16>
+}
+// CHECK-LABEL: func.func @wide_no_reduction
+// CHECK-NOT: rows_per_cta
+// CHECK: return
+func.func @wide_no_reduction(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
+    attributes {tile.kernel, tile.specialize = {w0 = 2048 : i64}} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %width = tensor.dim %x, %c1 : tensor<?x?xbf16>
+  %h = arith.divui %width, %c2 : index
+  %a = tile.slice %x [%c0, %h] : tensor<?x?xbf16> -> tensor<?x?xbf16>
+  %b = tile.slice %x [%h, %h] : tensor<?x?xbf16> -> tensor<?x?xbf16>
+  %af = tile.cast %a : tensor<?x?xbf16> to tensor<?x?xf32>
+  %bf = tile.cast %b : tensor<?x?xbf16> to tensor<?x?xf32>
+  %y = arith.mulf %af, %bf : tensor<?x?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %yb : tensor<?x?xbf16>
+}
+
+// A row reduction alone at 128 bf16 columns (16 chunks, 128 threads):
+// groups of 8 threads, two chunks each, 16 rows a CTA; their exchange is
+// three xor shuffles. Across rows the groups stay whole warps: 8 rows of
+// 32 threads.
+// CHECK-LABEL: func.func @narrow_row_reduction(
+// CHECK-SAME: grid = "rows", rows_per_cta = 16 : i64, threads = 128 : i64
+func.func @narrow_row_reduction(%x: tensor<?x?xbf16>) -> tensor<?xf32>
+    attributes {tile.kernel, tile.specialize = {w0 = 128 : i64}} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %s = tile.reduce sum %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  return %s : tensor<?xf32>
+}
+// CHECK-LABEL: func.func @narrow_across
+// CHECK-SAME: grid = "persistent", rows_per_cta = 8 : i64, threads = 256 : i64
+func.func @narrow_across(%x: tensor<?x?xbf16>) -> (tensor<?xf32>, tensor<?xf32>)
+    attributes {tile.kernel, tile.specialize = {w0 = 128 : i64}} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %s = tile.reduce sum %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %c = tile.reduce sum %xf [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  return %s, %c : tensor<?xf32>, tensor<?xf32>
+}

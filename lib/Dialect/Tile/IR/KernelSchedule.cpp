@@ -148,21 +148,49 @@ int64_t mlir::tile::chooseThreads(func::FuncOp func, int64_t vectorWidth,
   return threads;
 }
 
+bool mlir::tile::validRowsPerCta(int64_t rows, int64_t threads,
+                                 bool acrossRows) {
+  // Bounded by the threads before any product, which could wrap.
+  if (rows < 1 || rows > threads || !llvm::isPowerOf2_64(rows) ||
+      threads % rows != 0)
+    return false;
+  int64_t group = threads / rows;
+  if (group % 32 == 0)
+    return true;
+  // A sub-warp group exchanges by xor shuffles within its aligned lanes; a
+  // cross-row kernel's group partials assume whole warps.
+  return !acrossRows && 32 % group == 0;
+}
+
 int64_t mlir::tile::chooseRowsPerCta(func::FuncOp func, int64_t threads,
                                      int64_t vectorWidth) {
-  // Only a reduction leaves idle threads waiting at its barriers (an
-  // elementwise kernel lost up to 20 % with two rows per CTA).
   int64_t width = specializedWidth(func);
-  if (width <= 0 || threads <= 0 || vectorWidth <= 0 || !reducesAnything(func))
+  if (width <= 0 || threads <= 0 || vectorWidth <= 0)
     return 1;
+  int64_t chunks = (width + vectorWidth - 1) / vectorWidth;
+  int64_t group = threads;
+  if (!reducesAnything(func)) {
+    // No barrier to wait at: a row of fewer chunks than threads leaves the
+    // rest idle, and a CTA has too few bytes in flight. Groups as small as
+    // one chunk a thread (a sub-warp group: nothing is exchanged) take
+    // several rows at once. Wider rows keep one row per CTA: halving the
+    // threads per row only lengthened each thread's loop (SwiGLU at 2048
+    // columns lost up to 20 % with two rows per CTA, docs/Performance.md).
+    while (group > 1 && chunks < group)
+      group /= 2;
+    return threads / group;
+  }
   // Measured on an H200 (docs/Performance.md): four rows per CTA took
   // RMSNorm's forward at 1024 bf16 columns from 0.50 to 0.81 of the
   // streaming ceiling; on wide rows they cost up to half. A cross-row
   // reduction's group partials are added within the CTA before they reach
-  // the workspace, so they do not multiply the finalize's work.
-  int64_t chunks = (width + vectorWidth - 1) / vectorWidth;
-  int64_t group = threads;
-  while (group > 32 && group % 64 == 0 && chunks < 2 * group)
+  // the workspace, so they do not multiply the finalize's work; its groups
+  // stay whole warps. A kernel that reduces only over its rows may take
+  // groups of fewer than 32 threads, whose exchange is a warp's shuffles
+  // alone (RowExchange.cpp): no shared memory, no barrier.
+  int64_t smallest = reducesAcrossRows(func) ? 32 : 1;
+  while (group > smallest && (group % 64 == 0 || group <= 32) &&
+         chunks < 2 * group)
     group /= 2;
   return threads / group;
 }
@@ -185,8 +213,11 @@ KernelSchedule mlir::tile::defaultSchedule(func::FuncOp func,
     schedule.ctas = KernelSchedule::persistentCtas(schedule.threads, device);
     schedule.ctasPerSm = schedule.gridCtasPerSm(device);
   }
+  // An element grid has no rows to group.
   schedule.rowsPerCta =
-      chooseRowsPerCta(func, schedule.threads, schedule.vectorWidth);
+      schedule.elementGrid
+          ? 1
+          : chooseRowsPerCta(func, schedule.threads, schedule.vectorWidth);
   return schedule;
 }
 
@@ -278,12 +309,12 @@ LogicalResult mlir::tile::verifySchedule(Operation *op, Attribute value) {
       return op->emitError("'tile.schedule' vector_width must be a power of "
                            "two from 1 to 16");
   if (auto rows = dyn_cast_or_null<IntegerAttr>(dict.get("rows_per_cta")))
-    // Bounded by the threads before the product, which could wrap.
-    if (rows.getInt() < 1 || rows.getInt() > threads.getInt() / 32 ||
-        !llvm::isPowerOf2_64(rows.getInt()) ||
-        threads.getInt() % (32 * rows.getInt()) != 0)
+    if (!validRowsPerCta(rows.getInt(), threads.getInt(),
+                         reducesAcrossRows(cast<func::FuncOp>(op))))
       return op->emitError("'tile.schedule' rows_per_cta must be a power of "
-                           "two that splits the threads into whole warps");
+                           "two that splits the threads into groups of "
+                           "whole warps, or (without a reduction across "
+                           "rows) of a power of two below 32");
   if (grid.getValue() == "elements" && dict.get("rows_per_cta"))
     return op->emitError("'tile.schedule' grid = \"elements\" has no rows "
                          "per CTA");

@@ -150,11 +150,19 @@ bool isPurelyElementwise(func::FuncOp func);
 /// keep rows in registers.
 int64_t chooseThreads(func::FuncOp func, int64_t vectorWidth, bool elementGrid);
 
-/// Rows per CTA for `func` at `threads` and `vectorWidth`. For a kernel
-/// that reduces (over or across rows) with a specialized width
-/// (tile.specialize): the largest power of two that still gives every
+/// Rows per CTA for `func` at `threads` and `vectorWidth`, for a
+/// specialized width (tile.specialize; otherwise 1). A kernel that reduces
+/// (over or across rows): the largest power of two that still gives every
 /// thread two vector chunks of its row, so that a narrow row does not leave
-/// most of the CTA idle at the reduction's barriers. Otherwise 1.
+/// most of the CTA idle at the reduction's barriers; groups of whole warps
+/// across rows, down to sub-warp groups over rows. A kernel with no
+/// reduction: where a row has fewer vector chunks than the CTA threads,
+/// groups of the largest power of two within its chunks (one each).
+/// Whether `rows` rows per CTA split `threads` into groups the lowering
+/// supports: whole warps, or (not for a kernel that reduces across rows) a
+/// power of two below 32.
+bool validRowsPerCta(int64_t rows, int64_t threads, bool acrossRows);
+
 int64_t chooseRowsPerCta(func::FuncOp func, int64_t threads,
                          int64_t vectorWidth);
 
