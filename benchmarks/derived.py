@@ -7,7 +7,9 @@ is tile.Kernel (the backward derived by tile-differentiate). The peer that
 makes the same promise is torch.compile of the same function written in
 PyTorch: AOTAutograd derives the backward and Inductor generates both
 kernels. It is compiled for each shape (dynamic=False, its best case), in
-its default mode. PyTorch eager is the third column.
+its default mode. PyTorch eager is the third column. A kernel with a row
+reduction also runs under Tile's save-row-stats policy (the forward keeps
+the row statistics for the backward), in a column of its own.
 
 Each case runs at 4096 x 1024, 16384 x 4096 and 65536 x 256, and 16-bit
 kernels also at 65536 x 128 (rows x the kernel's row width). Every step is
@@ -28,10 +30,12 @@ what is counted is the CPU's alone) is taken at 4096 x 1024.
     TILE_LIBRARY=... PYTHONPATH=python python3 benchmarks/derived.py \\
         [--runs 2] [--kernels a,b] [--shapes 4096x1024,...] [--json out]
     python3 benchmarks/derived.py --report out1.json [out2.json ...]
+    python3 benchmarks/derived.py --profile-host rms_norm
 
 With --report it reads the JSON of earlier invocations (each may hold a
 part of the kernels) and prints the summary table (Markdown) over all of
-them.
+them. --profile-host KERNEL profiles Tile's host time per step (cProfile,
+the GPU kept busy) at 4096 x 1024.
 """
 
 import argparse
@@ -367,12 +371,22 @@ def differentiable_inputs(case, kernel, width):
         if isinstance(a, torch.Tensor) and info.differentiable]
 
 
-def run_case(case, shape, kernel, compiled, with_host):
+def reduces_over_rows(case):
+    """Whether the kernel has a row reduction, whose statistics the
+    save-row-stats policy keeps for the backward (a second Tile column)."""
+    text = case.source.read_text()
+    return "tile.reduce" in text and "[1]" in text
+
+
+def run_case(case, shape, kernel, compiled, with_host, saved=None):
     """{"case", "kernel", "shape", sides' ms, ceiling, checks} at one
-    shape."""
+    shape; `saved`: the kernel under save-row-stats, timed as
+    "tile-stats"."""
     rows, width = shape
     differentiable = differentiable_inputs(case, kernel, width)
     sides = {"tile": kernel, "compile": compiled, "eager": case.reference}
+    if saved is not None:
+        sides["tile-stats"] = saved
     checks, failures = check(case, sides, rows, width, differentiable)
     probe, = _input_sets(case, rows, width, differentiable, 1)
     with torch.no_grad():
@@ -390,7 +404,7 @@ def run_case(case, shape, kernel, compiled, with_host):
         ms, depth, ratio = timing.settled_ms(step, len(sets), iterations=20)
         row["ms"][side], row["depth"][side] = ms, depth
         row["settle_ratio"][side] = ratio
-        if with_host and side != "eager":
+        if with_host and side in ("tile", "compile"):
             row["host_us"][side] = timing.host_us(lambda: step(0), calls=100)
     del sets
     torch.cuda.empty_cache()
@@ -405,6 +419,8 @@ def take_run(cases, shapes_filter, run):
     import tile
     for case in cases:
         kernel = tile.Kernel(case.source)
+        saved = tile.Kernel(case.source, policy="save-row-stats") \
+            if reduces_over_rows(case) else None
         # Specialized for each shape (dynamic=False: each new shape
         # compiles anew, never a dynamic graph), compiled on first use.
         compiled = torch.compile(case.reference, dynamic=False)
@@ -412,7 +428,7 @@ def take_run(cases, shapes_filter, run):
             if shapes_filter and shape not in shapes_filter:
                 continue
             row = run_case(case, shape, kernel, compiled,
-                           with_host=shape == HOST_SHAPE)
+                           with_host=shape == HOST_SHAPE, saved=saved)
             row["run"] = run
             rows.append(row)
             ms = row["ms"]
@@ -433,8 +449,9 @@ def summary(rows):
     for row in rows:
         by_case.setdefault((row["kernel"], row["shape"]), []).append(row)
     lines = ["| kernel | shape | Tile ms | compile ms | eager ms | "
-             "compile / Tile | Tile of ceiling | compile of ceiling |",
-             "|---|---|---|---|---|---|---|---|"]
+             "compile / Tile | Tile of ceiling | compile of ceiling | "
+             "compile / Tile (save-row-stats) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     ratios, wins, cells, checks, failures = [], 0, 0, 0, []
     for (kernel, shape), runs in by_case.items():
         per_run = [r["ms"]["compile"] / r["ms"]["tile"] for r in runs]
@@ -451,10 +468,12 @@ def summary(rows):
             checks += r["checks"]
             failures += r["failures"]
         spread = "/".join(f"{v:.2f}" for v in per_run)
+        stats = "/".join(f"{r['ms']['compile'] / r['ms']['tile-stats']:.2f}"
+                         for r in runs if "tile-stats" in r["ms"]) or "—"
         lines.append(f"| {kernel} | {shape} | {mean['tile']:.4f} | "
                      f"{mean['compile']:.4f} | {mean['eager']:.4f} | "
                      f"{spread} | {of_ceiling['tile']:.2f} | "
-                     f"{of_ceiling['compile']:.2f} |")
+                     f"{of_ceiling['compile']:.2f} | {stats} |")
     geomean = math.exp(statistics.mean(math.log(r) for r in ratios))
     lines.append("")
     lines.append(f"geometric mean of compile / Tile: {geomean:.3f}; "
@@ -472,6 +491,35 @@ def summary(rows):
     return "\n".join(lines)
 
 
+def profile_host(case, calls=300):
+    """Where Tile's host time per step goes: cProfile over `calls` steps at
+    the host shape, queued behind a sleep (the GPU never makes the host
+    wait), the functions with the most time of their own first."""
+    import cProfile
+    import pstats
+
+    import tile
+    kernel = tile.Kernel(case.source)
+    rows, width = HOST_SHAPE
+    differentiable = differentiable_inputs(case, kernel, width)
+    step = Step(kernel, _input_sets(case, rows, width, differentiable, 1),
+                differentiable)
+    for _ in range(10):
+        step(0)
+    torch.cuda.synchronize()
+    us = timing.host_us(lambda: step(0), calls=calls)
+    torch.cuda._sleep(400_000_000)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        step(0)
+    profiler.disable()
+    torch.cuda.synchronize()
+    print(f"{case.name} {rows}x{width}: {us:.0f} us of host time per step "
+          f"(unprofiled); profiled, by own time:")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=2)
@@ -482,11 +530,16 @@ def main():
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--report", nargs="+",
                         help="print the summary of these JSON files")
+    parser.add_argument("--profile-host", metavar="KERNEL",
+                        help="profile Tile's host time per step instead")
     args = parser.parse_args()
     if args.report:
         rows = [row for path in args.report
                 for row in results.read(path, "derived")["results"]]
         print(summary(rows))
+        return
+    if args.profile_host:
+        profile_host(next(c for c in CASES if c.name == args.profile_host))
         return
     names = set(filter(None, args.kernels.split(",")))
     unknown = names - {c.name for c in CASES}

@@ -152,11 +152,12 @@ func.func @narrow_row_reduction_f32(%x: tensor<?x?xf32>) -> tensor<?xf32>
 
 // Narrow rows without a reduction: a row of fewer vector chunks than the
 // CTA's threads leaves the rest idle, so the CTA takes several rows, in
-// groups of one chunk a thread, below a warp if need be. silu_and_mul at
-// 128 bf16 columns: 16 chunks, 16 rows of 16 threads. At 2048 columns (256
-// chunks) one row fills the CTA.
+// groups of two chunks a thread, below a warp if need be (the loop over the
+// half-width result then has one). silu_and_mul at 128 bf16 columns: 16
+// chunks, 32 rows of 8 threads. At 2048 columns (256 chunks) one row fills
+// the CTA.
 // CHECK-LABEL: func.func @narrow_no_reduction
-// CHECK-SAME: grid = "rows", rows_per_cta = 16 : i64, threads = 256 : i64
+// CHECK-SAME: grid = "rows", rows_per_cta = 32 : i64, threads = 256 : i64
 func.func @narrow_no_reduction(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
     attributes {tile.kernel, tile.specialize = {w0 = 128 : i64}} {
   %c0 = arith.constant 0 : index

@@ -171,12 +171,17 @@ int64_t mlir::tile::chooseRowsPerCta(func::FuncOp func, int64_t threads,
   int64_t group = threads;
   if (!reducesAnything(func)) {
     // No barrier to wait at: a row of fewer chunks than threads leaves the
-    // rest idle, and a CTA has too few bytes in flight. Groups as small as
-    // one chunk a thread (a sub-warp group: nothing is exchanged) take
-    // several rows at once. Wider rows keep one row per CTA: halving the
-    // threads per row only lengthened each thread's loop (SwiGLU at 2048
-    // columns lost up to 20 % with two rows per CTA, docs/Performance.md).
-    while (group > 1 && chunks < group)
+    // rest idle, and a CTA has too few bytes in flight. Groups of two
+    // chunks a thread of the widest row (a sub-warp group if need be:
+    // nothing is exchanged) take several rows at once; two, because a
+    // kernel's loop may run over a narrower result (silu_and_mul's half
+    // row), which then has one chunk a thread. Wider rows keep one row per
+    // CTA: halving the threads per row only lengthened each thread's loop
+    // (SwiGLU at 2048 columns lost up to 20 % with two rows per CTA,
+    // docs/Performance.md).
+    if (chunks >= threads)
+      return 1;
+    while (group > 1 && chunks < 2 * group)
       group /= 2;
     return threads / group;
   }

@@ -157,7 +157,7 @@ int64_t chooseThreads(func::FuncOp func, int64_t vectorWidth, bool elementGrid);
 /// most of the CTA idle at the reduction's barriers; groups of whole warps
 /// across rows, down to sub-warp groups over rows. A kernel with no
 /// reduction: where a row has fewer vector chunks than the CTA threads,
-/// groups of the largest power of two within its chunks (one each).
+/// groups of the largest power of two that leaves each thread two.
 /// Whether `rows` rows per CTA split `threads` into groups the lowering
 /// supports: whole warps, or (not for a kernel that reduces across rows) a
 /// power of two below 32.
