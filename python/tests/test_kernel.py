@@ -38,6 +38,32 @@ def test_user_kernel_in_a_few_lines():
                  torch.float64, "d tanh")
 
 
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_a_tied_row_extreme_shares_its_cotangent(kind):
+    """A row's maximum (minimum) reached by several elements: each gets an
+    equal share of the cotangent, as torch.amax (amin) gives it, so that the
+    shares add up to the cotangent (each taking all of it made the gradient
+    k times too large on a k-way tie, as bf16 rows often have)."""
+    kernel = tile.Kernel(f"""
+    func.func @extreme(%x: tensor<?x?xf32>) -> tensor<?xf32>
+        attributes {{tile.kernel}} {{
+      %m = tile.reduce {kind} %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+      return %m : tensor<?xf32>
+    }}""")
+    x = torch.tensor([[1.0, 3.0, 3.0, 2.0, 3.0], [0.0, 0.0, 5.0, -1.0, -1.0],
+                      [4.0, 4.0, 4.0, 4.0, 4.0]], dtype=torch.float64)
+    seed = torch.tensor([6.0, 2.0, 10.0], dtype=torch.float64)
+    got, = _grad_of(kernel, x, seed)
+    want, = _grad_of(lambda t: getattr(torch, f"a{kind}")(t, -1), x, seed)
+    assert_close(got, want, torch.float64, f"d {kind}")
+    assert torch.allclose(got.sum(-1), seed)
+
+
+def _grad_of(fn, x, seed):
+    x = leaf(x.clone())
+    return torch.autograd.grad(fn(x), x, seed)
+
+
 # -- every test/Zoo kernel -----------------------------------------------------
 
 @pytest.mark.parametrize("name", sorted(ZOO_CASES))

@@ -1,10 +1,11 @@
 // Min-max scaling of each row of bf16 x, in f32:
 //   y = (x - min(x)) / (max(x) - min(x) + eps).
 // Unlike softmax's maximum, min and max do not cancel here: their
-// cotangents reach the elements that attain them (every one of them on a
-// tie, where the derivative is undefined; the check's random inputs are
-// float64, unrounded, and have no ties). At width 1 the one element is both
-// extremes and y is 0, as is its gradient.
+// cotangents reach the elements that attain them (shared evenly on a tie,
+// as PyTorch's amax and amin share it; the check's random inputs are
+// float64, unrounded, and have no ties, but the Python tests' bf16 rows
+// do). At width 1 the one element is both extremes and y is 0, as is its
+// gradient.
 //
 // The check takes a smaller finite-difference step (--fd-step=1e-8): at
 // 13x3000 a row's two largest (or smallest) inputs can lie within 1e-6 of
