@@ -308,10 +308,14 @@ def step_bytes(args, outs, differentiable):
 
 
 def _poison():
-    """Freed blocks of the caching allocator hold NaN: a result a side
-    leaves unwritten cannot pass the check."""
+    """Freed blocks of the caching allocator hold NaN, in both its pools (a
+    block of at most 1 MiB, a row result or a weight gradient, comes from
+    the small one): a result a side leaves unwritten cannot pass the
+    check."""
     block = torch.full((1 << 28,), float("nan"), device="cuda")
-    del block
+    small = [torch.full((1 << 18,), float("nan"), device="cuda")
+             for _ in range(64)]
+    del block, small
 
 
 def _close(got, ref, dtype):

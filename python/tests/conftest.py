@@ -231,8 +231,12 @@ def poison_the_allocator(request):
     allocator hold NaN: a result the kernels leave unwritten (torch.empty
     reuses them) cannot pass. Other tests: nothing."""
     if request.node.get_closest_marker("gpu") is not None:
+        # Both pools: blocks of at most 1 MiB (row results, weight
+        # gradients) come from the small one.
         block = torch.full((1 << 28,), float("nan"), device="cuda")
-        del block
+        small = [torch.full((1 << 18,), float("nan"), device="cuda")
+                 for _ in range(64)]
+        del block, small
     yield
 
 

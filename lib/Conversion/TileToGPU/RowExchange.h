@@ -12,7 +12,9 @@ namespace mlir::tile::gpu_lowering {
 /// through shared memory. Consecutive exchanges alternate between two sets
 /// of slots, across rows too, so one barrier each suffices: a thread writes
 /// a set again only after the barrier of the exchange in between, which
-/// every thread reaches after reading that set.
+/// every thread reaches after reading that set. A group of at most a warp
+/// (a power of two of aligned lanes) needs only its xor shuffles: no slots,
+/// no barrier, and the parity never moves.
 class RowExchange {
 public:
   explicit RowExchange(KernelFrame &frame) : f(frame) {}

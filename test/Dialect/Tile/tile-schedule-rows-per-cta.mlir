@@ -213,3 +213,11 @@ func.func @narrow_across(%x: tensor<?x?xbf16>) -> (tensor<?xf32>, tensor<?xf32>)
   %c = tile.reduce sum %xf [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
   return %s, %c : tensor<?xf32>, tensor<?xf32>
 }
+
+// A user's threads that are not a power of two (96: three warps) keep
+// groups of whole warps, or one row per CTA: never a group the lowering
+// cannot take (rows_per_cta 16 would be groups of 6).
+// RUN: tile-opt %s -tile-schedule=threads=96 | FileCheck %s --check-prefix=T96
+// T96-LABEL: func.func @narrow_no_reduction
+// T96-NOT: rows_per_cta
+// T96-SAME: threads = 96

@@ -181,7 +181,9 @@ int64_t mlir::tile::chooseRowsPerCta(func::FuncOp func, int64_t threads,
     // docs/Performance.md).
     if (chunks >= threads)
       return 1;
-    while (group > 1 && chunks < 2 * group)
+    // Whole warps while the group is above a warp (a user's threads need
+    // not be a power of two: 96 stays in warps), a power of two below.
+    while (group > 1 && (group % 64 == 0 || group <= 32) && chunks < 2 * group)
       group /= 2;
     return threads / group;
   }

@@ -56,7 +56,8 @@ struct KernelSchedule {
   /// Columns per thread and access (a power of two, at most 16).
   int64_t vectorWidth = 1;
   /// Rows a CTA works on at once, each by threads / rowsPerCta threads
-  /// (whole warps): narrow rows leave fewer threads idle.
+  /// (whole warps, or a power of two below 32 without a reduction across
+  /// rows: validRowsPerCta): narrow rows leave fewer threads idle.
   int64_t rowsPerCta = 1;
   /// A kernel that reduces across rows sums its CTAs' partial rows in its
   /// last CTAs to arrive (`finalize = "folded"`) instead of in a finalize
@@ -157,14 +158,15 @@ int64_t chooseThreads(func::FuncOp func, int64_t vectorWidth, bool elementGrid);
 /// most of the CTA idle at the reduction's barriers; groups of whole warps
 /// across rows, down to sub-warp groups over rows. A kernel with no
 /// reduction: where a row has fewer vector chunks than the CTA threads,
-/// groups of the largest power of two that leaves each thread two.
+/// groups of the largest power of two that leaves each thread two. Always
+/// valid (validRowsPerCta) for the threads given.
+int64_t chooseRowsPerCta(func::FuncOp func, int64_t threads,
+                         int64_t vectorWidth);
+
 /// Whether `rows` rows per CTA split `threads` into groups the lowering
 /// supports: whole warps, or (not for a kernel that reduces across rows) a
 /// power of two below 32.
 bool validRowsPerCta(int64_t rows, int64_t threads, bool acrossRows);
-
-int64_t chooseRowsPerCta(func::FuncOp func, int64_t threads,
-                         int64_t vectorWidth);
 
 /// The default schedule of `func` on `device`.
 KernelSchedule defaultSchedule(func::FuncOp func,
