@@ -157,7 +157,7 @@ tile_status tile_mlp_plan(const tile_mlp_options *options, int64_t rows,
   if (rows_per_shard)
     *rows_per_shard = plan->rowsPerShard;
   if (workspace_bytes)
-    *workspace_bytes = plan->workspaceBytes;
+    *workspace_bytes = plan->workspaceBytes();
   return nullptr;
 }
 

@@ -271,9 +271,9 @@ Status GroupedSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
     return planned.takeStatus();
   plan = *planned;
   if (run.callerWorkspace) {
-    if (!run.workspace || run.workspaceBytes < plan.workspaceBytes)
+    if (!run.workspace || run.workspaceBytes < plan.workspaceBytes())
       return Status::error("the MLP needs a workspace of " +
-                           std::to_string(plan.workspaceBytes) + " bytes, " +
+                           std::to_string(plan.workspaceBytes()) + " bytes, " +
                            std::to_string(run.workspaceBytes) + " given");
     if (run.workspace % 256 != 0)
       return Status::error("the MLP's workspace is misaligned: address " +
@@ -283,7 +283,7 @@ Status GroupedSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
     base = run.workspace;
     return Status::ok();
   }
-  if (workspace.size() >= plan.workspaceBytes) {
+  if (workspace.size() >= plan.workspaceBytes()) {
     base = workspace.data();
     return Status::ok();
   }
@@ -291,10 +291,10 @@ Status GroupedSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
   // so the two never coexist.
   releaseWorkspace();
   rt::StatusOr<rt::DeviceBuffer> buffer =
-      rt::DeviceBuffer::allocate(ops.device(), plan.workspaceBytes);
+      rt::DeviceBuffer::allocate(ops.device(), plan.workspaceBytes());
   if (!buffer)
     return Status::error("the MLP's workspace (" +
-                         std::to_string(plan.workspaceBytes) +
+                         std::to_string(plan.workspaceBytes()) +
                          " bytes): " + buffer.message());
   workspace = std::move(*buffer);
   base = workspace.data();

@@ -62,6 +62,13 @@ Status checkMLPOptions(const MLPOptions &options) {
   return Status::ok();
 }
 
+namespace {
+/// The streams a step's GEMMs run on: never more than its experts.
+int gemmStreamsOf(const MLPOptions &options, int64_t experts) {
+  return static_cast<int>(std::min<int64_t>(options.streams, experts));
+}
+} // namespace
+
 rt::StatusOr<WorkspaceLayout> planWorkspace(int64_t intermediate, DType dtype,
                                             const MLPOptions &options,
                                             int64_t experts) {
@@ -72,8 +79,8 @@ rt::StatusOr<WorkspaceLayout> planWorkspace(int64_t intermediate, DType dtype,
   if (Status s = checkMLPOptions(options); !s)
     return s;
   WorkspaceLayout layout;
-  int64_t streams = std::min<int64_t>(options.streams, experts);
-  layout.fixedBytes = static_cast<size_t>(streams) * rt::Blas::kWorkspaceBytes;
+  layout.fixedBytes = static_cast<size_t>(gemmStreamsOf(options, experts)) *
+                      rt::Blas::kWorkspaceBytes;
   layout.rowBytes = static_cast<size_t>(intermediate) * rt::byteSize(dtype);
   return layout;
 }
@@ -89,8 +96,7 @@ rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
     return layout.takeStatus();
   ShardPlan plan;
   plan.layout = *layout;
-  plan.gemmStreams =
-      static_cast<int>(std::min<int64_t>(options.streams, experts));
+  plan.gemmStreams = gemmStreamsOf(options, experts);
   int64_t work = std::max<int64_t>(rows, 1);
   if (!options.recompute) {
     // Its workspace is layout.bytes(rows), exactly: what a caller that
@@ -120,7 +126,6 @@ rt::StatusOr<ShardPlan> planShards(int64_t rows, int64_t intermediate,
     plan.rowsPerShard = rounded <= most ? rounded : even;
     plan.shards = (work + plan.rowsPerShard - 1) / plan.rowsPerShard;
   }
-  plan.workspaceBytes = plan.layout.bytes(plan.rowsPerShard);
   return plan;
 }
 

@@ -163,9 +163,9 @@ private:
       return available.takeStatus();
     size_t free = *available;
     // Leave room for cuBLASLt and the context's own growth.
-    if (plan->workspaceBytes + (size_t(1) << 30) > free) {
+    if (plan->workspaceBytes() + (size_t(1) << 30) > free) {
       record.skipped =
-          "needs " + std::to_string(int64_t(plan->workspaceBytes / kMiB)) +
+          "needs " + std::to_string(int64_t(plan->workspaceBytes() / kMiB)) +
           " MiB, " + std::to_string(int64_t(free / kMiB)) + " MiB free";
       return std::unique_ptr<ops::TiledSwiGLUMLP>();
     }

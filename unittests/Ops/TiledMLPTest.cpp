@@ -20,9 +20,9 @@ TEST(ShardPlanTest, TheDefaultBudgetSplitsALongSequenceEvenly) {
   ASSERT_TRUE(plan) << plan.message();
   EXPECT_EQ(plan->shards, 5);
   EXPECT_EQ(plan->rowsPerShard, 13120);
-  EXPECT_EQ(plan->workspaceBytes,
+  EXPECT_EQ(plan->workspaceBytes(),
             size_t(13120) * 3 * 12288 * 2 + rt::Blas::kWorkspaceBytes);
-  EXPECT_LE(plan->workspaceBytes, size_t(1) << 30);
+  EXPECT_LE(plan->workspaceBytes(), size_t(1) << 30);
 }
 
 TEST(ShardPlanTest, AShortSequenceIsOneShard) {
@@ -53,7 +53,7 @@ TEST(ShardPlanTest, ATightBudgetGivesSmallShards) {
   ASSERT_TRUE(plan) << plan.message();
   EXPECT_LE(plan->rowsPerShard, 7);
   EXPECT_EQ(plan->shards, (100 + plan->rowsPerShard - 1) / plan->rowsPerShard);
-  EXPECT_LE(plan->workspaceBytes, options.memoryBudgetBytes);
+  EXPECT_LE(plan->workspaceBytes(), options.memoryBudgetBytes);
 }
 
 TEST(ShardPlanTest, ImpossiblePlansAreRefused) {
@@ -85,7 +85,7 @@ TEST(ShardPlanTest, EachGemmStreamOfAGroupedStepHasItsOwnWorkspace) {
   EXPECT_EQ(dense->gemmStreams, 1);
   EXPECT_EQ(eight->gemmStreams, 4);
   EXPECT_EQ(two->gemmStreams, 2);
-  EXPECT_EQ(eight->workspaceBytes - dense->workspaceBytes,
+  EXPECT_EQ(eight->workspaceBytes() - dense->workspaceBytes(),
             3 * rt::Blas::kWorkspaceBytes);
   EXPECT_EQ(eight->shards, dense->shards);
   // The automatic plan's budget counts every stream's workspace.
@@ -93,7 +93,7 @@ TEST(ShardPlanTest, EachGemmStreamOfAGroupedStepHasItsOwnWorkspace) {
   tight.memoryBudgetBytes = 4 * rt::Blas::kWorkspaceBytes + 64 * kMiB;
   auto budgeted = planShards(65536, 1536, DType::BF16, tight, 8);
   ASSERT_TRUE(budgeted) << budgeted.message();
-  EXPECT_LE(budgeted->workspaceBytes, tight.memoryBudgetBytes);
+  EXPECT_LE(budgeted->workspaceBytes(), tight.memoryBudgetBytes);
   MLPOptions none;
   none.streams = 0;
   auto refused = planShards(2048, 1536, DType::BF16, none, 8);
@@ -244,7 +244,7 @@ TEST(ShardPlanTest, TheUntiledWorkspaceIsItsLayoutOfAllTheRows) {
       auto plan = planShards(rows, 333, DType::BF16, untiled, experts);
       ASSERT_TRUE(plan) << plan.message();
       EXPECT_EQ(plan->shards, 1);
-      EXPECT_EQ(plan->workspaceBytes, layout->bytes(rows)) << rows;
+      EXPECT_EQ(plan->workspaceBytes(), layout->bytes(rows)) << rows;
       // Each buffer starts 256-byte aligned (cuBLASLt's requirement).
       EXPECT_EQ(layout->bufferBytes(rows) % 256, 0u);
       EXPECT_GE(layout->bufferBytes(rows), static_cast<size_t>(rows) * 666);

@@ -110,8 +110,7 @@ struct ShardPlan {
   /// Streams the GEMMs run on, each with one cuBLASLt workspace.
   int gemmStreams = 1;
   WorkspaceLayout layout;
-  /// layout.bytes(rowsPerShard).
-  size_t workspaceBytes = 0;
+  size_t workspaceBytes() const { return layout.bytes(rowsPerShard); }
 };
 
 /// The workspace layout of a step of `experts` experts under `options`

@@ -168,34 +168,26 @@ int64_t mlir::tile::chooseRowsPerCta(func::FuncOp func, int64_t threads,
   if (width <= 0 || threads <= 0 || vectorWidth <= 0)
     return 1;
   int64_t chunks = (width + vectorWidth - 1) / vectorWidth;
-  int64_t group = threads;
-  if (!reducesAnything(func)) {
-    // No barrier to wait at: a row of fewer chunks than threads leaves the
-    // rest idle, and a CTA has too few bytes in flight. Groups of two
-    // chunks a thread of the widest row (a sub-warp group if need be:
-    // nothing is exchanged) take several rows at once; two, because a
-    // kernel's loop may run over a narrower result (silu_and_mul's half
-    // row), which then has one chunk a thread. Wider rows keep one row per
-    // CTA: halving the threads per row only lengthened each thread's loop
-    // (SwiGLU at 2048 columns lost up to 20 % with two rows per CTA,
-    // docs/Performance.md).
-    if (chunks >= threads)
-      return 1;
-    // Whole warps while the group is above a warp (a user's threads need
-    // not be a power of two: 96 stays in warps), a power of two below.
-    while (group > 1 && (group % 64 == 0 || group <= 32) && chunks < 2 * group)
-      group /= 2;
-    return threads / group;
-  }
-  // Measured on an H200 (docs/Performance.md): four rows per CTA took
-  // RMSNorm's forward at 1024 bf16 columns from 0.50 to 0.81 of the
-  // streaming ceiling; on wide rows they cost up to half. A cross-row
-  // reduction's group partials are added within the CTA before they reach
-  // the workspace, so they do not multiply the finalize's work; its groups
-  // stay whole warps. A kernel that reduces only over its rows may take
-  // groups of fewer than 32 threads, whose exchange is a warp's shuffles
-  // alone (RowExchange.cpp): no shared memory, no barrier.
+  // Without a reduction there is no barrier to wait at: a row of fewer
+  // chunks than threads leaves the rest idle and a CTA has too few bytes
+  // in flight, so it takes several rows. Wider rows keep one row per CTA:
+  // halving the threads per row only lengthened each thread's loop (SwiGLU
+  // at 2048 columns lost up to 20 % with two rows per CTA,
+  // docs/Performance.md).
+  if (!reducesAnything(func) && chunks >= threads)
+    return 1;
+  // Groups of two chunks a thread: four rows per CTA took RMSNorm's forward
+  // at 1024 bf16 columns from 0.50 to 0.81 of the streaming ceiling (H200,
+  // docs/Performance.md), and a kernel without a reduction may loop over a
+  // narrower result (silu_and_mul's half row), which then has one chunk a
+  // thread. Whole warps while the group is above a warp (a user's threads
+  // need not be a power of two: 96 stays in warps), a power of two below;
+  // a sub-warp group's exchange is a warp's shuffles alone
+  // (RowExchange.cpp). A cross-row reduction's groups stay whole warps:
+  // their partials are added within the CTA before they reach the
+  // workspace, so they do not multiply the finalize's work.
   int64_t smallest = reducesAcrossRows(func) ? 32 : 1;
+  int64_t group = threads;
   while (group > smallest && (group % 64 == 0 || group <= 32) &&
          chunks < 2 * group)
     group /= 2;
