@@ -10,6 +10,7 @@
 #include "tile/Tools/ToolSupport.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/thread.h"
@@ -21,21 +22,87 @@ bool isIdentifierChar(char c) {
   return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
 }
 
-/// Whether `text` at `i` starts `array<index` (spaces allowed before the
-/// type): a dense array of index, on which MLIR 22's parser crashes (it asks
-/// index for a bit width).
-bool isIndexDenseArray(llvm::StringRef text, size_t i) {
-  if (!text.substr(i).starts_with("array<") ||
-      (i > 0 && isIdentifierChar(text[i - 1])))
+/// `i` moved past what MLIR's lexer skips between tokens: white space, a NUL
+/// byte (skipped like white space unless it ends the buffer) and `//`
+/// comments.
+size_t skipTrivia(llvm::StringRef text, size_t i) {
+  while (i < text.size()) {
+    char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0') {
+      ++i;
+    } else if (text.substr(i).starts_with("//")) {
+      while (i < text.size() && text[i] != '\n')
+        ++i;
+    } else {
+      break;
+    }
+  }
+  return i;
+}
+
+/// The identifier at `i` (empty if none starts there).
+llvm::StringRef identifierAt(llvm::StringRef text, size_t i) {
+  size_t end = i;
+  while (end < text.size() && isIdentifierChar(text[end]))
+    ++end;
+  return text.slice(i, end);
+}
+
+/// Whether `text` at `i` starts a word (an identifier not inside a longer
+/// one) equal to `word`.
+bool isWordAt(llvm::StringRef text, size_t i, llvm::StringRef word) {
+  return (i == 0 || !isIdentifierChar(text[i - 1])) &&
+         identifierAt(text, i) == word;
+}
+
+/// The type aliases seen so far that name `index` (`!t = index`, and
+/// `!u = !t` after it): MLIR resolves an alias only after its definition,
+/// so one pass in text order finds every one a dense array can use.
+class IndexAliases {
+public:
+  /// Records the alias defined at `i` (at `!`, at nesting depth 0) if its
+  /// type is index or an index alias.
+  void noteDefinition(llvm::StringRef text, size_t i) {
+    llvm::StringRef name = identifierAt(text, i + 1);
+    if (name.empty())
+      return;
+    size_t next = skipTrivia(text, i + 1 + name.size());
+    if (next >= text.size() || text[next] != '=')
+      return;
+    if (namesIndex(text, skipTrivia(text, next + 1)))
+      aliases.insert(name);
+  }
+
+  /// Whether the type at `i` is `index` or an alias of it.
+  bool namesIndex(llvm::StringRef text, size_t i) const {
+    if (i >= text.size())
+      return false;
+    if (text[i] == '!')
+      return aliases.contains(identifierAt(text, i + 1));
+    return isWordAt(text, i, "index");
+  }
+
+private:
+  llvm::StringSet<> aliases;
+};
+
+/// Whether `text` at `i` starts a dense array of index (`array<index`, with
+/// anything MLIR's lexer skips around the `<`, or an alias of index), on
+/// which MLIR 22's parser crashes: it asks index for a bit width.
+bool isIndexDenseArray(llvm::StringRef text, size_t i,
+                       const IndexAliases &indexAliases) {
+  if (!isWordAt(text, i, "array"))
     return false;
-  llvm::StringRef rest = text.substr(i + 6).ltrim(" \t\r\n");
-  return rest.starts_with("index") &&
-         (rest.size() == 5 || !isIdentifierChar(rest[5]));
+  size_t open = skipTrivia(text, i + 5);
+  if (open >= text.size() || text[open] != '<')
+    return false;
+  return indexAliases.namesIndex(text, skipTrivia(text, open + 1));
 }
 } // namespace
 
 std::optional<tile::UnparsableInput>
 tile::findUnparsableInput(llvm::StringRef text) {
+  IndexAliases indexAliases;
   int64_t depth = 0;
   for (size_t i = 0, e = text.size(); i < e; ++i) {
     char c = text[i];
@@ -70,8 +137,12 @@ tile::findUnparsableInput(llvm::StringRef text) {
     case '}':
       depth = depth > 0 ? depth - 1 : 0;
       break;
+    case '!':
+      if (depth == 0 && (i == 0 || !isIdentifierChar(text[i - 1])))
+        indexAliases.noteDefinition(text, i);
+      break;
     case 'a':
-      if (isIndexDenseArray(text, i))
+      if (isIndexDenseArray(text, i, indexAliases))
         return UnparsableInput{
             i, "a dense array of index (array<index: ...>) is not "
                "supported: MLIR 22's parser crashes on it; use i64"};

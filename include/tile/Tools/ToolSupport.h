@@ -39,9 +39,11 @@ struct UnparsableInput {
 
 /// The first place in `text` that MLIR 22's parser cannot take safely:
 /// nesting deeper than kMaxNesting (the parser recurses per level), or a
-/// dense array of `index` (the parser crashes on it; found by the fuzzers).
-/// Strings and `//` comments are skipped; `->` closes nothing. Every tool,
-/// the JIT and the fuzz harnesses call this before they parse.
+/// dense array of `index` (the parser crashes on it; found by the fuzzers):
+/// `array<index`, with white space, NUL bytes or comments around the `<` as
+/// MLIR's lexer allows, or with a type alias of index. Strings and `//`
+/// comments are skipped; `->` closes nothing. Every tool, the JIT and the
+/// fuzz harnesses call this before they parse.
 std::optional<UnparsableInput> findUnparsableInput(llvm::StringRef text);
 
 /// Reports findUnparsableInput's finding in buffer `bufferId` of
