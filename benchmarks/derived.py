@@ -519,6 +519,38 @@ def profile_host(case, calls=300):
     pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
+def profile_kernels(case, shapes_filter, steps=50):
+    """Each side's GPU kernels per step (torch.profiler, device time), at
+    each shape: which kernel of a step loses, and by how much."""
+    import tile
+    from torch.profiler import ProfilerActivity, profile
+    kernel = tile.Kernel(case.source)
+    sides = {"tile": kernel, "compile": torch.compile(case.reference,
+                                                       dynamic=False)}
+    for shape in case.shapes():
+        if shapes_filter and shape not in shapes_filter:
+            continue
+        rows, width = shape
+        differentiable = differentiable_inputs(case, kernel, width)
+        sets = _input_sets(case, rows, width, differentiable, 1)
+        for side, fn in sides.items():
+            step = Step(fn, sets, differentiable)
+            for _ in range(5):
+                step(0)
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(steps):
+                    step(0)
+                torch.cuda.synchronize()
+            print(f"{case.name} {rows}x{width} {side}: us per step")
+            for event in sorted(prof.key_averages(),
+                                key=lambda e: -e.device_time_total):
+                if event.device_time_total <= 0:
+                    continue
+                print(f"  {event.device_time_total / steps:8.2f}  "
+                      f"x{event.count / steps:g}  {event.key[:90]}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=2)
@@ -531,6 +563,9 @@ def main():
                         help="print the summary of these JSON files")
     parser.add_argument("--profile-host", metavar="KERNEL",
                         help="profile Tile's host time per step instead")
+    parser.add_argument("--profile-kernels", metavar="KERNEL",
+                        help="list each side's GPU kernels per step "
+                             "instead (--shapes selects shapes)")
     args = parser.parse_args()
     if args.report:
         rows = [row for path in args.report
@@ -540,13 +575,17 @@ def main():
     if args.profile_host:
         profile_host(next(c for c in CASES if c.name == args.profile_host))
         return
+    shapes = {tuple(int(v) for v in s.split("x"))
+              for s in filter(None, args.shapes.split(","))}
+    if args.profile_kernels:
+        profile_kernels(next(c for c in CASES
+                             if c.name == args.profile_kernels), shapes)
+        return
     names = set(filter(None, args.kernels.split(",")))
     unknown = names - {c.name for c in CASES}
     if unknown:
         parser.error(f"unknown kernels: {sorted(unknown)}")
     cases = [c for c in CASES if not names or c.name in names]
-    shapes = {tuple(int(v) for v in s.split("x"))
-              for s in filter(None, args.shapes.split(","))}
     torch._dynamo.config.cache_size_limit = 256
     rows = []
     for run in range(1, args.runs + 1):
