@@ -49,10 +49,10 @@ TEST(FindUnparsableInput, RefusesEveryIndexDenseArrayAtItsKeyword) {
 TEST(FindUnparsableInput, LetsThroughWhatTheParserHandles) {
   const std::string cases[] = {
       moduleWith("array<i64: 1>"),
-      moduleWith("array<indexed: 1>"),  // not index (the parser refuses)
-      moduleWith("myarray<index: 1>"),  // not the array keyword
+      moduleWith("array<indexed: 1>"), // not index (the parser refuses)
+      moduleWith("myarray<index: 1>"), // not the array keyword
       moduleWith("array<!t: 1>", "!t = i64\n"),
-      moduleWith("array<!index: 1>"),   // an alias named index, undefined
+      moduleWith("array<!index: 1>"),    // an alias named index, undefined
       moduleWith("\"array<index: 1>\""), // a string
       "// array<index: 1>\n" + moduleWith("array<i32: 1>"),
   };
