@@ -10,6 +10,7 @@
 #include "tile/Conversion/Passes.h"
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
 #include "tile/Dialect/Tile/IR/KernelVerifier.h"
+#include "tile/Dialect/Tile/Transforms/RowReciprocals.h"
 #include "tile/Dialect/Tile/Transforms/ShiftedExponentials.h"
 
 namespace mlir::tile {
@@ -43,6 +44,7 @@ struct ConvertTileToGPUPass final
         gpu::GPUModuleOp::create(builder, module.getLoc(), "tile_kernels");
     for (func::FuncOp kernel : kernels) {
       approximateShiftedExponentials(kernel);
+      multiplyByRowReciprocals(kernel);
       KernelSchedule schedule = getSchedule(kernel);
       FailureOr<gpu_lowering::KernelModel> model =
           gpu_lowering::KernelModel::analyze(kernel);
