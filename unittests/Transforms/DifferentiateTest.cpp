@@ -140,6 +140,59 @@ TEST_F(DifferentiateTest, RMSNormUnderEveryPolicy) {
   }
 }
 
+TEST_F(DifferentiateTest, TiedExtremesShareTheCotangentEvenly) {
+  // A maximum or minimum reached by k elements gives each g / k, as
+  // torch.amax/amin do, over a row and across rows alike (across rows the
+  // GPU lowering refuses the count, the evaluator computes it; giving each
+  // the whole g made the gradient k times too large).
+  const std::vector<double> x = {1, 3, 3, 2,  3,   // row 0
+                                 0, 0, 5, -1, -1,  // row 1
+                                 4, 4, 4, 4,  4,   // row 2
+                                 1, 3, 5, 4,  -1}; // row 3
+  const int64_t rows = 4, width = 5;
+  for (std::string kind : {"max", "min"}) {
+    for (bool acrossRows : {false, true}) {
+      SCOPED_TRACE(kind + (acrossRows ? " across rows" : " over a row"));
+      std::string dims = acrossRows ? "[0] across_rows" : "[1]";
+      func::FuncOp func = parse("func.func @extreme(%x: tensor<?x?xf32>) -> "
+                                "tensor<?xf32> attributes {tile.kernel} {\n"
+                                "  %m = tile.reduce " +
+                                    kind + " %x " + dims +
+                                    " : tensor<?x?xf32> -> tensor<?xf32>\n"
+                                    "  return %m : tensor<?xf32>\n}\n",
+                                "extreme");
+      ASSERT_TRUE(func);
+      mlir::tile::DerivedKernel derived = derive(func);
+      ASSERT_TRUE(derived.backward);
+      int64_t groups = acrossRows ? width : rows;
+      int64_t members = acrossRows ? rows : width;
+      auto at = [&](int64_t group, int64_t member) {
+        return acrossRows ? member * width + group : group * width + member;
+      };
+      Buffer seed = Buffer::tensor({groups}, interp::StorageType::F32);
+      for (int64_t g = 0; g < groups; ++g)
+        seed.values[g] = 2.0 + g;
+      std::vector<double> want(x.size(), 0.0);
+      for (int64_t g = 0; g < groups; ++g) {
+        double extreme = x[at(g, 0)];
+        for (int64_t m = 1; m < members; ++m)
+          extreme = kind == "max" ? std::max(extreme, x[at(g, m)])
+                                  : std::min(extreme, x[at(g, m)]);
+        int64_t ties = 0;
+        for (int64_t m = 0; m < members; ++m)
+          ties += x[at(g, m)] == extreme;
+        for (int64_t m = 0; m < members; ++m)
+          if (x[at(g, m)] == extreme)
+            want[at(g, m)] = seed.values[g] / static_cast<double>(ties);
+      }
+      Buffer input = Buffer::tensor({rows, width}, interp::StorageType::F32, x);
+      std::vector<Buffer> got = run(derived.backward, {input, seed});
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(got[0].values, want);
+    }
+  }
+}
+
 TEST_F(DifferentiateTest, AnOpWithoutARuleIsNoKernel) {
   // The kernel verifier accepts exactly the ops the differentiator has rules
   // for (one list), so a kernel that verifies can always be differentiated:

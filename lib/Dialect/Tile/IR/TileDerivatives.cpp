@@ -80,31 +80,27 @@ LogicalResult ReduceOp::buildAdjoint(AdjointBuilder &builder,
   }
   case ReductionKind::Max:
   case ReductionKind::Min: {
-    // The elements equal to the result share the cotangent. Over a row, as
-    // PyTorch's amax/amin and JAX's max do, evenly: each of k tied elements
-    // gets g / k, so the gradient stays a subgradient. Ties are common in
-    // 16-bit data (a row of a thousand bf16 values often repeats its
-    // maximum); giving each the whole g made their gradient k times too
-    // large. The count is one more row sum, which shares the exchange of
-    // whatever else reads the result. Across rows the count would be a
-    // cross-row sum that the elements of every row need before any can
-    // finish, which the lowering cannot do in one pass: there every tied
-    // element still gets the whole g (docs/Differentiation.md).
+    // The elements equal to the result share the cotangent evenly, as
+    // PyTorch's amax/amin and JAX's max do: each of k tied elements gets
+    // g / k, so the gradient stays a subgradient. Ties are common in 16-bit
+    // data (a row of a thousand bf16 values often repeats its maximum);
+    // giving each the whole g made their gradient k times too large. Over
+    // a row the count is one more row sum, which shares the exchange of
+    // whatever else reads the result. Across rows it is a cross-row sum the
+    // elements of every row need: the evaluator computes it, the GPU
+    // lowering refuses it (as it refuses the backward's use of the cross-row
+    // extreme itself), rather than give each tied element the whole g.
     Value reached = builder.broadcast(getResult(), getDims(), input);
     Value isExtreme = builder.cmp(arith::CmpFPredicate::OEQ, input, reached);
-    Value share = g;
+    Value ties = builder.reduceSum(
+        builder.where(isExtreme, builder.constantLike(1.0, input)), getDims());
     Value initTies;
-    if (Value init = getInit())
+    if (Value init = getInit()) {
       initTies = builder.cmp(arith::CmpFPredicate::OEQ, init, getResult());
-    if (!getAcrossRows()) {
-      Value ties = builder.reduceSum(
-          builder.where(isExtreme, builder.constantLike(1.0, input)),
-          getDims());
-      if (initTies)
-        ties = builder.add(
-            ties, builder.where(initTies, builder.constantLike(1.0, g)));
-      share = builder.div(g, ties);
+      ties = builder.add(ties,
+                         builder.where(initTies, builder.constantLike(1.0, g)));
     }
+    Value share = builder.div(g, ties);
     operands.push_back(
         builder.where(isExtreme, builder.broadcast(share, getDims(), input)));
     if (initTies)
