@@ -24,3 +24,19 @@ func.func @mixed(%x: tensor<?x?xf32>, %w: tensor<?xf32>) -> tensor<?x?xf32>
   %y = arith.mulf %wb, %bb : tensor<?x?xf32>
   return %y : tensor<?x?xf32>
 }
+
+// -----
+
+// A cross-row result read back by the rows (the derived backward of a
+// column maximum does this): the error says why it cannot be, where the
+// old one said to broadcast what was already broadcast.
+func.func @rows_read_a_cross_row_max(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.kernel} {
+  // expected-error@+1 {{'tile.reduce' op makes a cross-row result (complete only after every row), which rows of the same kernel read; the GPU lowering computes cross-row results last, in the finalize: return it, and use it in a second kernel}}
+  %m = tile.reduce max %x [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  // expected-note@+1 {{read by the rows here}}
+  %mb = tile.broadcast %m [0] like %x
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.subf %x, %mb : tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}

@@ -46,6 +46,11 @@ void propagate(Operation *op, struct Propagator &p);
 struct Propagator {
   DenseMap<Value, ValueKind> &kinds;
   Operation *conflictAt = nullptr;
+  /// The value asked to be of two kinds at conflictAt, and the kinds: the
+  /// one it had, then the one asked for.
+  Value conflictValue;
+  ValueKind conflictHad = ValueKind::Uniform;
+  ValueKind conflictWanted = ValueKind::Uniform;
   /// First in, first out, seeded in program order: a conflict is found at
   /// the op a reader would blame, the first to combine the two kinds.
   std::deque<Operation *> worklist;
@@ -64,8 +69,12 @@ struct Propagator {
         enqueue(user);
       return;
     }
-    if (it->second != kind && !conflictAt)
+    if (it->second != kind && !conflictAt) {
       conflictAt = where;
+      conflictValue = value;
+      conflictHad = it->second;
+      conflictWanted = kind;
+    }
   }
   std::optional<ValueKind> get(Value value) const {
     auto it = kinds.find(value);
@@ -170,6 +179,39 @@ void propagate(Operation *op, Propagator &p) {
     p.unify(tensors, op);
   }
 }
+/// The error for a value two ops need as different kinds. A cross-row
+/// result is complete only after every row: the lowering computes it last
+/// (the finalize), so no row can read it. Users broadcast one back to the
+/// rows (a max across rows, or the derived backward of one) and were told
+/// only to broadcast.
+LogicalResult reportConflict(const Propagator &p) {
+  ValueKind had = p.conflictHad, wanted = p.conflictWanted;
+  if (had == ValueKind::AcrossRows || wanted == ValueKind::AcrossRows) {
+    Operation *def = p.conflictValue.getDefiningOp();
+    Operation *reader = def == p.conflictAt ? nullptr : p.conflictAt;
+    if (!reader)
+      for (Operation *user : p.conflictValue.getUsers())
+        if (user != def) {
+          reader = user;
+          break;
+        }
+    Operation *at = def ? def : p.conflictAt;
+    InFlightDiagnostic diag =
+        at->emitOpError("makes a cross-row result (complete only after every "
+                        "row), which rows of the same kernel read; the GPU "
+                        "lowering computes cross-row results last, in the "
+                        "finalize: return it, and use it in a second kernel");
+    if (reader && reader != at)
+      diag.attachNote(reader->getLoc()) << "read by the rows here";
+    return diag;
+  }
+  if ((had == ValueKind::RowValue && wanted == ValueKind::Column) ||
+      (had == ValueKind::Column && wanted == ValueKind::RowValue))
+    return p.conflictAt->emitOpError(
+        "mixes per-row and per-column values; broadcast one of them first");
+  return p.conflictAt->emitOpError("needs a value both ")
+         << stringifyKind(had) << " and " << stringifyKind(wanted);
+}
 } // namespace
 
 FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
@@ -244,8 +286,7 @@ FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
     for (Value value : llvm::concat<Value>(op.getOperands(), op.getResults()))
       freeToColumn(value, &op);
   if (p.conflictAt)
-    return p.conflictAt->emitOpError(
-        "mixes per-row and per-column values; broadcast one of them first");
+    return reportConflict(p);
 
   // Integer data is read one value per row (a label), with a scalar load:
   // the vectorized column loops move floats only.
