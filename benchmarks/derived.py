@@ -573,13 +573,23 @@ def main():
         print(summary(rows))
         return
     if args.profile_host:
-        profile_host(next(c for c in CASES if c.name == args.profile_host))
+        case = next((c for c in CASES if c.name == args.profile_host), None)
+        if case is None:
+            parser.error(f"unknown kernel: {args.profile_host}")
+        profile_host(case)
         return
     shapes = {tuple(int(v) for v in s.split("x"))
               for s in filter(None, args.shapes.split(","))}
     if args.profile_kernels:
-        profile_kernels(next(c for c in CASES
-                             if c.name == args.profile_kernels), shapes)
+        case = next((c for c in CASES if c.name == args.profile_kernels),
+                    None)
+        if case is None:
+            parser.error(f"unknown kernel: {args.profile_kernels}")
+        unknown = shapes - set(case.shapes())
+        if unknown:
+            parser.error(f"{case.name} has no shape {sorted(unknown)} "
+                         f"(it has {case.shapes()})")
+        profile_kernels(case, shapes)
         return
     names = set(filter(None, args.kernels.split(",")))
     unknown = names - {c.name for c in CASES}

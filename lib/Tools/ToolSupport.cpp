@@ -3,7 +3,11 @@
 // The scan before MLIR's parser is a lexer's view, not a parser's: it needs
 // to be right only about text that nests deeply or that MLIR's parser
 // crashes on, and errs on the safe side elsewhere (an unbalanced `<` in some
-// odd attribute only makes a count larger).
+// odd attribute only makes a count larger; a type alias of index is
+// recorded wherever it appears). Where it reads tokens it reads them as
+// MLIR's lexer does: comments end at a line feed or a carriage return, a
+// NUL byte is white space, names after `!`, `#`, `%`, `^`, `@` may hold
+// `-`, and a number ends where its digits do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +22,21 @@
 using namespace mlir;
 
 namespace {
+/// A character of a bare identifier or keyword (MLIR's bare-id).
 bool isIdentifierChar(char c) {
   return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
+}
+
+/// A character of the name after `!`, `#`, `%`, `^` or `@` (MLIR's
+/// suffix-id), which may hold `-` too.
+bool isSuffixChar(char c) { return isIdentifierChar(c) || c == '-'; }
+
+/// The end of a `//` comment starting at `i`: MLIR's lexer ends one at a
+/// line feed or a carriage return.
+size_t endOfComment(llvm::StringRef text, size_t i) {
+  while (i < text.size() && text[i] != '\n' && text[i] != '\r')
+    ++i;
+  return i;
 }
 
 /// `i` moved past what MLIR's lexer skips between tokens: white space, a NUL
@@ -28,42 +45,51 @@ bool isIdentifierChar(char c) {
 size_t skipTrivia(llvm::StringRef text, size_t i) {
   while (i < text.size()) {
     char c = text[i];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0') {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0')
       ++i;
-    } else if (text.substr(i).starts_with("//")) {
-      while (i < text.size() && text[i] != '\n')
-        ++i;
-    } else {
+    else if (text.substr(i).starts_with("//"))
+      i = endOfComment(text, i);
+    else
       break;
-    }
   }
   return i;
 }
 
-/// The identifier at `i` (empty if none starts there).
-llvm::StringRef identifierAt(llvm::StringRef text, size_t i) {
+/// The run of characters at `i` that `isChar` accepts.
+llvm::StringRef runAt(llvm::StringRef text, size_t i, bool (*isChar)(char)) {
   size_t end = i;
-  while (end < text.size() && isIdentifierChar(text[end]))
+  while (end < text.size() && isChar(text[end]))
     ++end;
   return text.slice(i, end);
 }
 
-/// Whether `text` at `i` starts a word (an identifier not inside a longer
-/// one) equal to `word`.
-bool isWordAt(llvm::StringRef text, size_t i, llvm::StringRef word) {
-  return (i == 0 || !isIdentifierChar(text[i - 1])) &&
-         identifierAt(text, i) == word;
+bool isDigitChar(char c) { return llvm::isDigit(c); }
+
+/// The name after a prefix at `i - 1`: digits alone (`%0`), or a
+/// suffix-id (`!a-b`), as MLIR's lexer reads it.
+llvm::StringRef suffixIdAt(llvm::StringRef text, size_t i) {
+  if (i < text.size() && llvm::isDigit(text[i]))
+    return runAt(text, i, isDigitChar);
+  return runAt(text, i, isSuffixChar);
 }
 
-/// The type aliases seen so far that name `index` (`!t = index`, and
-/// `!u = !t` after it): MLIR resolves an alias only after its definition,
-/// so one pass in text order finds every one a dense array can use.
+/// The token at `i`, which starts with an identifier character: a number's
+/// digits (MLIR's lexer ends a number where the digits end) or a bare word.
+llvm::StringRef wordAt(llvm::StringRef text, size_t i) {
+  return runAt(text, i,
+               llvm::isDigit(text[i]) ? isDigitChar : isIdentifierChar);
+}
+
+/// The type aliases that name `index` (`!t = index`, and `!u = !t` after
+/// it). MLIR resolves an alias only after its definition, so one pass in
+/// text order finds every one a dense array can use; a later definition of
+/// the same name (another --split-input-file chunk) replaces it.
 class IndexAliases {
 public:
-  /// Records the alias defined at `i` (at `!`, at nesting depth 0) if its
-  /// type is index or an index alias.
+  /// Records the alias defined at `i` (at `!`) if its type is index or an
+  /// index alias, forgets the name otherwise.
   void noteDefinition(llvm::StringRef text, size_t i) {
-    llvm::StringRef name = identifierAt(text, i + 1);
+    llvm::StringRef name = suffixIdAt(text, i + 1);
     if (name.empty())
       return;
     size_t next = skipTrivia(text, i + 1 + name.size());
@@ -71,6 +97,8 @@ public:
       return;
     if (namesIndex(text, skipTrivia(text, next + 1)))
       aliases.insert(name);
+    else
+      aliases.erase(name);
   }
 
   /// Whether the type at `i` is `index` or an alias of it.
@@ -78,20 +106,21 @@ public:
     if (i >= text.size())
       return false;
     if (text[i] == '!')
-      return aliases.contains(identifierAt(text, i + 1));
-    return isWordAt(text, i, "index");
+      return aliases.contains(suffixIdAt(text, i + 1));
+    return runAt(text, i, isIdentifierChar) == "index";
   }
 
 private:
   llvm::StringSet<> aliases;
 };
 
-/// Whether `text` at `i` starts a dense array of index (`array<index`, with
-/// anything MLIR's lexer skips around the `<`, or an alias of index), on
-/// which MLIR 22's parser crashes: it asks index for a bit width.
+/// Whether the bare word at `i` (a keyword) is `array` starting a dense
+/// array of index (`array<index`, with anything MLIR's lexer skips around
+/// the `<`, or an alias of index), on which MLIR 22's parser crashes: it
+/// asks index for a bit width.
 bool isIndexDenseArray(llvm::StringRef text, size_t i,
                        const IndexAliases &indexAliases) {
-  if (!isWordAt(text, i, "array"))
+  if (wordAt(text, i) != "array")
     return false;
   size_t open = skipTrivia(text, i + 5);
   if (open >= text.size() || text[open] != '<')
@@ -115,8 +144,7 @@ tile::findUnparsableInput(llvm::StringRef text) {
       break;
     case '/':
       if (i + 1 < e && text[i + 1] == '/')
-        while (i < e && text[i] != '\n')
-          ++i;
+        i = endOfComment(text, i);
       break;
     case '(':
     case '[':
@@ -130,7 +158,7 @@ tile::findUnparsableInput(llvm::StringRef text) {
       break;
     case '>':
       if (i > 0 && text[i - 1] == '-')
-        break; // `->`
+        break; // `->` (a name's trailing `-` was skipped with the name)
       [[fallthrough]];
     case ')':
     case ']':
@@ -138,16 +166,27 @@ tile::findUnparsableInput(llvm::StringRef text) {
       depth = depth > 0 ? depth - 1 : 0;
       break;
     case '!':
-      if (depth == 0 && (i == 0 || !isIdentifierChar(text[i - 1])))
+    case '#':
+    case '%':
+    case '^':
+    case '@':
+      // A prefixed name, skipped whole (`#array<...>` is an opaque
+      // attribute, not a dense array; `!e->` closes a bracket). A type
+      // alias is recorded wherever it appears: at worst that refuses
+      // input that was malformed anyway.
+      if (c == '!')
         indexAliases.noteDefinition(text, i);
-      break;
-    case 'a':
-      if (isIndexDenseArray(text, i, indexAliases))
-        return UnparsableInput{
-            i, "a dense array of index (array<index: ...>) is not "
-               "supported: MLIR 22's parser crashes on it; use i64"};
+      i += suffixIdAt(text, i + 1).size();
       break;
     default:
+      if (isIdentifierChar(c)) {
+        // A bare word (or a number): a keyword may start a dense array.
+        if (isIndexDenseArray(text, i, indexAliases))
+          return UnparsableInput{
+              i, "a dense array of index (array<index: ...>) is not "
+                 "supported: MLIR 22's parser crashes on it; use i64"};
+        i += wordAt(text, i).size() - 1;
+      }
       break;
     }
   }

@@ -1,7 +1,8 @@
 // An f32 division by a row value or a scalar multiplies by its reciprocal,
 // taken once per row (the row value's) or once at kernel entry (the
 // scalar's) and shared by every division by the same value; a division by
-// a per-column weight stays a division (multiplyByRowReciprocals).
+// a per-column weight stays a division (multiplyByRowReciprocals). The
+// broadcast and splat it divided by are gone.
 // RUN: tile-opt %s -tile-schedule -convert-tile-to-gpu | FileCheck %s
 // RUN: tile-opt %s -tile-schedule -convert-tile-to-gpu | FileCheck %s --check-prefix=KERNEL
 //
@@ -11,11 +12,15 @@
 // KERNEL: %[[RC:.*]] = arith.divf %{{.*}}, %[[C]] : f32
 // KERNEL: %[[S:.*]] = tile.reduce sum
 // KERNEL: %[[RS:.*]] = arith.divf %{{.*}}, %[[S]] : tensor<?xf32>
+// KERNEL-NOT: tile.broadcast %[[S]] [1]
 // KERNEL: tile.broadcast %[[RS]] [1]
 // KERNEL: arith.mulf %[[X]], %{{.*}} : tensor<?x?xf32>
 // KERNEL: tile.splat %[[RC]]
 // KERNEL: arith.mulf
 // KERNEL: arith.divf %{{.*}}, %{{.*}} : tensor<?x?xf32>
+// The multiply keeps the division's flags but nnan and ninf (1 / r may be
+// infinite).
+// KERNEL: arith.mulf %[[X]], %{{.*}} fastmath<afn> : tensor<?x?xf32>
 // KERNEL-NOT: arith.divf
 // KERNEL: return
 //
@@ -39,7 +44,7 @@ func.func @scale(%x: tensor<?x?xf32>, %w: tensor<?xf32>, %c: f32) -> tensor<?x?x
   %a = arith.divf %x, %sb : tensor<?x?xf32>
   %b = arith.divf %a, %cb : tensor<?x?xf32>
   %d = arith.divf %b, %wb : tensor<?x?xf32>
-  %e = arith.divf %x, %sb : tensor<?x?xf32>
+  %e = arith.divf %x, %sb fastmath<nnan,ninf,afn> : tensor<?x?xf32>
   %y = arith.addf %d, %e : tensor<?x?xf32>
   return %y : tensor<?x?xf32>
 }

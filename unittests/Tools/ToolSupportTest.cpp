@@ -38,6 +38,15 @@ TEST(FindUnparsableInput, RefusesEveryIndexDenseArrayAtItsKeyword) {
       moduleWith("array<!t: 1>", "!t = index\n"),
       moduleWith("array<!u: 1>", "!t = index\n!u = !t\n"),
       moduleWith("array<!t: 1>", "!t = // why\n  index\n"),
+      // A carriage return ends a comment, as a line feed does.
+      moduleWith("//x\rarray<index: 1>"),
+      moduleWith("array<//\rindex: 1>"),
+      moduleWith("array<!t: 1>", "!t = //\rindex\n"),
+      // Alias names with `-`, an alias right after another token, and an
+      // alias after a name ending in `-` before a `>` (not an arrow).
+      moduleWith("array<!a-b: 1>", "!a-b = index\n"),
+      moduleWith("array<!t: 1>", "!s = index!t = index\n"),
+      moduleWith("array<!t: 1>", "!e- = i32\n!c = tuple<!e->\n!t = index\n"),
   };
   for (const std::string &text : cases) {
     long offset = findingOffset(text);
@@ -55,6 +64,10 @@ TEST(FindUnparsableInput, LetsThroughWhatTheParserHandles) {
       moduleWith("array<!index: 1>"),    // an alias named index, undefined
       moduleWith("\"array<index: 1>\""), // a string
       "// array<index: 1>\n" + moduleWith("array<i32: 1>"),
+      moduleWith("#array<index: 1>"), // an opaque attribute
+      moduleWith("array<!t-u: 1>", "!t = index\n!t-u = i64\n"),
+      // A later chunk (--split-input-file) redefines the alias.
+      moduleWith("array<!t: 1>", "!t = index\n// -----\n!t = i64\n"),
   };
   for (const std::string &text : cases)
     EXPECT_EQ(findingOffset(text), -1) << text;

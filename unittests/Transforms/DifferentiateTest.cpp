@@ -193,6 +193,31 @@ TEST_F(DifferentiateTest, TiedExtremesShareTheCotangentEvenly) {
   }
 }
 
+TEST_F(DifferentiateTest, ATiedAccumulatorSharesTheCotangent) {
+  // `into %acc`: the accumulator is one more candidate for the extreme,
+  // and shares the cotangent when it ties (row 0: two elements and acc),
+  // takes it all when it is the extreme alone (row 1), and none when it
+  // is not the extreme (row 2).
+  func::FuncOp func =
+      parse("func.func @extreme(%x: tensor<?x?xf32>, %acc: tensor<?xf32>) -> "
+            "tensor<?xf32> attributes {tile.kernel} {\n"
+            "  %m = tile.reduce max %x [1] into %acc : tensor<?x?xf32> -> "
+            "tensor<?xf32>\n"
+            "  return %m : tensor<?xf32>\n}\n",
+            "extreme");
+  ASSERT_TRUE(func);
+  mlir::tile::DerivedKernel derived = derive(func);
+  ASSERT_TRUE(derived.backward);
+  Buffer x = Buffer::tensor({3, 3}, interp::StorageType::F32,
+                            {3, 1, 3, 0, 1, 2, 5, 5, 4});
+  Buffer acc = Buffer::tensor({3}, interp::StorageType::F32, {3, 7, 4});
+  Buffer seed = Buffer::tensor({3}, interp::StorageType::F32, {6, 2, 10});
+  std::vector<Buffer> got = run(derived.backward, {x, acc, seed});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].values, (std::vector<double>{2, 0, 2, 0, 0, 0, 5, 5, 0}));
+  EXPECT_EQ(got[1].values, (std::vector<double>{2, 2, 0}));
+}
+
 TEST_F(DifferentiateTest, AnOpWithoutARuleIsNoKernel) {
   // The kernel verifier accepts exactly the ops the differentiator has rules
   // for (one list), so a kernel that verifies can always be differentiated:

@@ -44,6 +44,8 @@ void propagate(Operation *op, struct Propagator &p);
 /// work is linear in the kernel (sweeping the whole body until nothing
 /// changed was quadratic on a chain whose kind comes from its end).
 struct Propagator {
+  explicit Propagator(DenseMap<Value, ValueKind> &kinds) : kinds(kinds) {}
+
   DenseMap<Value, ValueKind> &kinds;
   Operation *conflictAt = nullptr;
   /// The value asked to be of two kinds at conflictAt, and the kinds: the
@@ -60,9 +62,13 @@ struct Propagator {
     if (queued.insert(op).second)
       worklist.push_back(op);
   }
+  /// The op that gave each value its kind (for errors).
+  DenseMap<Value, Operation *> kindFrom;
+
   void set(Value value, ValueKind kind, Operation *where) {
     auto [it, inserted] = kinds.try_emplace(value, kind);
     if (inserted) {
+      kindFrom[value] = where;
       if (Operation *def = value.getDefiningOp())
         enqueue(def);
       for (Operation *user : value.getUsers())
@@ -186,24 +192,26 @@ void propagate(Operation *op, Propagator &p) {
 /// only to broadcast.
 LogicalResult reportConflict(const Propagator &p) {
   ValueKind had = p.conflictHad, wanted = p.conflictWanted;
-  if (had == ValueKind::AcrossRows || wanted == ValueKind::AcrossRows) {
-    Operation *def = p.conflictValue.getDefiningOp();
-    Operation *reader = def == p.conflictAt ? nullptr : p.conflictAt;
-    if (!reader)
-      for (Operation *user : p.conflictValue.getUsers())
-        if (user != def) {
-          reader = user;
-          break;
-        }
-    Operation *at = def ? def : p.conflictAt;
-    InFlightDiagnostic diag =
-        at->emitOpError("makes a cross-row result (complete only after every "
-                        "row), which rows of the same kernel read; the GPU "
-                        "lowering computes cross-row results last, in the "
-                        "finalize: return it, and use it in a second kernel");
-    if (reader && reader != at)
-      diag.attachNote(reader->getLoc()) << "read by the rows here";
-    return diag;
+  bool hadAcross = had == ValueKind::AcrossRows;
+  if (hadAcross || wanted == ValueKind::AcrossRows) {
+    Operation *first = p.kindFrom.lookup(p.conflictValue);
+    // The op that made the value cross-row, and the one that read it so.
+    Operation *maker = hadAcross ? first : p.conflictAt;
+    Operation *reader = hadAcross ? p.conflictAt : first;
+    ValueKind other = hadAcross ? wanted : had;
+    bool rowsRead = other == ValueKind::Element ||
+                    other == ValueKind::RowValue ||
+                    (reader && isa<BroadcastOp>(reader));
+    if (rowsRead && maker) {
+      InFlightDiagnostic diag = maker->emitOpError(
+          "makes a cross-row result (complete only after every row), which "
+          "rows of the same kernel read; the GPU lowering computes "
+          "cross-row results last, in the finalize: return it, and use it "
+          "in a second kernel");
+      if (reader && reader != maker)
+        diag.attachNote(reader->getLoc()) << "read by the rows here";
+      return diag;
+    }
   }
   if ((had == ValueKind::RowValue && wanted == ValueKind::Column) ||
       (had == ValueKind::Column && wanted == ValueKind::RowValue))
@@ -217,7 +225,7 @@ LogicalResult reportConflict(const Propagator &p) {
 FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
   KernelModel model;
   model.func = func;
-  Propagator p{model.kinds};
+  Propagator p(model.kinds);
   Block &body = func.getBody().front();
   // LLVM's NVPTX backend takes time quadratic in a kernel's size (measured:
   // 5,000 elementwise ops 1.4 s, 10,000 9.6 s, 20,000 45 s to PTX).

@@ -44,7 +44,11 @@ struct ConvertTileToGPUPass final
         gpu::GPUModuleOp::create(builder, module.getLoc(), "tile_kernels");
     for (func::FuncOp kernel : kernels) {
       approximateShiftedExponentials(kernel);
-      multiplyByRowReciprocals(kernel);
+      // Analyzed as written first, so that an error names the user's ops;
+      // then analyzed again with the reciprocals the rewrite adds.
+      if (failed(gpu_lowering::KernelModel::analyze(kernel)))
+        return signalPassFailure();
+      multiplyByRowReciprocals(kernel, gpu_lowering::kMaxKernelOps);
       KernelSchedule schedule = getSchedule(kernel);
       FailureOr<gpu_lowering::KernelModel> model =
           gpu_lowering::KernelModel::analyze(kernel);

@@ -1,10 +1,12 @@
 //===- RowReciprocals.cpp - a / row value as a * (1 / row value) ----------===//
 //
-// The rewrite runs on a kernel just before the GPU lowering (TileToGPU):
-// the float64 reference, the derivation and the printed IR keep the
-// division; only the generated code multiplies. A row value's reciprocal
-// is a rank-1 op the lowering computes once per row, a scalar's an op at
-// kernel entry (Evaluator::evaluateUniforms).
+// The rewrite runs on a kernel inside convert-tile-to-gpu, just before its
+// GPU code is emitted: the float64 reference (tile-run, tile.Kernel on the
+// host) and the derivation run on the kernel as written; only the GPU code
+// multiplies (and a module printed after convert-tile-to-gpu shows the
+// rewritten kernel). A row value's reciprocal is a rank-1 op the lowering
+// computes once per row, a scalar's an op at kernel entry
+// (Evaluator::evaluateUniforms).
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,23 +61,39 @@ Value reciprocalLike(Value divisor, Reciprocals &reciprocals, OpBuilder &b) {
 }
 } // namespace
 
-void mlir::tile::multiplyByRowReciprocals(func::FuncOp kernel) {
+void mlir::tile::multiplyByRowReciprocals(func::FuncOp kernel, int64_t maxOps) {
   SmallVector<arith::DivFOp> divisions;
   kernel.walk([&](arith::DivFOp division) {
     auto type = dyn_cast<RankedTensorType>(division.getType());
     if (type && type.getRank() == 2 && type.getElementType().isF32())
       divisions.push_back(division);
   });
+  // Each division may add a constant, a splat, a division (the reciprocal)
+  // and a broadcast or splat, and trade itself for a multiply.
+  int64_t ops =
+      static_cast<int64_t>(kernel.getBody().front().getOperations().size());
+  if (divisions.empty() ||
+      ops + 4 * static_cast<int64_t>(divisions.size()) > maxOps)
+    return;
+  // The multiply may not promise what the reciprocal can break: 1 / r is
+  // infinite for a tiny r, and 0 * inf is NaN.
+  auto keptFlags = [](arith::FastMathFlags flags) {
+    return flags & ~(arith::FastMathFlags::nnan | arith::FastMathFlags::ninf);
+  };
   Reciprocals reciprocals;
   for (arith::DivFOp division : divisions) {
     OpBuilder b(division);
-    Value reciprocal = reciprocalLike(division.getRhs(), reciprocals, b);
+    Value divisor = division.getRhs();
+    Value reciprocal = reciprocalLike(divisor, reciprocals, b);
     if (!reciprocal)
       continue;
-    auto product =
-        arith::MulFOp::create(b, division.getLoc(), division.getLhs(),
-                              reciprocal, division.getFastmathAttr());
+    auto product = arith::MulFOp::create(
+        b, division.getLoc(), division.getLhs(), reciprocal,
+        arith::FastMathFlagsAttr::get(b.getContext(),
+                                      keptFlags(division.getFastmath())));
     division.replaceAllUsesWith(product.getResult());
     division.erase();
+    if (Operation *def = divisor.getDefiningOp(); def && def->use_empty())
+      def->erase();
   }
 }
