@@ -572,19 +572,20 @@ def main():
                 for row in results.read(path, "derived")["results"]]
         print(summary(rows))
         return
+    by_name = {c.name: c for c in CASES}
+
+    def case_named(name):
+        if name not in by_name:
+            parser.error(f"unknown kernel: {name}")
+        return by_name[name]
+
     if args.profile_host:
-        case = next((c for c in CASES if c.name == args.profile_host), None)
-        if case is None:
-            parser.error(f"unknown kernel: {args.profile_host}")
-        profile_host(case)
+        profile_host(case_named(args.profile_host))
         return
     shapes = {tuple(int(v) for v in s.split("x"))
               for s in filter(None, args.shapes.split(","))}
     if args.profile_kernels:
-        case = next((c for c in CASES if c.name == args.profile_kernels),
-                    None)
-        if case is None:
-            parser.error(f"unknown kernel: {args.profile_kernels}")
+        case = case_named(args.profile_kernels)
         unknown = shapes - set(case.shapes())
         if unknown:
             parser.error(f"{case.name} has no shape {sorted(unknown)} "
@@ -592,7 +593,7 @@ def main():
         profile_kernels(case, shapes)
         return
     names = set(filter(None, args.kernels.split(",")))
-    unknown = names - {c.name for c in CASES}
+    unknown = names - set(by_name)
     if unknown:
         parser.error(f"unknown kernels: {sorted(unknown)}")
     cases = [c for c in CASES if not names or c.name in names]

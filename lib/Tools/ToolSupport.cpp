@@ -63,13 +63,11 @@ llvm::StringRef runAt(llvm::StringRef text, size_t i, bool (*isChar)(char)) {
   return text.slice(i, end);
 }
 
-bool isDigitChar(char c) { return llvm::isDigit(c); }
-
 /// The name after a prefix at `i - 1`: digits alone (`%0`), or a
 /// suffix-id (`!a-b`), as MLIR's lexer reads it.
 llvm::StringRef suffixIdAt(llvm::StringRef text, size_t i) {
   if (i < text.size() && llvm::isDigit(text[i]))
-    return runAt(text, i, isDigitChar);
+    return runAt(text, i, llvm::isDigit);
   return runAt(text, i, isSuffixChar);
 }
 
@@ -77,7 +75,7 @@ llvm::StringRef suffixIdAt(llvm::StringRef text, size_t i) {
 /// digits (MLIR's lexer ends a number where the digits end) or a bare word.
 llvm::StringRef wordAt(llvm::StringRef text, size_t i) {
   return runAt(text, i,
-               llvm::isDigit(text[i]) ? isDigitChar : isIdentifierChar);
+               llvm::isDigit(text[i]) ? llvm::isDigit : isIdentifierChar);
 }
 
 /// The type aliases that name `index` (`!t = index`, and `!u = !t` after
@@ -114,15 +112,13 @@ private:
   llvm::StringSet<> aliases;
 };
 
-/// Whether the bare word at `i` (a keyword) is `array` starting a dense
-/// array of index (`array<index`, with anything MLIR's lexer skips around
-/// the `<`, or an alias of index), on which MLIR 22's parser crashes: it
-/// asks index for a bit width.
-bool isIndexDenseArray(llvm::StringRef text, size_t i,
-                       const IndexAliases &indexAliases) {
-  if (wordAt(text, i) != "array")
-    return false;
-  size_t open = skipTrivia(text, i + 5);
+/// Whether the text after an `array` keyword, at `i`, makes it a dense
+/// array of index (`<index`, with anything MLIR's lexer skips around the
+/// `<`, or an alias of index), on which MLIR 22's parser crashes: it asks
+/// index for a bit width.
+bool opensIndexDenseArray(llvm::StringRef text, size_t i,
+                          const IndexAliases &indexAliases) {
+  size_t open = skipTrivia(text, i);
   if (open >= text.size() || text[open] != '<')
     return false;
   return indexAliases.namesIndex(text, skipTrivia(text, open + 1));
@@ -181,11 +177,13 @@ tile::findUnparsableInput(llvm::StringRef text) {
     default:
       if (isIdentifierChar(c)) {
         // A bare word (or a number): a keyword may start a dense array.
-        if (isIndexDenseArray(text, i, indexAliases))
+        llvm::StringRef word = wordAt(text, i);
+        if (word == "array" &&
+            opensIndexDenseArray(text, i + word.size(), indexAliases))
           return UnparsableInput{
               i, "a dense array of index (array<index: ...>) is not "
                  "supported: MLIR 22's parser crashes on it; use i64"};
-        i += wordAt(text, i).size() - 1;
+        i += word.size() - 1;
       }
       break;
     }

@@ -6,7 +6,8 @@
 // RUN: tile-opt %s -tile-schedule -convert-tile-to-gpu | FileCheck %s
 // RUN: tile-opt %s -tile-schedule -convert-tile-to-gpu | FileCheck %s --check-prefix=KERNEL
 //
-// The tile function, as the lowering rewrote it: one reciprocal each.
+// The tile function, as the lowering rewrote it: one reciprocal each,
+// shaped like its divisor where the divisor was.
 // KERNEL-LABEL: func.func @scale(
 // KERNEL-SAME: %[[X:[^:]*]]: tensor<?x?xf32>, %[[W:[^:]*]]: tensor<?xf32>, %[[C:[^:]*]]: f32
 // KERNEL: %[[RC:.*]] = arith.divf %{{.*}}, %[[C]] : f32
@@ -14,8 +15,8 @@
 // KERNEL: %[[RS:.*]] = arith.divf %{{.*}}, %[[S]] : tensor<?xf32>
 // KERNEL-NOT: tile.broadcast %[[S]] [1]
 // KERNEL: tile.broadcast %[[RS]] [1]
-// KERNEL: arith.mulf %[[X]], %{{.*}} : tensor<?x?xf32>
 // KERNEL: tile.splat %[[RC]]
+// KERNEL: arith.mulf %[[X]], %{{.*}} : tensor<?x?xf32>
 // KERNEL: arith.mulf
 // KERNEL: arith.divf %{{.*}}, %{{.*}} : tensor<?x?xf32>
 // The multiply keeps the division's flags but nnan and ninf (1 / r may be

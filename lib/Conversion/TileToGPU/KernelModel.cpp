@@ -48,10 +48,9 @@ struct Propagator {
 
   DenseMap<Value, ValueKind> &kinds;
   Operation *conflictAt = nullptr;
-  /// The value asked to be of two kinds at conflictAt, and the kinds: the
-  /// one it had, then the one asked for.
+  /// The value asked to be of two kinds at conflictAt (the one it keeps is
+  /// in `kinds`), and the kind asked for.
   Value conflictValue;
-  ValueKind conflictHad = ValueKind::Uniform;
   ValueKind conflictWanted = ValueKind::Uniform;
   /// First in, first out, seeded in program order: a conflict is found at
   /// the op a reader would blame, the first to combine the two kinds.
@@ -78,7 +77,6 @@ struct Propagator {
     if (it->second != kind && !conflictAt) {
       conflictAt = where;
       conflictValue = value;
-      conflictHad = it->second;
       conflictWanted = kind;
     }
   }
@@ -191,7 +189,7 @@ void propagate(Operation *op, Propagator &p) {
 /// rows (a max across rows, or the derived backward of one) and were told
 /// only to broadcast.
 LogicalResult reportConflict(const Propagator &p) {
-  ValueKind had = p.conflictHad, wanted = p.conflictWanted;
+  ValueKind had = *p.get(p.conflictValue), wanted = p.conflictWanted;
   bool hadAcross = had == ValueKind::AcrossRows;
   if (hadAcross || wanted == ValueKind::AcrossRows) {
     Operation *first = p.kindFrom.lookup(p.conflictValue);

@@ -45,13 +45,13 @@ struct ConvertTileToGPUPass final
     for (func::FuncOp kernel : kernels) {
       approximateShiftedExponentials(kernel);
       // Analyzed as written first, so that an error names the user's ops;
-      // then analyzed again with the reciprocals the rewrite adds.
-      if (failed(gpu_lowering::KernelModel::analyze(kernel)))
-        return signalPassFailure();
-      multiplyByRowReciprocals(kernel, gpu_lowering::kMaxKernelOps);
-      KernelSchedule schedule = getSchedule(kernel);
+      // again only if the rewrite added reciprocals.
       FailureOr<gpu_lowering::KernelModel> model =
           gpu_lowering::KernelModel::analyze(kernel);
+      if (succeeded(model) &&
+          multiplyByRowReciprocals(kernel, gpu_lowering::kMaxKernelOps))
+        model = gpu_lowering::KernelModel::analyze(kernel);
+      KernelSchedule schedule = getSchedule(kernel);
       if (failed(model) ||
           failed(gpu_lowering::emitKernels(*model, schedule, gpuModule)))
         return signalPassFailure();

@@ -15,16 +15,19 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::tile;
 
 namespace {
-/// The reciprocals made so far, each once per denominator.
+/// The reciprocals made so far: of each denominator (a rank-1 row value or
+/// an f32 scalar), and of each divisor shaped like it (its broadcast or
+/// splat), each made once.
 class Reciprocals {
 public:
-  /// 1 / `value` (a rank-1 row value or an f32 scalar), placed right after
-  /// `value` is defined so that every use of it can reach the reciprocal.
+  /// 1 / `value`, placed right after `value` is defined so that every use
+  /// of it can reach the reciprocal.
   Value of(Value value) {
     Value &reciprocal = made[value];
     if (reciprocal)
@@ -39,29 +42,37 @@ public:
     return reciprocal;
   }
 
-private:
-  llvm::DenseMap<Value, Value> made;
-};
-
-/// `divisor` shaped like it but holding reciprocals, if it is a row value
-/// broadcast along the columns or a splat scalar; null otherwise.
-Value reciprocalLike(Value divisor, Reciprocals &reciprocals, OpBuilder &b) {
-  Location loc = divisor.getLoc();
-  if (auto broadcast = divisor.getDefiningOp<BroadcastOp>()) {
-    if (broadcast.getDims() != ArrayRef<int64_t>{1})
-      return {};
-    return BroadcastOp::create(b, loc, divisor.getType(),
-                               reciprocals.of(broadcast.getInput()),
-                               broadcast.getDimsAttr(), broadcast.getShape());
+  /// `divisor` shaped as it is but holding reciprocals, placed right after
+  /// it, if it is a row value broadcast along the columns or a splat
+  /// scalar; null otherwise.
+  Value like(Value divisor) {
+    auto it = shaped.find(divisor);
+    if (it != shaped.end())
+      return it->second;
+    Value reciprocal;
+    Operation *def = divisor.getDefiningOp();
+    OpBuilder b(divisor.getContext());
+    if (def)
+      b.setInsertionPointAfter(def);
+    Location loc = divisor.getLoc();
+    if (auto broadcast = dyn_cast_or_null<BroadcastOp>(def)) {
+      if (broadcast.getDims() == ArrayRef<int64_t>{1})
+        reciprocal = BroadcastOp::create(
+            b, loc, divisor.getType(), of(broadcast.getInput()),
+            broadcast.getDimsAttr(), broadcast.getShape());
+    } else if (auto splat = dyn_cast_or_null<SplatOp>(def)) {
+      reciprocal = SplatOp::create(b, loc, divisor.getType(),
+                                   of(splat.getValue()), splat.getShape());
+    }
+    return shaped[divisor] = reciprocal;
   }
-  if (auto splat = divisor.getDefiningOp<SplatOp>())
-    return SplatOp::create(b, loc, divisor.getType(),
-                           reciprocals.of(splat.getValue()), splat.getShape());
-  return {};
-}
+
+private:
+  llvm::DenseMap<Value, Value> made, shaped;
+};
 } // namespace
 
-void mlir::tile::multiplyByRowReciprocals(func::FuncOp kernel, int64_t maxOps) {
+bool mlir::tile::multiplyByRowReciprocals(func::FuncOp kernel, int64_t maxOps) {
   SmallVector<arith::DivFOp> divisions;
   kernel.walk([&](arith::DivFOp division) {
     auto type = dyn_cast<RankedTensorType>(division.getType());
@@ -74,26 +85,33 @@ void mlir::tile::multiplyByRowReciprocals(func::FuncOp kernel, int64_t maxOps) {
       static_cast<int64_t>(kernel.getBody().front().getOperations().size());
   if (divisions.empty() ||
       ops + 4 * static_cast<int64_t>(divisions.size()) > maxOps)
-    return;
+    return false;
   // The multiply may not promise what the reciprocal can break: 1 / r is
   // infinite for a tiny r, and 0 * inf is NaN.
   auto keptFlags = [](arith::FastMathFlags flags) {
     return flags & ~(arith::FastMathFlags::nnan | arith::FastMathFlags::ninf);
   };
   Reciprocals reciprocals;
+  llvm::SetVector<Operation *> divisors;
+  bool changed = false;
   for (arith::DivFOp division : divisions) {
-    OpBuilder b(division);
     Value divisor = division.getRhs();
-    Value reciprocal = reciprocalLike(divisor, reciprocals, b);
+    Value reciprocal = reciprocals.like(divisor);
     if (!reciprocal)
       continue;
+    OpBuilder b(division);
     auto product = arith::MulFOp::create(
         b, division.getLoc(), division.getLhs(), reciprocal,
         arith::FastMathFlagsAttr::get(b.getContext(),
                                       keptFlags(division.getFastmath())));
     division.replaceAllUsesWith(product.getResult());
     division.erase();
-    if (Operation *def = divisor.getDefiningOp(); def && def->use_empty())
-      def->erase();
+    divisors.insert(divisor.getDefiningOp());
+    changed = true;
   }
+  // The broadcasts and splats only the divisions read.
+  for (Operation *divisor : divisors)
+    if (divisor->use_empty())
+      divisor->erase();
+  return changed;
 }

@@ -20,7 +20,8 @@ namespace mlir::tile {
 /// (`a * (1 / s)`), the reciprocal computed once per row (per kernel),
 /// correctly rounded, and shared by every division by the same value.
 /// Leaves the kernel as it is if the rewrite could take its body past
-/// `maxOps` ops (it adds at most four per division).
+/// `maxOps` ops (it adds at most four per division). Whether it changed
+/// anything.
 ///
 /// Why: an IEEE f32 division (`div.rn.f32`) is a reciprocal, Newton steps
 /// and a range check with a slow path, about ten instructions where a
@@ -38,7 +39,7 @@ namespace mlir::tile {
 /// but nnan and ninf, which the infinite reciprocal would break. Divisions
 /// in f64, f16 or bf16 arithmetic and by per-element or per-column values
 /// are left alone.
-void multiplyByRowReciprocals(func::FuncOp kernel, int64_t maxOps);
+bool multiplyByRowReciprocals(func::FuncOp kernel, int64_t maxOps);
 
 } // namespace mlir::tile
 
