@@ -233,6 +233,12 @@ FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
            << ops << " ops; the GPU lowering takes kernels of at most "
            << kMaxKernelOps << " (split it into several kernels)";
 
+  // Every op queued first, in program order: seeding an argument queues its
+  // users, which would otherwise run ahead of the ops that define what
+  // they combine it with (a main_grad's addition made the cross-row sum it
+  // adds per column before the sum was seen, and then refused it).
+  for (Operation &op : body)
+    p.enqueue(&op);
   // Seeds: rank-2 tensors are per element, scalars uniform, and the roles
   // tile-differentiate wrote.
   for (BlockArgument arg : body.getArguments()) {
@@ -273,8 +279,6 @@ FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
                   "tensors and rank-1 per-row or per-column vectors";
     }
   }
-  for (Operation &op : body)
-    p.enqueue(&op);
   p.run();
   // What nothing ties to rows or to columns (a weight the kernel never
   // reads, and its zero gradient in the derived backward) is free: it is
