@@ -25,6 +25,8 @@ enum class ValueRole : int {
   Output,    // a forward result
   Gradient,  // a backward's gradient of forward argument #i
   Primal,    // a backward's recomputed forward result #i (return-primal)
+  ForwardResult, // a backward's argument holding forward result #i, read
+                 // instead of recomputing it
 };
 
 struct ValueRoleInfo {
@@ -43,6 +45,7 @@ inline constexpr ValueRoleInfo kValueRoles[] = {
     {ValueRole::Output, "output", ""},
     {ValueRole::Gradient, "gradient", "tile.gradient"},
     {ValueRole::Primal, "primal", "tile.primal"},
+    {ValueRole::ForwardResult, "forward_result", "tile.forward_result"},
 };
 
 constexpr bool valueRolesInOrder() {
