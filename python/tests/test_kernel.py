@@ -60,6 +60,31 @@ def test_a_tied_row_extreme_shares_its_cotangent(kind):
     assert torch.allclose(got.sum(-1), seed)
 
 
+def test_a_backward_reads_the_forward_result_it_would_recompute():
+    """residual_rms_norm returns h = x + alpha r, which its backward needs:
+    it reads h rather than recomputing it from x and r (one tensor read
+    instead of two), so autograd keeps h, and a backward after h was
+    changed in place is refused rather than silently wrong."""
+    kernel = tile.Kernel(zoo_kernel("residual_rms_norm"))
+    assert kernel.results_read == [1]
+    assert tile.Kernel(zoo_kernel("softmax")).results_read == []
+    x, r = (leaf(torch.randn(3, 8, dtype=torch.float64)) for _ in range(2))
+    w = leaf(torch.randn(8, dtype=torch.float64))
+    y, h = kernel(x, r, w, 0.5, 1e-6)
+    y.sum().backward(retain_graph=True)
+    ref_x, ref_r, ref_w = (t.detach().clone().requires_grad_(True)
+                           for t in (x, r, w))
+    ref_h = ref_x + 0.5 * ref_r
+    ref_y = ref_h * torch.rsqrt(ref_h.pow(2).mean(-1, keepdim=True) + 1e-6)
+    (ref_y * ref_w).sum().backward()
+    for got, want in ((x, ref_x), (r, ref_r), (w, ref_w)):
+        assert_close(got.grad, want.grad, torch.float64, "gradient")
+    with torch.no_grad():
+        h.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace"):
+        y.sum().backward()
+
+
 # -- every test/Zoo kernel -----------------------------------------------------
 
 @pytest.mark.parametrize("name", sorted(ZOO_CASES))

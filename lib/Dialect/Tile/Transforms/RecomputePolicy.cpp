@@ -12,6 +12,7 @@
 #include "RecomputePolicy.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -163,4 +164,77 @@ tile::detail::chooseSavedValues(ArrayRef<Operation *> recomputed,
   }
   std::reverse(saved.begin(), saved.end());
   return saved;
+}
+
+namespace {
+/// Bits of one element of `value`'s type.
+int64_t elementBits(Value value) {
+  return getElementTypeOrSelf(value.getType()).getIntOrFloatBitWidth();
+}
+
+/// Which arguments of `body` the ops that reach its return read, when the
+/// uses of `cut` (if given) read it from elsewhere than its definition.
+llvm::BitVector readArguments(Block *body, Value cut) {
+  llvm::DenseSet<Operation *> live;
+  llvm::BitVector reads(body->getNumArguments());
+  for (Operation &op : llvm::reverse(*body)) {
+    bool needed =
+        op.hasTrait<OpTrait::IsTerminator>() ||
+        llvm::any_of(op.getResults(), [&](Value result) {
+          return result != cut &&
+                 llvm::any_of(result.getUsers(), [&](Operation *user) {
+                   return live.contains(user);
+                 });
+        });
+    if (!needed)
+      continue;
+    live.insert(&op);
+    for (Value operand : op.getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(operand);
+          arg && arg.getOwner() == body)
+        reads.set(arg.getArgNumber());
+  }
+  return reads;
+}
+} // namespace
+
+std::optional<tile::detail::ForwardResultRead>
+tile::detail::nextForwardResult(Block *body, unsigned numPrimals,
+                                ValueRange recomputedResults) {
+  for (auto [index, result] : llvm::enumerate(recomputedResults)) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type || type.getRank() != 2 || isa<BlockArgument>(result))
+      continue;
+    // The backward needs the result itself, or (a 16-bit result) the f32
+    // value it was rounded from, which it then reads rounded, as PyTorch's
+    // softmax backward reads its saved 16-bit output.
+    Value needed = result;
+    if (auto cast = result.getDefiningOp<CastOp>();
+        cast && result.use_empty() && elementBits(cast.getInput()) == 32 &&
+        elementBits(result) < 32)
+      needed = cast.getInput();
+    if (needed.use_empty() ||
+        llvm::all_of(needed.getUsers(),
+                     [result = Value(result)](Operation *user) {
+                       return isa<CastOp>(user) && user->getResult(0) == result;
+                     }))
+      continue;
+    // Read only where that stops the backward reading at least as many
+    // bytes of the primal inputs (a residual add's sum instead of both
+    // addends; a sigmoid instead of its input, and no exponential); a
+    // result that would only add a read is recomputed.
+    llvm::BitVector before = readArguments(body, {});
+    llvm::BitVector after = readArguments(body, needed);
+    int64_t freedBits = 0;
+    for (unsigned arg = 0; arg < numPrimals; ++arg) {
+      Value primal = body->getArgument(arg);
+      auto argType = dyn_cast<RankedTensorType>(primal.getType());
+      if (before.test(arg) && !after.test(arg) && argType &&
+          argType.getRank() == 2)
+        freedBits += elementBits(primal);
+    }
+    if (freedBits >= elementBits(result))
+      return ForwardResultRead{static_cast<unsigned>(index), needed};
+  }
+  return std::nullopt;
 }

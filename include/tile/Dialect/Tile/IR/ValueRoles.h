@@ -18,13 +18,13 @@
 namespace mlir::tile {
 
 enum class ValueRole : int {
-  Input,     // a forward input
-  Cotangent, // a backward's incoming gradient of forward result #i
-  Saved,     // saved value #i of the forward (save-row-stats)
-  MainGrad,  // the fp32 accumulator of forward argument #i
-  Output,    // a forward result
-  Gradient,  // a backward's gradient of forward argument #i
-  Primal,    // a backward's recomputed forward result #i (return-primal)
+  Input,         // a forward input
+  Cotangent,     // a backward's incoming gradient of forward result #i
+  Saved,         // saved value #i of the forward (save-row-stats)
+  MainGrad,      // the fp32 accumulator of forward argument #i
+  Output,        // a forward result
+  Gradient,      // a backward's gradient of forward argument #i
+  Primal,        // a backward's recomputed forward result #i (return-primal)
   ForwardResult, // a backward's argument holding forward result #i, read
                  // instead of recomputing it
 };
