@@ -306,6 +306,10 @@ def _flat(arg, info):
 
 def flatten(call, args):
     """`args` as `call`'s function takes them: tensors flattened to rows."""
+    if len(args) != len(call.info.arguments):
+        raise TileError(f"{call.info.name} takes "
+                        f"{len(call.info.arguments)} arguments, "
+                        f"{len(args)} given")
     return [_flat(a, info) if isinstance(a, torch.Tensor) else a
             for a, info in zip(args, call.info.arguments)]
 

@@ -1,7 +1,8 @@
 // A forward result the backward needs is read from the forward, not
-// recomputed, where that stops the backward reading inputs of at least its
-// size (nextForwardResult).
+// recomputed, where that stops the backward reading a tensor input
+// (nextForwardResult); the same at every storage dtype.
 // RUN: tile-opt %s -tile-differentiate -canonicalize -cse -split-input-file | FileCheck %s
+// RUN: tile-opt %s -tile-specialize-storage=dtype=f32 -tile-differentiate -canonicalize -cse -split-input-file | FileCheck %s --check-prefix=F32
 
 // h = x + r is returned and the backward needs it: it reads h (one tensor)
 // instead of x and r (two); x and r remain arguments, unread.
@@ -27,6 +28,11 @@ func.func @add_then_square(%x: tensor<?x?xf32>, %r: tensor<?x?xf32>)
 // CHECK: %[[S:.*]] = tile.cast %[[Y]] : tensor<?x?xbf16> to tensor<?x?xf32>
 // CHECK-NOT: tile.sigmoid
 // CHECK: return
+// Specialized for f32 storage first: the same argument, f32, no widening.
+// F32-LABEL: func.func @sigmoid_bwd(
+// F32-SAME: tensor<?x?xf32> {tile.forward_result = 0 : i64}
+// F32-NOT: tile.sigmoid
+// F32: return
 func.func @sigmoid(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
     attributes {tile.kernel} {
   %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
@@ -37,8 +43,8 @@ func.func @sigmoid(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
 
 // -----
 
-// y = x * w: the weight's gradient reads x anyway, so reading y would
-// only add a read; a backward that needs no result reads none.
+// t = tanh(x * w): the backward needs t, but the weight's gradient reads x
+// anyway, so reading t would only add a read: t is recomputed.
 // CHECK-LABEL: func.func @scale_bwd(
 // CHECK-NOT: tile.forward_result
 // CHECK: return

@@ -10,7 +10,7 @@
 //     rule (DifferentiableOpInterface), summing contributions per value.
 //  4. Boundary: convert each argument's f32 cotangent to its type (or
 //     accumulate it into a main_grad argument), read the forward results
-//     whose recomputation alone reads an input (softmax's y), let the
+//     whose recomputation alone reads an input (a residual add's sum), let the
 //     policy replace recomputed values with saved ones, and delete what
 //     nothing uses.
 //

@@ -205,13 +205,17 @@ tile::detail::nextForwardResult(Block *body, unsigned numPrimals,
     auto type = dyn_cast<RankedTensorType>(result.getType());
     if (!type || type.getRank() != 2 || isa<BlockArgument>(result))
       continue;
-    // The backward needs the result itself, or (a 16-bit result) the f32
-    // value it was rounded from, which it then reads rounded, as PyTorch's
-    // softmax backward reads its saved 16-bit output.
+    // The backward needs the result itself, or the f32 value a cast of it
+    // is (a 16-bit result rounds it, and the backward reads it rounded, as
+    // PyTorch's softmax backward reads its saved 16-bit output). An f32 to
+    // f32 cast counts too: a bf16 kernel specialized for f32 storage makes
+    // the same choice as the kernel as written, so that the backward's
+    // signature does not depend on the storage dtype (Python binds every
+    // specialization by the kernel's own signature).
     Value needed = result;
     if (auto cast = result.getDefiningOp<CastOp>();
         cast && result.use_empty() && elementBits(cast.getInput()) == 32 &&
-        elementBits(result) < 32)
+        elementBits(result) <= 32)
       needed = cast.getInput();
     if (needed.use_empty() ||
         llvm::all_of(needed.getUsers(),
@@ -219,21 +223,21 @@ tile::detail::nextForwardResult(Block *body, unsigned numPrimals,
                        return isa<CastOp>(user) && user->getResult(0) == result;
                      }))
       continue;
-    // Read only where that stops the backward reading at least as many
-    // bytes of the primal inputs (a residual add's sum instead of both
-    // addends; a sigmoid instead of its input, and no exponential); a
-    // result that would only add a read is recomputed.
+    // Read only where that stops the backward reading a primal tensor
+    // input (a residual add's sum instead of both addends; a sigmoid
+    // instead of its input, and no exponential); a result that would only
+    // add a read is recomputed. Counted in tensors, not bytes: bytes change
+    // when the storage dtype is specialized, and the choice must not.
     llvm::BitVector before = readArguments(body, {});
     llvm::BitVector after = readArguments(body, needed);
-    int64_t freedBits = 0;
+    bool freesAnInput = false;
     for (unsigned arg = 0; arg < numPrimals; ++arg) {
-      Value primal = body->getArgument(arg);
-      auto argType = dyn_cast<RankedTensorType>(primal.getType());
-      if (before.test(arg) && !after.test(arg) && argType &&
-          argType.getRank() == 2)
-        freedBits += elementBits(primal);
+      auto argType =
+          dyn_cast<RankedTensorType>(body->getArgument(arg).getType());
+      freesAnInput |= before.test(arg) && !after.test(arg) && argType &&
+                      argType.getRank() == 2;
     }
-    if (freedBits >= elementBits(result))
+    if (freesAnInput)
       return ForwardResultRead{static_cast<unsigned>(index), needed};
   }
   return std::nullopt;

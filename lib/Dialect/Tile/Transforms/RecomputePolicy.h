@@ -69,11 +69,12 @@ struct ForwardResultRead {
 
 /// The next rank-2 forward result (recomputed in `body` as
 /// `recomputedResults`) the backward should read as an argument: one it
-/// needs whose recomputation alone reads primal tensor arguments (the
-/// first `numPrimals` of `body`) of at least the result's element size,
-/// which it then stops reading. None when no result qualifies; the caller
-/// replaces each one before asking again, so that two results never both
-/// free the same input.
+/// needs whose recomputation alone reads a rank-2 primal tensor argument
+/// (of the first `numPrimals` of `body`), which it then stops reading.
+/// None when no result qualifies; the caller replaces each one before
+/// asking again, so that two results never both free the same input. The
+/// choice does not depend on the storage dtype a kernel is specialized
+/// for.
 std::optional<ForwardResultRead>
 nextForwardResult(Block *body, unsigned numPrimals,
                   ValueRange recomputedResults);
