@@ -55,3 +55,18 @@ func.func @scale(%x: tensor<?x?xf32>, %w: tensor<?xf32>) -> tensor<?x?xf32>
   %t = math.tanh %y : tensor<?x?xf32>
   return %t : tensor<?x?xf32>
 }
+
+// -----
+
+// The backward uses h only for its shape (the sum's cotangent broadcast
+// like h): it reads no data of it, nor of x and r, so nothing is read from
+// the forward.
+// CHECK-LABEL: func.func @add_then_sum_bwd(
+// CHECK-NOT: tile.forward_result
+// CHECK: return
+func.func @add_then_sum(%x: tensor<?x?xf32>, %r: tensor<?x?xf32>)
+    -> (tensor<?xf32>, tensor<?x?xf32>) attributes {tile.kernel} {
+  %h = arith.addf %x, %r : tensor<?x?xf32>
+  %s = tile.reduce sum %h [1] : tensor<?x?xf32> -> tensor<?xf32>
+  return %s, %h : tensor<?xf32>, tensor<?x?xf32>
+}

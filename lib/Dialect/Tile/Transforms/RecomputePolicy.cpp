@@ -12,6 +12,8 @@
 #include "RecomputePolicy.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -172,26 +174,48 @@ int64_t elementBits(Value value) {
   return getElementTypeOrSelf(value.getType()).getIntOrFloatBitWidth();
 }
 
-/// Which arguments of `body` the ops that reach its return read, when the
-/// uses of `cut` (if given) read it from elsewhere than its definition.
+/// Whether `use` reads only its value's shape: a `like` operand, or
+/// tensor.dim's source. The GPU lowering loads no data for it.
+bool readsOnlyShape(OpOperand &use) {
+  Operation *op = use.getOwner();
+  unsigned number = use.getOperandNumber();
+  if (auto splat = dyn_cast<SplatOp>(op))
+    return number == splat.getShapeMutable().getOperandNumber();
+  if (auto broadcast = dyn_cast<BroadcastOp>(op))
+    return number == broadcast.getShapeMutable().getOperandNumber();
+  if (auto iota = dyn_cast<IotaOp>(op))
+    return number == iota.getShapeMutable().getOperandNumber();
+  if (auto pad = dyn_cast<PadOp>(op))
+    return number == pad.getShapeMutable().getOperandNumber();
+  if (auto repeat = dyn_cast<RepeatOp>(op))
+    return number == repeat.getShapeMutable().getOperandNumber();
+  return isa<tensor::DimOp>(op);
+}
+
+/// Whether a use of `value` by a `live` op reads its data.
+bool hasLiveDataUse(Value value, const llvm::DenseSet<Operation *> &live) {
+  return llvm::any_of(value.getUses(), [&](OpOperand &use) {
+    return live.contains(use.getOwner()) && !readsOnlyShape(use);
+  });
+}
+
+/// Which arguments of `body` the ops that reach its return read the data
+/// of, when the uses of `cut` (if given) read it from elsewhere than its
+/// definition. A use for a shape alone reads nothing.
 llvm::BitVector readArguments(Block *body, Value cut) {
   llvm::DenseSet<Operation *> live;
   llvm::BitVector reads(body->getNumArguments());
   for (Operation &op : llvm::reverse(*body)) {
-    bool needed =
-        op.hasTrait<OpTrait::IsTerminator>() ||
-        llvm::any_of(op.getResults(), [&](Value result) {
-          return result != cut &&
-                 llvm::any_of(result.getUsers(), [&](Operation *user) {
-                   return live.contains(user);
-                 });
-        });
+    bool needed = op.hasTrait<OpTrait::IsTerminator>() ||
+                  llvm::any_of(op.getResults(), [&](Value result) {
+                    return result != cut && hasLiveDataUse(result, live);
+                  });
     if (!needed)
       continue;
     live.insert(&op);
-    for (Value operand : op.getOperands())
-      if (auto arg = dyn_cast<BlockArgument>(operand);
-          arg && arg.getOwner() == body)
+    for (OpOperand &use : op.getOpOperands())
+      if (auto arg = dyn_cast<BlockArgument>(use.get());
+          arg && arg.getOwner() == body && !readsOnlyShape(use))
         reads.set(arg.getArgNumber());
   }
   return reads;
@@ -217,11 +241,14 @@ tile::detail::nextForwardResult(Block *body, unsigned numPrimals,
         cast && result.use_empty() && elementBits(cast.getInput()) == 32 &&
         elementBits(result) <= 32)
       needed = cast.getInput();
-    if (needed.use_empty() ||
-        llvm::all_of(needed.getUsers(),
-                     [result = Value(result)](Operation *user) {
-                       return isa<CastOp>(user) && user->getResult(0) == result;
-                     }))
+    // Only where the backward reads its data: a use for a shape alone,
+    // or the cast that makes the result, keeps nothing alive.
+    if (llvm::none_of(
+            needed.getUses(), [result = Value(result)](OpOperand &use) {
+              Operation *user = use.getOwner();
+              return !readsOnlyShape(use) &&
+                     !(isa<CastOp>(user) && user->getResult(0) == result);
+            }))
       continue;
     // Read only where that stops the backward reading a primal tensor
     // input (a residual add's sum instead of both addends; a sigmoid
