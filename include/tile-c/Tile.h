@@ -157,13 +157,15 @@ TILE_C_EXPORT tile_status tile_module_lookup(tile_module module,
                                              tile_function *function);
 
 typedef enum {
-  TILE_ROLE_INPUT = 0,     /* a forward input */
-  TILE_ROLE_COTANGENT = 1, /* a backward's incoming gradient */
-  TILE_ROLE_SAVED = 2,     /* a value the forward saved (save-row-stats) */
-  TILE_ROLE_MAIN_GRAD = 3, /* an fp32 accumulator, read and written */
-  TILE_ROLE_OUTPUT = 4,    /* a forward result */
-  TILE_ROLE_GRADIENT = 5,  /* a backward result */
-  TILE_ROLE_PRIMAL = 6,    /* a backward's copy of a forward result */
+  TILE_ROLE_INPUT = 0,          /* a forward input */
+  TILE_ROLE_COTANGENT = 1,      /* a backward's incoming gradient */
+  TILE_ROLE_SAVED = 2,          /* a value the forward saved (save-row-stats) */
+  TILE_ROLE_MAIN_GRAD = 3,      /* an fp32 accumulator, read and written */
+  TILE_ROLE_OUTPUT = 4,         /* a forward result */
+  TILE_ROLE_GRADIENT = 5,       /* a backward result */
+  TILE_ROLE_PRIMAL = 6,         /* a backward's copy of a forward result */
+  TILE_ROLE_FORWARD_RESULT = 7, /* a backward's argument: a forward result
+                                   it reads instead of recomputing it */
 } tile_role;
 
 typedef struct {
@@ -174,7 +176,8 @@ typedef struct {
   /* An input that gets a gradient (not tile.nograd, a float tensor). */
   int differentiable;
   /* The forward argument a gradient or main_grad belongs to, the forward
-     result a cotangent belongs to, the saved value's number; else -1. */
+     result a cotangent or a forward_result argument belongs to, the saved
+     value's number; else -1. */
   int64_t of;
 } tile_value_info;
 

@@ -87,7 +87,9 @@ static_assert(
     static_cast<int>(mlir::tile::ValueRole::Output) == TILE_ROLE_OUTPUT &&
     static_cast<int>(mlir::tile::ValueRole::Gradient) == TILE_ROLE_GRADIENT &&
     static_cast<int>(mlir::tile::ValueRole::Primal) == TILE_ROLE_PRIMAL &&
-    std::size(mlir::tile::kValueRoles) == TILE_ROLE_PRIMAL + 1);
+    static_cast<int>(mlir::tile::ValueRole::ForwardResult) ==
+        TILE_ROLE_FORWARD_RESULT &&
+    std::size(mlir::tile::kValueRoles) == TILE_ROLE_FORWARD_RESULT + 1);
 
 /// One argument or result of a kernel signature; an unknown role is an
 /// error (it would otherwise be taken for an input).

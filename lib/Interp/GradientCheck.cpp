@@ -46,6 +46,55 @@ EvalOptions exactly() {
   options.maxElementOps = std::numeric_limits<int64_t>::max();
   return options;
 }
+
+/// The backward's arguments, bound by role: the primal inputs `args`, the
+/// forward's `outputs` it reads, the `cotangents` of those outputs, the
+/// `saved` values, and fresh random main_grad accumulators (kept in
+/// `mainGrads`, by argument).
+llvm::Expected<std::vector<Buffer>>
+bindBackwardArguments(func::FuncOp backward, const std::vector<Buffer> &args,
+                      const std::vector<Buffer> &outputs,
+                      const std::vector<Buffer> &cotangents,
+                      const std::vector<Buffer> &saved, Random &random,
+                      std::map<int64_t, Buffer> &mainGrads) {
+  std::vector<Buffer> backwardArgs;
+  for (unsigned index = 0; index < backward.getNumArguments(); ++index) {
+    DictionaryAttr attrs = backward.getArgAttrDict(index);
+    if (auto r = roleOf(attrs, TileDialect::getCotangentAttrName())) {
+      if (*r >= static_cast<int64_t>(cotangents.size()))
+        return argumentError(backward, index,
+                             "is the cotangent of a result that does not "
+                             "exist");
+      backwardArgs.push_back(cotangents[*r]);
+    } else if (auto k = roleOf(attrs, TileDialect::getSavedAttrName())) {
+      if (*k >= static_cast<int64_t>(saved.size()))
+        return argumentError(backward, index,
+                             "is saved value #" + llvm::Twine(*k) +
+                                 ", which no forward variant returns");
+      backwardArgs.push_back(saved[*k]);
+    } else if (auto r =
+                   roleOf(attrs, TileDialect::getForwardResultAttrName())) {
+      if (*r >= static_cast<int64_t>(outputs.size()))
+        return argumentError(backward, index,
+                             "reads forward result #" + llvm::Twine(*r) +
+                                 ", which the forward does not return");
+      backwardArgs.push_back(outputs[*r]);
+    } else if (auto i = roleOf(attrs, TileDialect::getMainGradAttrName())) {
+      if (*i >= static_cast<int64_t>(args.size()))
+        return argumentError(backward, index,
+                             "accumulates the gradient of a missing "
+                             "argument");
+      mainGrads[*i] = randomLike(args[*i], random);
+      backwardArgs.push_back(mainGrads[*i]);
+    } else {
+      if (index >= args.size())
+        return argumentError(backward, index,
+                             "has no role and is no primal argument");
+      backwardArgs.push_back(args[index]);
+    }
+  }
+  return backwardArgs;
+}
 } // namespace
 
 llvm::Expected<std::vector<ArgumentGradientError>>
@@ -91,38 +140,12 @@ checkGradients(func::FuncOp forward, func::FuncOp backward,
         saved.push_back((*all)[index]);
   }
 
-  // Bind the backward's arguments by role.
-  std::vector<Buffer> backwardArgs;
   std::map<int64_t, Buffer> mainGrads;
-  for (unsigned index = 0; index < backward.getNumArguments(); ++index) {
-    DictionaryAttr attrs = backward.getArgAttrDict(index);
-    if (auto r = roleOf(attrs, TileDialect::getCotangentAttrName())) {
-      if (*r >= static_cast<int64_t>(cotangents.size()))
-        return argumentError(backward, index,
-                             "is the cotangent of a result that does not "
-                             "exist");
-      backwardArgs.push_back(cotangents[*r]);
-    } else if (auto k = roleOf(attrs, TileDialect::getSavedAttrName())) {
-      if (*k >= static_cast<int64_t>(saved.size()))
-        return argumentError(backward, index,
-                             "is saved value #" + llvm::Twine(*k) +
-                                 ", which no forward variant returns");
-      backwardArgs.push_back(saved[*k]);
-    } else if (auto i = roleOf(attrs, TileDialect::getMainGradAttrName())) {
-      if (*i >= static_cast<int64_t>(args.size()))
-        return argumentError(backward, index,
-                             "accumulates the gradient of a missing "
-                             "argument");
-      mainGrads[*i] = randomLike(args[*i], random);
-      backwardArgs.push_back(mainGrads[*i]);
-    } else {
-      if (index >= args.size())
-        return argumentError(backward, index,
-                             "has no role and is no primal argument");
-      backwardArgs.push_back(args[index]);
-    }
-  }
-  auto results = evaluate(backward, backwardArgs, exactly());
+  auto backwardArgs = bindBackwardArguments(
+      backward, args, *outputs, cotangents, saved, random, mainGrads);
+  if (!backwardArgs)
+    return backwardArgs.takeError();
+  auto results = evaluate(backward, *backwardArgs, exactly());
   if (!results)
     return results.takeError();
   std::map<int64_t, Buffer> gradients;

@@ -60,6 +60,52 @@ def test_a_tied_row_extreme_shares_its_cotangent(kind):
     assert torch.allclose(got.sum(-1), seed)
 
 
+def test_a_backward_reads_the_forward_result_it_would_recompute():
+    """residual_rms_norm returns h = x + alpha r, which its backward needs:
+    it reads h rather than recomputing it from x and r (one tensor read
+    instead of two), so autograd keeps h, and a backward after h was
+    changed in place is refused rather than silently wrong."""
+    kernel = tile.Kernel(zoo_kernel("residual_rms_norm"))
+    x, r = (leaf(torch.randn(3, 8, dtype=torch.float64)) for _ in range(2))
+    w = leaf(torch.randn(8, dtype=torch.float64))
+    assert kernel.results_read == [1]
+    assert tile.Kernel(zoo_kernel("softmax")).results_read == []
+    y, h = kernel(x, r, w, 0.5, 1e-6)
+    y.sum().backward(retain_graph=True)
+    ref_x, ref_r, ref_w = (t.detach().clone().requires_grad_(True)
+                           for t in (x, r, w))
+    ref_h = ref_x + 0.5 * ref_r
+    ref_y = ref_h * torch.rsqrt(ref_h.pow(2).mean(-1, keepdim=True) + 1e-6)
+    (ref_y * ref_w).sum().backward()
+    for got, want in ((x, ref_x), (r, ref_r), (w, ref_w)):
+        assert_close(got.grad, want.grad, torch.float64, "gradient")
+    with torch.no_grad():
+        h.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace"):
+        y.sum().backward()
+
+
+def test_a_kernel_specialized_for_f32_storage_reads_the_same_results():
+    """A bf16 kernel run on f32 tensors is specialized to f32 storage; its
+    backward still reads h (the choice does not depend on the storage
+    dtype), so every argument, main_grad included, binds by the one
+    signature the host module describes."""
+    kernel = tile.Kernel(zoo_kernel("residual_rms_norm"), main_grad=True)
+    x, r = (leaf(torch.randn(3, 8)) for _ in range(2))
+    w = leaf(torch.randn(8))
+    w.main_grad = torch.zeros(8)
+    y, h = kernel(x, r, w, 0.5, 1e-6)
+    (y.sum() + h.sum()).backward()
+    ref = [t.detach().double().requires_grad_(True) for t in (x, r, w)]
+    ref_h = ref[0] + 0.5 * ref[1]
+    ref_y = ref_h * torch.rsqrt(ref_h.pow(2).mean(-1, keepdim=True) + 1e-6)
+    ((ref_y * ref[2]).sum() + ref_h.sum()).backward()
+    assert_close(x.grad.double(), ref[0].grad, torch.float32, "dx")
+    assert_close(r.grad.double(), ref[1].grad, torch.float32, "dr")
+    assert_close(w.main_grad.double(), ref[2].grad, torch.float32, "dw")
+    assert w.grad is None
+
+
 # -- every test/Zoo kernel -----------------------------------------------------
 
 @pytest.mark.parametrize("name", sorted(ZOO_CASES))

@@ -24,7 +24,8 @@ BF16, F16, F32, F64, I64, I32 = range(6)
 TENSOR, FLOAT, INT = range(3)
 
 # tile_role
-INPUT, COTANGENT, SAVED, MAIN_GRAD, OUTPUT, GRADIENT, PRIMAL = range(7)
+INPUT, COTANGENT, SAVED, MAIN_GRAD, OUTPUT, GRADIENT, PRIMAL, FORWARD_RESULT = \
+    range(8)
 
 
 class TileError(RuntimeError):

@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from . import _capi
-from ._capi import (COTANGENT, FLOAT, GRADIENT, INPUT, INT, MAIN_GRAD, OUTPUT,
-                    SAVED, TileError)
+from ._capi import (COTANGENT, FLOAT, FORWARD_RESULT, GRADIENT, INPUT, INT,
+                    MAIN_GRAD, OUTPUT, SAVED, TileError)
 from .autograd import (GPU_DTYPE_NAMES, INTEGER_DTYPES, TILE_DTYPES,
                        TORCH_DTYPES,
                        main_grad_of, mark_main_grads, stream_of, tracing)
@@ -130,6 +130,11 @@ class Kernel:
         self.main_grad_arguments = [] if not (main_grad and backward) else [
             value.of for value in backward[0].arguments
             if value.role == MAIN_GRAD]
+        # The forward results the backward reads (instead of recomputing
+        # them from inputs it then need not read): autograd keeps them.
+        self.results_read = [] if not backward else [
+            value.of for value in backward[0].arguments
+            if value.role == FORWARD_RESULT]
         saving = [f for f in self.functions.values()
                   if f.forward_of == function]
         self.saving_function = saving[0].name if saving else None
@@ -301,6 +306,10 @@ def _flat(arg, info):
 
 def flatten(call, args):
     """`args` as `call`'s function takes them: tensors flattened to rows."""
+    if len(args) != len(call.info.arguments):
+        raise TileError(f"{call.info.name} takes "
+                        f"{len(call.info.arguments)} arguments, "
+                        f"{len(args)} given")
     return [_flat(a, info) if isinstance(a, torch.Tensor) else a
             for a, info in zip(args, call.info.arguments)]
 
@@ -586,16 +595,23 @@ class _KernelFunction(torch.autograd.Function):
         ctx.key = key
         ctx.overwritten = overwritten
         ctx.kinds = ["t" if isinstance(a, torch.Tensor) else a for a in args]
+        # The outputs the backward reads are saved as outputs: autograd
+        # refuses a backward after an in-place change to one.
+        read = [outputs[i] for i in kernel.results_read]
         ctx.save_for_backward(*[a for a in args
-                                if isinstance(a, torch.Tensor)], *saved)
+                                if isinstance(a, torch.Tensor)], *saved,
+                              *read)
         ctx.main_grads = main_grads
         ctx.num_saved = len(saved)
+        ctx.num_read = len(read)
         return tuple(outputs)
 
     @staticmethod
     def backward(ctx, *grads):
         kernel = _REGISTRY[ctx.key]
         stored = list(ctx.saved_tensors)
+        read = stored[len(stored) - ctx.num_read:]
+        stored = stored[:len(stored) - ctx.num_read]
         saved = stored[len(stored) - ctx.num_saved:]
         tensors = iter(stored[:len(stored) - ctx.num_saved])
         args = [next(tensors) if k == "t" else k for k in ctx.kinds]
@@ -605,22 +621,26 @@ class _KernelFunction(torch.autograd.Function):
         into = None
         if ctx.overwritten and not tracing([*stored, *grads]):
             into = {i: args[i] for i in ctx.overwritten}
+        results = dict(zip(kernel.results_read, read))
         gradients = run_backward(kernel, args, grads, saved, into=into,
-                                 main_grads=accumulators)
+                                 main_grads=accumulators, results=results)
         for i in into or {}:
             # Anything else that saved the argument sees the write.
             torch.autograd.graph.increment_version(args[i])
         return (None, None, None, *gradients, *[None] * len(ctx.main_grads))
 
 
-def run_backward(kernel, args, grads, saved, into=None, main_grads=None):
+def run_backward(kernel, args, grads, saved, into=None, main_grads=None,
+                 results=None):
     """The gradients of `args` (None where there is none) from the
     gradients of the forward's results. `into` maps an argument's index to
     a tensor its gradient is written into (contiguous, of the argument's
     shape and dtype; it may be the argument itself where the kernel is
     elementwise: each element is read before the same thread writes it).
     `main_grads` maps an argument's index to the main_grad its gradient is
-    added to (every argument `kernel.main_grad_arguments` names)."""
+    added to (every argument `kernel.main_grad_arguments` names).
+    `results` maps the index of each forward result the backward reads
+    (`kernel.results_read`) to that result, as the forward returned it."""
     if kernel.backward_function is None:
         raise RuntimeError(f"{kernel.function} has no derived backward")
     info = kernel.functions[kernel.backward_function]
@@ -636,6 +656,13 @@ def run_backward(kernel, args, grads, saved, into=None, main_grads=None):
             call_args.append(_flat(grad, outputs[value.of]))
         elif value.role == SAVED:
             call_args.append(saved[value.of])
+        elif value.role == FORWARD_RESULT:
+            if not results or value.of not in results:
+                raise RuntimeError(
+                    f"{kernel.backward_function} reads the forward's result "
+                    f"#{value.of}; pass it (results=)")
+            call_args.append(_flat(results[value.of].contiguous(),
+                                   outputs[value.of]))
         elif value.role == MAIN_GRAD:
             accumulators[value.of] = main_grads[value.of]
             call_args.append(accumulators[value.of])

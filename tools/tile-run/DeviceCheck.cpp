@@ -307,9 +307,10 @@ checkCase(Session &session, FuncOp func,
   bool allOk = *ok;
   std::vector<interp::Buffer> gradients;
   if (derived) {
-    // Each backward gets the values its own forward saved, as in training:
-    // a row's max recomputed in f32 on the GPU is compared with the max the
-    // GPU saved, not with the evaluator's float64 one.
+    // Each backward gets the values its own forward saved and the results
+    // it computed, as in training: a row's max recomputed in f32 on the GPU
+    // is compared with the max the GPU saved, not with the evaluator's
+    // float64 one.
     std::vector<interp::Buffer> deviceSaved;
     if (derived->forwardWithSaved) {
       std::vector<interp::Buffer> want = reference->results;
@@ -325,7 +326,8 @@ checkCase(Session &session, FuncOp func,
     }
     auto backwardOk = runAndCompare(
         session, derived->backward,
-        run::backwardArguments(inputs, reference->cotangents, deviceSaved),
+        run::backwardArguments(derived->backward, inputs, reference->cotangents,
+                               deviceSaved, forward),
         reference->gradients, &gradients);
     if (!backwardOk)
       return backwardOk;

@@ -149,7 +149,8 @@ run::evaluateCase(FuncOp func,
   evaluation.cotangents = interp::makeCotangents(evaluation.results, seed);
   auto gradients = interp::evaluate(
       derived->backward,
-      backwardArguments(inputs, evaluation.cotangents, evaluation.saved),
+      backwardArguments(derived->backward, inputs, evaluation.cotangents,
+                        evaluation.saved, evaluation.results),
       options);
   if (!gradients)
     return gradients.takeError();
@@ -158,12 +159,31 @@ run::evaluateCase(FuncOp func,
 }
 
 std::vector<interp::Buffer>
-run::backwardArguments(const std::vector<interp::Buffer> &inputs,
+run::backwardArguments(FuncOp backward,
+                       const std::vector<interp::Buffer> &inputs,
                        const std::vector<interp::Buffer> &cotangents,
-                       const std::vector<interp::Buffer> &saved) {
-  std::vector<interp::Buffer> args = inputs;
-  args.insert(args.end(), cotangents.begin(), cotangents.end());
-  args.insert(args.end(), saved.begin(), saved.end());
+                       const std::vector<interp::Buffer> &saved,
+                       const std::vector<interp::Buffer> &results) {
+  using mlir::tile::TileDialect;
+  // The derivation made the roles and their numbers; the backward's own
+  // verifier checked them against the forward.
+  auto role = [&](unsigned index,
+                  llvm::StringRef name) -> std::optional<size_t> {
+    if (auto of = backward.getArgAttrOfType<mlir::IntegerAttr>(index, name))
+      return static_cast<size_t>(of.getInt());
+    return std::nullopt;
+  };
+  std::vector<interp::Buffer> args;
+  for (unsigned index = 0; index < backward.getNumArguments(); ++index) {
+    if (auto k = role(index, TileDialect::getCotangentAttrName()))
+      args.push_back(cotangents.at(*k));
+    else if (auto k = role(index, TileDialect::getSavedAttrName()))
+      args.push_back(saved.at(*k));
+    else if (auto k = role(index, TileDialect::getForwardResultAttrName()))
+      args.push_back(results.at(*k));
+    else
+      args.push_back(inputs.at(index));
+  }
   return args;
 }
 

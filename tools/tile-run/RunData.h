@@ -63,12 +63,15 @@ evaluateCase(mlir::func::FuncOp func,
              const std::vector<interp::Buffer> &inputs, uint64_t seed,
              const interp::EvalOptions &options);
 
-/// `@f_bwd`'s arguments: the forward's inputs, one cotangent per result,
-/// then the saved values.
+/// `backward`'s arguments, by role: the forward's inputs, the cotangents
+/// of its results, the saved values, and the forward results it reads
+/// (`results`).
 std::vector<interp::Buffer>
-backwardArguments(const std::vector<interp::Buffer> &inputs,
+backwardArguments(mlir::func::FuncOp backward,
+                  const std::vector<interp::Buffer> &inputs,
                   const std::vector<interp::Buffer> &cotangents,
-                  const std::vector<interp::Buffer> &saved);
+                  const std::vector<interp::Buffer> &saved,
+                  const std::vector<interp::Buffer> &results);
 
 /// The file stem of the backward's result #`index`: "grad_<name of the
 /// argument it is the gradient of>".

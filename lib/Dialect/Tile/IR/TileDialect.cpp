@@ -78,7 +78,10 @@ LogicalResult verifyRoleIndices(func::FuncOp backward, FlatSymbolRefAttr of) {
                      TileDialect::getCotangentAttrName(), results, "result")) ||
         failed(check(argAttrs, i, "argument",
                      TileDialect::getMainGradAttrName(), arguments,
-                     "argument")))
+                     "argument")) ||
+        failed(check(argAttrs, i, "argument",
+                     TileDialect::getForwardResultAttrName(), results,
+                     "result")))
       return failure();
   ArrayAttr resAttrs = backward.getResAttrsAttr();
   for (unsigned i = 0; i < backward.getNumResults(); ++i)
@@ -178,7 +181,7 @@ LogicalResult TileDialect::verifyRegionArgAttribute(Operation *op,
   StringRef name = attr.getName().getValue();
   std::string where = "argument #" + std::to_string(argIndex);
   if (name == getCotangentAttrName() || name == getSavedAttrName() ||
-      name == getMainGradAttrName())
+      name == getMainGradAttrName() || name == getForwardResultAttrName())
     return verifyIndexAttr(op, attr, where);
   if (name != getNoGradAttrName())
     return op->emitError("unknown tile argument attribute '")

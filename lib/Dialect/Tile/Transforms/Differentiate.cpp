@@ -9,8 +9,10 @@
 //  3. Reverse sweep: walk the recomputed ops backwards and call each op's
 //     rule (DifferentiableOpInterface), summing contributions per value.
 //  4. Boundary: convert each argument's f32 cotangent to its type (or
-//     accumulate it into a main_grad argument), let the policy replace
-//     recomputed values with saved ones, and delete what nothing uses.
+//     accumulate it into a main_grad argument), read the forward results
+//     whose recomputation alone reads an input (a residual add's sum), let the
+//     policy replace recomputed values with saved ones, and delete what
+//     nothing uses.
 //
 // Nothing here knows a kernel by name: all knowledge of ops is in the rules.
 //
@@ -33,9 +35,10 @@ using namespace mlir::tile;
 namespace {
 /// The roles tile-differentiate gives a derived function's arguments; a
 /// function derived from a derived one gives them anew.
-constexpr StringLiteral kArgumentRoles[] = {TileDialect::getCotangentAttrName(),
-                                            TileDialect::getSavedAttrName(),
-                                            TileDialect::getMainGradAttrName()};
+constexpr StringLiteral kArgumentRoles[] = {
+    TileDialect::getCotangentAttrName(), TileDialect::getSavedAttrName(),
+    TileDialect::getMainGradAttrName(),
+    TileDialect::getForwardResultAttrName()};
 } // namespace
 
 namespace {
@@ -69,6 +72,7 @@ private:
   LogicalResult sweep();
   void accumulate(Value value, Value cotangent, Location loc);
   void buildReturn();
+  void readForwardResults();
   void applyPolicy(DerivedKernel &derived);
   void eraseDeadOps();
 
@@ -314,6 +318,37 @@ void Differentiator::buildReturn() {
                            builder.getI64IntegerAttr(index));
 }
 
+void Differentiator::readForwardResults() {
+  // A backward that returns the primal recomputes it by definition.
+  if (options.returnPrimal)
+    return;
+  SmallVector<Value> recomputedResults;
+  for (Value result : forwardReturn->getOperands())
+    recomputedResults.push_back(primal.lookupOrDefault(result));
+  // After the cotangents, in the order chosen (saved values go before them
+  // later, main_grad accumulators stay last).
+  unsigned position = numPrimals + numCotangents;
+  while (std::optional<tile::detail::ForwardResultRead> read =
+             tile::detail::nextForwardResult(body, numPrimals,
+                                             recomputedResults)) {
+    Value result = forwardReturn->getOperand(read->result);
+    (void)backward.insertArgument(
+        position, result.getType(),
+        builder.getDictionaryAttr(
+            builder.getNamedAttr(TileDialect::getForwardResultAttrName(),
+                                 builder.getI64IntegerAttr(read->result))),
+        result.getLoc());
+    Value argument = body->getArgument(position++);
+    if (argument.getType() != read->replaced.getType()) {
+      // The f32 value a 16-bit result rounds, read back rounded.
+      builder.setInsertionPointToStart(body);
+      argument = CastOp::create(builder, result.getLoc(),
+                                read->replaced.getType(), argument);
+    }
+    read->replaced.replaceAllUsesWith(argument);
+  }
+}
+
 void Differentiator::applyPolicy(DerivedKernel &derived) {
   SmallVector<Value> saved =
       tile::detail::chooseSavedValues(recomputed, options);
@@ -394,6 +429,7 @@ FailureOr<DerivedKernel> Differentiator::run() {
     return failure();
   }
   buildReturn();
+  readForwardResults();
   DerivedKernel derived{backward, {}};
   applyPolicy(derived);
   eraseDeadOps();

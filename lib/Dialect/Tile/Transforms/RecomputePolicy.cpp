@@ -12,6 +12,9 @@
 #include "RecomputePolicy.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -163,4 +166,106 @@ tile::detail::chooseSavedValues(ArrayRef<Operation *> recomputed,
   }
   std::reverse(saved.begin(), saved.end());
   return saved;
+}
+
+namespace {
+/// Bits of one element of `value`'s type.
+int64_t elementBits(Value value) {
+  return getElementTypeOrSelf(value.getType()).getIntOrFloatBitWidth();
+}
+
+/// Whether `use` reads only its value's shape: a `like` operand, or
+/// tensor.dim's source. The GPU lowering loads no data for it.
+bool readsOnlyShape(OpOperand &use) {
+  Operation *op = use.getOwner();
+  unsigned number = use.getOperandNumber();
+  if (auto splat = dyn_cast<SplatOp>(op))
+    return number == splat.getShapeMutable().getOperandNumber();
+  if (auto broadcast = dyn_cast<BroadcastOp>(op))
+    return number == broadcast.getShapeMutable().getOperandNumber();
+  if (auto iota = dyn_cast<IotaOp>(op))
+    return number == iota.getShapeMutable().getOperandNumber();
+  if (auto pad = dyn_cast<PadOp>(op))
+    return number == pad.getShapeMutable().getOperandNumber();
+  if (auto repeat = dyn_cast<RepeatOp>(op))
+    return number == repeat.getShapeMutable().getOperandNumber();
+  return isa<tensor::DimOp>(op);
+}
+
+/// Whether a use of `value` by a `live` op reads its data.
+bool hasLiveDataUse(Value value, const llvm::DenseSet<Operation *> &live) {
+  return llvm::any_of(value.getUses(), [&](OpOperand &use) {
+    return live.contains(use.getOwner()) && !readsOnlyShape(use);
+  });
+}
+
+/// Which arguments of `body` the ops that reach its return read the data
+/// of, when the uses of `cut` (if given) read it from elsewhere than its
+/// definition. A use for a shape alone reads nothing.
+llvm::BitVector readArguments(Block *body, Value cut) {
+  llvm::DenseSet<Operation *> live;
+  llvm::BitVector reads(body->getNumArguments());
+  for (Operation &op : llvm::reverse(*body)) {
+    bool needed = op.hasTrait<OpTrait::IsTerminator>() ||
+                  llvm::any_of(op.getResults(), [&](Value result) {
+                    return result != cut && hasLiveDataUse(result, live);
+                  });
+    if (!needed)
+      continue;
+    live.insert(&op);
+    for (OpOperand &use : op.getOpOperands())
+      if (auto arg = dyn_cast<BlockArgument>(use.get());
+          arg && arg.getOwner() == body && !readsOnlyShape(use))
+        reads.set(arg.getArgNumber());
+  }
+  return reads;
+}
+} // namespace
+
+std::optional<tile::detail::ForwardResultRead>
+tile::detail::nextForwardResult(Block *body, unsigned numPrimals,
+                                ValueRange recomputedResults) {
+  for (auto [index, result] : llvm::enumerate(recomputedResults)) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type || type.getRank() != 2 || isa<BlockArgument>(result))
+      continue;
+    // The backward needs the result itself, or the f32 value a cast of it
+    // is (a 16-bit result rounds it, and the backward reads it rounded, as
+    // PyTorch's softmax backward reads its saved 16-bit output). An f32 to
+    // f32 cast counts too: a bf16 kernel specialized for f32 storage makes
+    // the same choice as the kernel as written, so that the backward's
+    // signature does not depend on the storage dtype (Python binds every
+    // specialization by the kernel's own signature).
+    Value needed = result;
+    if (auto cast = result.getDefiningOp<CastOp>();
+        cast && result.use_empty() && elementBits(cast.getInput()) == 32 &&
+        elementBits(result) <= 32)
+      needed = cast.getInput();
+    // Only where the backward reads its data: a use for a shape alone,
+    // or the cast that makes the result, keeps nothing alive.
+    if (llvm::none_of(
+            needed.getUses(), [result = Value(result)](OpOperand &use) {
+              Operation *user = use.getOwner();
+              return !readsOnlyShape(use) &&
+                     !(isa<CastOp>(user) && user->getResult(0) == result);
+            }))
+      continue;
+    // Read only where that stops the backward reading a primal tensor
+    // input (a residual add's sum instead of both addends; a sigmoid
+    // instead of its input, and no exponential); a result that would only
+    // add a read is recomputed. Counted in tensors, not bytes: bytes change
+    // when the storage dtype is specialized, and the choice must not.
+    llvm::BitVector before = readArguments(body, {});
+    llvm::BitVector after = readArguments(body, needed);
+    bool freesAnInput = false;
+    for (unsigned arg = 0; arg < numPrimals; ++arg) {
+      auto argType =
+          dyn_cast<RankedTensorType>(body->getArgument(arg).getType());
+      freesAnInput |= before.test(arg) && !after.test(arg) && argType &&
+                      argType.getRank() == 2;
+    }
+    if (freesAnInput)
+      return ForwardResultRead{static_cast<unsigned>(index), needed};
+  }
+  return std::nullopt;
 }

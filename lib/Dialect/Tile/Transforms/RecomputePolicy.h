@@ -17,6 +17,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <limits>
+#include <optional>
 
 namespace mlir::tile::detail {
 
@@ -57,6 +58,26 @@ struct RecomputeCost {
 /// already cut off by a later saved value.
 SmallVector<Value> chooseSavedValues(ArrayRef<Operation *> recomputed,
                                      const DifferentiateOptions &options);
+
+/// A forward result the backward reads instead of recomputing it: result
+/// `result` of the forward, for the backward's value `replaced` (the
+/// recomputed result, or the f32 value a 16-bit result rounds).
+struct ForwardResultRead {
+  unsigned result;
+  Value replaced;
+};
+
+/// The next rank-2 forward result (recomputed in `body` as
+/// `recomputedResults`) the backward should read as an argument: one it
+/// needs whose recomputation alone reads a rank-2 primal tensor argument
+/// (of the first `numPrimals` of `body`), which it then stops reading.
+/// None when no result qualifies; the caller replaces each one before
+/// asking again, so that two results never both free the same input. The
+/// choice does not depend on the storage dtype a kernel is specialized
+/// for.
+std::optional<ForwardResultRead>
+nextForwardResult(Block *body, unsigned numPrimals,
+                  ValueRange recomputedResults);
 
 } // namespace mlir::tile::detail
 

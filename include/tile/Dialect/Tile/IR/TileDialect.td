@@ -101,6 +101,9 @@ def Tile_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getPrimalAttrName() {
       return valueRoleAttribute(ValueRole::Primal);
     }
+    static constexpr ::llvm::StringLiteral getForwardResultAttrName() {
+      return valueRoleAttribute(ValueRole::ForwardResult);
+    }
   }];
 }
 

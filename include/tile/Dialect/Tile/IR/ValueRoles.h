@@ -18,13 +18,15 @@
 namespace mlir::tile {
 
 enum class ValueRole : int {
-  Input,     // a forward input
-  Cotangent, // a backward's incoming gradient of forward result #i
-  Saved,     // saved value #i of the forward (save-row-stats)
-  MainGrad,  // the fp32 accumulator of forward argument #i
-  Output,    // a forward result
-  Gradient,  // a backward's gradient of forward argument #i
-  Primal,    // a backward's recomputed forward result #i (return-primal)
+  Input,         // a forward input
+  Cotangent,     // a backward's incoming gradient of forward result #i
+  Saved,         // saved value #i of the forward (save-row-stats)
+  MainGrad,      // the fp32 accumulator of forward argument #i
+  Output,        // a forward result
+  Gradient,      // a backward's gradient of forward argument #i
+  Primal,        // a backward's recomputed forward result #i (return-primal)
+  ForwardResult, // a backward's argument holding forward result #i, read
+                 // instead of recomputing it
 };
 
 struct ValueRoleInfo {
@@ -43,6 +45,7 @@ inline constexpr ValueRoleInfo kValueRoles[] = {
     {ValueRole::Output, "output", ""},
     {ValueRole::Gradient, "gradient", "tile.gradient"},
     {ValueRole::Primal, "primal", "tile.primal"},
+    {ValueRole::ForwardResult, "forward_result", "tile.forward_result"},
 };
 
 constexpr bool valueRolesInOrder() {
