@@ -14,6 +14,7 @@ from torch._dynamo.utils import counters
 
 import tile
 import tile.operators
+from conftest import zoo_kernel
 
 ROW_COUNTS = list(range(3, 15))  # 12 row counts
 
@@ -187,7 +188,15 @@ def _operator_cases():
                               requires_grad=True)
                   for shape in ((12, 8), (12, 8), (8, 12)))]
 
+    # Its backward reads the h it returns (Kernel.results_read): the
+    # traced backward must get the traced forward's h.
+    residual = tile.Kernel(zoo_kernel("residual_rms_norm"))
+
     return [
+        ("a kernel whose backward reads its result",
+         lambda rows: pair(16)(rows) + [
+             torch.randn(16, generator=g, requires_grad=True)],
+         lambda x, r, w: sum(t.sum() for t in residual(x, r, w, 0.5, 1e-6))),
         ("rms_norm", lambda rows: rows_of(16)(rows) + [
             torch.randn(16, generator=g, requires_grad=True)],
          lambda x, w: tile.ops.rms_norm(x, w, 1e-6).sum()),
