@@ -82,6 +82,55 @@ static void adjoint(AdjointBuilder &, arith::CmpFOp, Value, Cotangents &out) {
   out.append({Value(), Value()});
 }
 
+// Row-shift rules (RowShift.h). A comparison and a select's condition pass
+// no cotangent, so a change of what they compare does not count.
+
+static RowShift rowShift(arith::AddFOp, ArrayRef<RowShift> s) {
+  return RowShift::add(s[0], s[1]);
+}
+
+static RowShift rowShift(arith::SubFOp, ArrayRef<RowShift> s) {
+  return RowShift::sub(s[0], s[1]);
+}
+
+static RowShift rowShift(arith::MulFOp, ArrayRef<RowShift> s) {
+  return RowShift::mul(s[0], s[1]);
+}
+
+static RowShift rowShift(arith::DivFOp, ArrayRef<RowShift> s) {
+  return RowShift::div(s[0], s[1]);
+}
+
+static RowShift rowShift(arith::NegFOp, ArrayRef<RowShift> s) {
+  return RowShift::neg(s[0]);
+}
+
+// The larger (smaller) of two values moved alike moves with them: a shift
+// or a positive scale keeps their order.
+static RowShift rowShift(arith::MaximumFOp, ArrayRef<RowShift> s) {
+  return RowShift::same(s);
+}
+
+static RowShift rowShift(arith::MaxNumFOp, ArrayRef<RowShift> s) {
+  return RowShift::same(s);
+}
+
+static RowShift rowShift(arith::MinimumFOp, ArrayRef<RowShift> s) {
+  return RowShift::same(s);
+}
+
+static RowShift rowShift(arith::MinNumFOp, ArrayRef<RowShift> s) {
+  return RowShift::same(s);
+}
+
+static RowShift rowShift(arith::SelectOp, ArrayRef<RowShift> s) {
+  return RowShift::same(s.drop_front());
+}
+
+static RowShift rowShift(arith::CmpFOp, ArrayRef<RowShift>) {
+  return RowShift::none();
+}
+
 void detail::registerArithDerivativeModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, arith::ArithDialect *) {
   // Every differentiable arith op of KernelOps.def; one without an

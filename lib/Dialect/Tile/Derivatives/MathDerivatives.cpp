@@ -128,6 +128,39 @@ static void adjoint(AdjointBuilder &b, math::FmaOp op, Value g,
   out.append({b.mul(g, op.getB()), b.mul(g, op.getA()), g});
 }
 
+// Row-shift rules (RowShift.h): the ones that keep a coefficient a sum of
+// halves and whole numbers. exp2 and log2 would scale it by ln 2, and a
+// cancellation would then rest on rounding; they and the rest are opaque.
+
+static RowShift rowShift(math::ExpOp, ArrayRef<RowShift> s) {
+  return RowShift::exp(s[0]);
+}
+
+static RowShift rowShift(math::LogOp, ArrayRef<RowShift> s) {
+  return RowShift::log(s[0]);
+}
+
+static RowShift rowShift(math::SqrtOp, ArrayRef<RowShift> s) {
+  return RowShift::pow(s[0], 0.5);
+}
+
+static RowShift rowShift(math::RsqrtOp, ArrayRef<RowShift> s) {
+  return RowShift::pow(s[0], -0.5);
+}
+
+static RowShift rowShift(math::AbsFOp, ArrayRef<RowShift> s) {
+  // |a·k| = |a|·k for k > 0.
+  return RowShift::pow(s[0], 1.0);
+}
+
+static RowShift rowShift(math::FloorOp, ArrayRef<RowShift>) {
+  return RowShift::none();
+}
+
+static RowShift rowShift(math::CeilOp, ArrayRef<RowShift>) {
+  return RowShift::none();
+}
+
 void detail::registerMathDerivativeModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, math::MathDialect *) {
   // Every math op of KernelOps.def; one without an adjoint() above does

@@ -5,8 +5,12 @@
 //   void adjoint(AdjointBuilder &b, OpTy op, Value g, Cotangents &out);
 //
 // that receives the result's cotangent `g` and appends one cotangent per
-// operand. RuleModel<OpTy> adapts it to DifferentiableOpInterface, so a rule
-// is a few lines of formula and attaching it is one line of KernelOps.def.
+// operand, and optionally
+//
+//   RowShift rowShift(OpTy op, ArrayRef<RowShift> operands);
+//
+// RuleModel<OpTy> adapts them to DifferentiableOpInterface, so a rule is a
+// few lines of formula and attaching it is one line of KernelOps.def.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +23,14 @@ namespace mlir::tile::detail {
 
 using Cotangents = SmallVectorImpl<Value>;
 
+/// An op with no row-shift rule of its own: see RowShift::opaque. The
+/// specific rules are non-template overloads next to the adjoints, found by
+/// argument-dependent lookup (RowShift is in namespace mlir::tile) and
+/// preferred to this one.
+template <typename OpTy> RowShift rowShift(OpTy, ArrayRef<RowShift> operands) {
+  return RowShift::opaque(operands);
+}
+
 template <typename OpTy>
 struct RuleModel final
     : DifferentiableOpInterface::ExternalModel<RuleModel<OpTy>, OpTy> {
@@ -27,6 +39,10 @@ struct RuleModel final
     // Every supported upstream op has one result.
     adjoint(builder, cast<OpTy>(op), results[0], operands);
     return success();
+  }
+
+  RowShift propagateRowShift(Operation *op, ArrayRef<RowShift> operands) const {
+    return rowShift(cast<OpTy>(op), operands);
   }
 };
 

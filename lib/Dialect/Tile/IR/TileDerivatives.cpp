@@ -6,6 +6,10 @@
 // converts to a storage type only at the function boundary). `like` and index
 // operands contribute only shapes and positions, never a cotangent.
 //
+// The row-shift rules (RowShift.h) follow: data movement within a row keeps
+// a row's change, a row reduction keeps the forms its kind keeps, and
+// anything that mixes rows or pads with zeros is opaque to it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tile/Dialect/Tile/IR/TileOps.h"
@@ -17,6 +21,12 @@ namespace {
 /// Pads `cotangents` with nulls up to one entry per operand.
 void noCotangents(Operation *op, SmallVectorImpl<Value> &cotangents) {
   cotangents.resize(op->getNumOperands(), Value());
+}
+
+/// Whether `dims` of a rank-`rank` tensor is its last dimension alone: the
+/// one a row statistic reduces and a row value is broadcast along.
+bool isRowDimension(ArrayRef<int64_t> dims, int64_t rank) {
+  return dims.size() == 1 && dims.front() == rank - 1;
 }
 } // namespace
 
@@ -186,4 +196,79 @@ LogicalResult SigmoidOp::buildAdjoint(AdjointBuilder &builder,
   operands.push_back(
       builder.mul(results[0], builder.mul(s, builder.sub(one, s))));
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Row-shift rules
+//===----------------------------------------------------------------------===//
+
+RowShift CastOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  return operands[0];
+}
+
+RowShift StopGradientOp::propagateRowShift(ArrayRef<RowShift>) {
+  return RowShift::none();
+}
+
+RowShift IotaOp::propagateRowShift(ArrayRef<RowShift>) {
+  return RowShift::none();
+}
+
+RowShift SplatOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  // A scalar is no row's; the `like` operand gives the shape only.
+  return RowShift::opaque(operands[0]);
+}
+
+RowShift BroadcastOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  // A row value along its row: every element moves with its row. Along
+  // another dimension the rows would mix.
+  if (isRowDimension(getDims(), getType().getRank()))
+    return operands[0];
+  return RowShift::opaque(operands[0]);
+}
+
+RowShift ReduceOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  RowShift input = operands[0];
+  if (getInit() || !isRowDimension(getDims(), getInput().getType().getRank()))
+    return RowShift::opaque(operands);
+  switch (getKind()) {
+  case ReductionKind::Sum:
+    // Σ (a·k) = k·Σ a; Σ (a + c·δ) moves by N·c·δ, not a form.
+    return input.getKind() == RowShift::Kind::Offset ? RowShift::unknown()
+                                                     : input;
+  case ReductionKind::Mean:
+  case ReductionKind::Max:
+  case ReductionKind::Min:
+    // A shift or a positive scale (exp(c·δ) > 0) of every element of a row
+    // moves its mean, max and min alike.
+    return input;
+  }
+  llvm_unreachable("every reduction kind is handled");
+}
+
+RowShift SliceOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  return operands[0];
+}
+
+RowShift PadOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  // The zeros it adds stay zero under a scale, not under a shift.
+  RowShift input = operands[0];
+  return input.getKind() == RowShift::Kind::Offset ? RowShift::unknown()
+                                                   : input;
+}
+
+RowShift ConcatOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  return RowShift::same(operands);
+}
+
+RowShift RepeatOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  return operands[0];
+}
+
+RowShift SwapHalvesOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  return operands[0];
+}
+
+RowShift SigmoidOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  return RowShift::opaque(operands);
 }

@@ -5,7 +5,8 @@
 //  1. Recompute: clone the forward body into the backward, so every primal
 //     value the derivative rules read is available there.
 //  2. Activity: a value is active if it depends on a differentiable argument
-//     and some result depends on it; only active values get cotangents.
+//     and some result depends on it; only active values get cotangents. A
+//     row maximum the results are invariant to (a softmax's) is constant.
 //  3. Reverse sweep: walk the recomputed ops backwards and call each op's
 //     rule (DifferentiableOpInterface), summing contributions per value.
 //  4. Boundary: convert each argument's f32 cotangent to its type (or
@@ -19,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
+#include "InvariantRowStatistics.h"
 #include "RecomputePolicy.h"
 #include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
@@ -168,6 +170,14 @@ void Differentiator::recompute() {
 }
 
 void Differentiator::analyzeActivity() {
+  // A row maximum no result depends on (a softmax's) varies with the input
+  // but is held constant, as tile.stop_gradient would: its cotangent is
+  // exactly 0 (InvariantRowStatistics.h).
+  SmallVector<Value> results;
+  for (Value result : forwardReturn->getOperands())
+    results.push_back(primal.lookup(result));
+  llvm::DenseSet<Value> constant =
+      tile::detail::findInvariantRowStatistics(recomputed, results);
   llvm::DenseSet<Value> varied;
   for (unsigned index = 0; index < numPrimals; ++index)
     if (isDifferentiableArgument(forward, index))
@@ -177,7 +187,8 @@ void Differentiator::analyzeActivity() {
                       [&](Value v) { return varied.contains(v); }))
       continue;
     for (Value result : op->getResults())
-      if (isa<FloatType>(getElementTypeOrSelf(result)))
+      if (isa<FloatType>(getElementTypeOrSelf(result)) &&
+          !constant.contains(result))
         varied.insert(result);
   }
 

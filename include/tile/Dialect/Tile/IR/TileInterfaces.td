@@ -39,7 +39,17 @@ def Tile_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
       "::llvm::LogicalResult", "buildAdjoint",
       (ins "::mlir::tile::AdjointBuilder &":$builder,
            "::mlir::ValueRange":$resultCotangents,
-           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandCotangents)>
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandCotangents)>,
+    InterfaceMethod<[{
+        How a per-row change of the values this op reads moves its result
+        (RowShift.h), given each operand's in order: the differentiator
+        finds with it the row statistics (a softmax's max) that no result
+        depends on, and derives no cotangent for them. It follows this op's
+        derivative rule: an operand the rule gives no cotangent (a `like`
+        operand, a condition, an index) contributes no change.
+      }],
+      "::mlir::tile::RowShift", "propagateRowShift",
+      (ins "::llvm::ArrayRef<::mlir::tile::RowShift>":$operands)>
   ];
 }
 
