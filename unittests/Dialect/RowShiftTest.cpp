@@ -31,8 +31,7 @@ TEST(RowShiftTest, FactorsMultiply) {
   EXPECT_EQ(RowShift::mul(e, kNone), e);
   EXPECT_EQ(RowShift::div(kNone, e), RowShift::factor(1.0));
   EXPECT_EQ(RowShift::log(e), RowShift::offset(-1.0));
-  EXPECT_EQ(RowShift::pow(RowShift::factor(-1.0), 0.5),
-            RowShift::factor(-0.5));
+  EXPECT_EQ(RowShift::pow(RowShift::factor(-1.0), 0.5), RowShift::factor(-0.5));
   // A negation scales by a constant: the factor stays.
   EXPECT_EQ(RowShift::neg(e), e);
 }

@@ -75,8 +75,12 @@ private:
   RowShift(Kind kind, double coefficient)
       : kind(kind), coefficient(coefficient) {}
   /// Whether this is an offset, counting none as offset(0); likewise factor.
-  bool isOffsetLike() const { return kind == Kind::None || kind == Kind::Offset; }
-  bool isFactorLike() const { return kind == Kind::None || kind == Kind::Factor; }
+  bool isOffsetLike() const {
+    return kind == Kind::None || kind == Kind::Offset;
+  }
+  bool isFactorLike() const {
+    return kind == Kind::None || kind == Kind::Factor;
+  }
 
   Kind kind;
   double coefficient;
