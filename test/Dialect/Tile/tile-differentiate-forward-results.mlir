@@ -70,3 +70,57 @@ func.func @add_then_sum(%x: tensor<?x?xf32>, %r: tensor<?x?xf32>)
   %s = tile.reduce sum %h [1] : tensor<?x?xf32> -> tensor<?xf32>
   return %s, %h : tensor<?xf32>, tensor<?x?xf32>
 }
+
+// -----
+
+// A softmax in bf16: the backward is written through the quotient the
+// forward returns (y·(g − Σ g·y), QuotientResults.h), reads y rounded to
+// bf16 as PyTorch's softmax backward reads its saved 16-bit output, and no
+// longer reads x.
+// CHECK-LABEL: func.func @softmax_bf16_bwd(
+// CHECK-SAME: %[[Y:[^:]*]]: tensor<?x?xbf16> {tile.forward_result = 0 : i64}
+// CHECK: %[[YF:.*]] = tile.cast %[[Y]] : tensor<?x?xbf16> to tensor<?x?xf32>
+// CHECK-NOT: math.exp
+// CHECK: tile.reduce sum
+// CHECK-NOT: {{tile.reduce|math.exp}}
+// CHECK: arith.mulf %{{.*}}, %[[YF]]
+// CHECK: return
+// F32-LABEL: func.func @softmax_bf16_bwd(
+// F32-SAME: {tile.forward_result = 0 : i64}
+// F32-NOT: math.exp
+// F32: return
+func.func @softmax_bf16(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16>
+    attributes {tile.kernel} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %m = tile.reduce max %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %mb = tile.broadcast %m [1] like %xf
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %d = arith.subf %xf, %mb : tensor<?x?xf32>
+  %e = math.exp %d : tensor<?x?xf32>
+  %s = tile.reduce sum %e [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = tile.broadcast %s [1] like %xf
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.divf %e, %sb : tensor<?x?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  return %yb : tensor<?x?xbf16>
+}
+
+// -----
+
+// The quotient's numerator is also returned on its own: the backward needs
+// x for it anyway, so the rewrite through the quotient would free nothing
+// and is undone; the backward is the one the sweep derived.
+// CHECK-LABEL: func.func @quotient_and_numerator_bwd(
+// CHECK-NOT: tile.forward_result
+// CHECK: math.exp
+// CHECK: return
+func.func @quotient_and_numerator(%x: tensor<?x?xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?xf32>) attributes {tile.kernel} {
+  %e = math.exp %x : tensor<?x?xf32>
+  %s = tile.reduce sum %e [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = tile.broadcast %s [1] like %x
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.divf %e, %sb : tensor<?x?xf32>
+  %z = arith.addf %e, %x : tensor<?x?xf32>
+  return %y, %z : tensor<?x?xf32>, tensor<?x?xf32>
+}

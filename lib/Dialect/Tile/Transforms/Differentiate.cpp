@@ -21,6 +21,7 @@
 
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "InvariantRowStatistics.h"
+#include "QuotientResults.h"
 #include "RecomputePolicy.h"
 #include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
@@ -77,6 +78,7 @@ private:
   void readForwardResults();
   void applyPolicy(DerivedKernel &derived);
   void eraseDeadOps();
+  void dropPolicyMarks();
 
   func::FuncOp forward;
   const DifferentiateOptions &options;
@@ -336,6 +338,9 @@ void Differentiator::readForwardResults() {
   SmallVector<Value> recomputedResults;
   for (Value result : forwardReturn->getOperands())
     recomputedResults.push_back(primal.lookupOrDefault(result));
+  // A softmax's backward through the y it returns (QuotientResults.h),
+  // where that lets it read y instead of x.
+  tile::detail::expressThroughQuotients(body, numPrimals, recomputedResults);
   // After the cotangents, in the order chosen (saved values go before them
   // later, main_grad accumulators stay last).
   unsigned position = numPrimals + numCotangents;
@@ -418,9 +423,20 @@ void Differentiator::applyPolicy(DerivedKernel &derived) {
 }
 
 void Differentiator::eraseDeadOps() {
-  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
-    if (isOpTriviallyDead(&op))
-      op.erase();
+  llvm::DenseSet<Operation *> erased;
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body))) {
+    if (!isOpTriviallyDead(&op))
+      continue;
+    for (Value result : op.getResults())
+      originalOf.erase(result);
+    erased.insert(&op);
+    op.erase();
+  }
+  llvm::erase_if(recomputed,
+                 [&](Operation *op) { return erased.contains(op); });
+}
+
+void Differentiator::dropPolicyMarks() {
   // The policy attributes describe the forward; the backward has no say.
   for (Operation &op : *body) {
     op.removeAttr(TileDialect::getSaveAttrName());
@@ -441,9 +457,13 @@ FailureOr<DerivedKernel> Differentiator::run() {
   }
   buildReturn();
   readForwardResults();
+  // Before the policy, which saves only what the backward still reads (a
+  // softmax reading y keeps no row statistic).
+  eraseDeadOps();
   DerivedKernel derived{backward, {}};
   applyPolicy(derived);
   eraseDeadOps();
+  dropPolicyMarks();
   return derived;
 }
 

@@ -255,17 +255,21 @@ tile::detail::nextForwardResult(Block *body, unsigned numPrimals,
     // instead of its input, and no exponential); a result that would only
     // add a read is recomputed. Counted in tensors, not bytes: bytes change
     // when the storage dtype is specialized, and the choice must not.
-    llvm::BitVector before = readArguments(body, {});
-    llvm::BitVector after = readArguments(body, needed);
-    bool freesAnInput = false;
-    for (unsigned arg = 0; arg < numPrimals; ++arg) {
-      auto argType =
-          dyn_cast<RankedTensorType>(body->getArgument(arg).getType());
-      freesAnInput |= before.test(arg) && !after.test(arg) && argType &&
-                      argType.getRank() == 2;
-    }
-    if (freesAnInput)
+    if (readingFreesAnInput(body, numPrimals, needed))
       return ForwardResultRead{static_cast<unsigned>(index), needed};
   }
   return std::nullopt;
+}
+
+bool tile::detail::readingFreesAnInput(Block *body, unsigned numPrimals,
+                                       Value value) {
+  llvm::BitVector before = readArguments(body, {});
+  llvm::BitVector after = readArguments(body, value);
+  for (unsigned arg = 0; arg < numPrimals; ++arg) {
+    auto argType = dyn_cast<RankedTensorType>(body->getArgument(arg).getType());
+    if (before.test(arg) && !after.test(arg) && argType &&
+        argType.getRank() == 2)
+      return true;
+  }
+  return false;
 }

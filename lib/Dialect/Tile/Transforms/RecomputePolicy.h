@@ -79,6 +79,12 @@ std::optional<ForwardResultRead>
 nextForwardResult(Block *body, unsigned numPrimals,
                   ValueRange recomputedResults);
 
+/// Whether reading `value` from elsewhere than its definition stops the ops
+/// that reach `body`'s return from reading the data of some rank-2 primal
+/// tensor argument (of the first `numPrimals`). Uses for a shape alone read
+/// nothing.
+bool readingFreesAnInput(Block *body, unsigned numPrimals, Value value);
+
 } // namespace mlir::tile::detail
 
 #endif // TILE_LIB_DIALECT_TILE_TRANSFORMS_RECOMPUTEPOLICY_H
