@@ -147,3 +147,21 @@ func.func @tempered_softmax(%x: tensor<?x?xf32>, %t: f32 {tile.nograd})
   %y = arith.divf %e, %sb : tensor<?x?xf32>
   return %y : tensor<?x?xf32>
 }
+
+// max(x − m, 0): a shift against the unshifted 0, which the rules cannot
+// follow; the maximum keeps its cotangent.
+// RUN: tile-run %s --gradient-check --function=relu_of_shifted --args=MxN --rows=1,7 --widths=1,13,1000 | FileCheck %s --check-prefix=GRAD
+// CHECK-LABEL: func.func @relu_of_shifted_bwd
+// CHECK: arith.cmpf oeq
+// CHECK: return
+func.func @relu_of_shifted(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {tile.kernel} {
+  %m = tile.reduce max %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %mb = tile.broadcast %m [1] like %x
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %d = arith.subf %x, %mb : tensor<?x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %z = tile.splat %zero like %x : f32, tensor<?x?xf32> -> tensor<?x?xf32>
+  %r = arith.maximumf %d, %z : tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}

@@ -128,8 +128,8 @@ static void adjoint(AdjointBuilder &b, math::FmaOp op, Value g,
   out.append({b.mul(g, op.getB()), b.mul(g, op.getA()), g});
 }
 
-// Row-shift rules (RowShift.h): the ones that keep a coefficient a sum of
-// halves and whole numbers. exp2 and log2 would scale it by ln 2, and a
+// Row-shift rules (RowShift.h): the ones that keep a coefficient dyadic
+// (exact in a double). exp2 and log2 would scale it by ln 2, and a
 // cancellation would then rest on rounding; they and the rest are opaque.
 
 static RowShift rowShift(math::ExpOp, ArrayRef<RowShift> s) {

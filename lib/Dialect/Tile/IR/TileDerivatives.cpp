@@ -7,8 +7,9 @@
 // operands contribute only shapes and positions, never a cotangent.
 //
 // The row-shift rules (RowShift.h) follow: data movement within a row keeps
-// a row's change, a row reduction keeps the forms its kind keeps, and
-// anything that mixes rows or pads with zeros is opaque to it.
+// a row's change, a row reduction keeps the forms its kind keeps, padding
+// with zeros keeps a factor only, and anything that mixes rows is opaque to
+// it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,10 +24,21 @@ void noCotangents(Operation *op, SmallVectorImpl<Value> &cotangents) {
   cotangents.resize(op->getNumOperands(), Value());
 }
 
-/// Whether `dims` of a rank-`rank` tensor is its last dimension alone: the
-/// one a row statistic reduces and a row value is broadcast along.
+/// Whether `dims` of a rank-`rank` tensor is its last dimension alone, and
+/// that a dimension within rows: the one a row statistic reduces and a row
+/// value is broadcast along. In a rank-1 tensor it is the row dimension.
 bool isRowDimension(ArrayRef<int64_t> dims, int64_t rank) {
-  return dims.size() == 1 && dims.front() == rank - 1;
+  return rank >= 2 && dims.size() == 1 && dims.front() == rank - 1;
+}
+
+/// The change of a value moved within each row of `input` (a slice, a
+/// repeat, a permutation of the last dimension): kept in a rank-2 or
+/// higher tensor; in a rank-1 one the last dimension is the rows', and rows
+/// would mix.
+RowShift movedWithinRows(Value input, RowShift change) {
+  return cast<RankedTensorType>(input.getType()).getRank() >= 2
+             ? change
+             : RowShift::opaque(change);
 }
 } // namespace
 
@@ -247,26 +259,27 @@ RowShift ReduceOp::propagateRowShift(ArrayRef<RowShift> operands) {
 }
 
 RowShift SliceOp::propagateRowShift(ArrayRef<RowShift> operands) {
-  return operands[0];
+  return movedWithinRows(getInput(), operands[0]);
 }
 
 RowShift PadOp::propagateRowShift(ArrayRef<RowShift> operands) {
   // The zeros it adds stay zero under a scale, not under a shift.
   RowShift input = operands[0];
-  return input.getKind() == RowShift::Kind::Offset ? RowShift::unknown()
-                                                   : input;
+  if (input.getKind() == RowShift::Kind::Offset)
+    return RowShift::unknown();
+  return movedWithinRows(getInput(), input);
 }
 
 RowShift ConcatOp::propagateRowShift(ArrayRef<RowShift> operands) {
-  return RowShift::same(operands);
+  return movedWithinRows(getResult(), RowShift::same(operands));
 }
 
 RowShift RepeatOp::propagateRowShift(ArrayRef<RowShift> operands) {
-  return operands[0];
+  return movedWithinRows(getInput(), operands[0]);
 }
 
 RowShift SwapHalvesOp::propagateRowShift(ArrayRef<RowShift> operands) {
-  return operands[0];
+  return movedWithinRows(getInput(), operands[0]);
 }
 
 RowShift SigmoidOp::propagateRowShift(ArrayRef<RowShift> operands) {

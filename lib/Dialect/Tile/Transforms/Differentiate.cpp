@@ -340,7 +340,8 @@ void Differentiator::readForwardResults() {
     recomputedResults.push_back(primal.lookupOrDefault(result));
   // A softmax's backward through the y it returns (QuotientResults.h),
   // where that lets it read y instead of x.
-  tile::detail::expressThroughQuotients(body, numPrimals, recomputedResults);
+  tile::detail::expressThroughQuotients(body, numPrimals, recomputed,
+                                        recomputedResults);
   // After the cotangents, in the order chosen (saved values go before them
   // later, main_grad accumulators stay last).
   unsigned position = numPrimals + numCotangents;
@@ -423,6 +424,9 @@ void Differentiator::applyPolicy(DerivedKernel &derived) {
 }
 
 void Differentiator::eraseDeadOps() {
+  // `recomputed` and `originalOf` are read after this (the policy); the
+  // activity sets, cotangents and `primal` are not, and may keep values
+  // of erased ops.
   llvm::DenseSet<Operation *> erased;
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body))) {
     if (!isOpTriviallyDead(&op))

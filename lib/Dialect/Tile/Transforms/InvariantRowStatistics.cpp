@@ -11,6 +11,7 @@
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -26,14 +27,15 @@ bool isRowExtreme(Operation *op) {
       reduce.getKind() != ReductionKind::Min)
     return false;
   ArrayRef<int64_t> dims = reduce.getDims();
-  return dims.size() == 1 &&
-         dims.front() == reduce.getInput().getType().getRank() - 1;
+  int64_t rank = reduce.getInput().getType().getRank();
+  return rank >= 2 && dims.size() == 1 && dims.front() == rank - 1;
 }
 
 /// Whether no value of `results` changes when `statistic`, the result of
 /// ops[first], moves by δ per row.
 bool reachesNoResult(ArrayRef<Operation *> ops, size_t first,
                      ValueRange results) {
+  llvm::DenseSet<Value> returned(results.begin(), results.end());
   llvm::DenseMap<Value, RowShift> changes;
   changes.try_emplace(ops[first]->getResult(0), RowShift::offset(1.0));
   auto changeOf = [&](Value value) {
@@ -47,14 +49,20 @@ bool reachesNoResult(ArrayRef<Operation *> ops, size_t first,
       operands.push_back(changeOf(operand));
     if (llvm::all_of(operands, [](RowShift s) { return s.isNone(); }))
       continue;
-    // An op without a derivative rule: the sweep would refuse it anyway.
+    // An op without a derivative rule (tensor.dim, index math, remf): no
+    // rule says how a change passes, so any may.
     auto rule = dyn_cast<DifferentiableOpInterface>(op);
     RowShift change =
         rule ? rule.propagateRowShift(operands) : RowShift::unknown();
     if (change.isNone())
       continue;
-    for (Value result : op->getResults())
+    for (Value result : op->getResults()) {
+      // Most candidates reach a result early (a min-max scaling's): stop
+      // there rather than follow the rest of the kernel.
+      if (returned.contains(result))
+        return false;
       changes.insert_or_assign(result, change);
+    }
   }
   return llvm::all_of(results,
                       [&](Value value) { return changeOf(value).isNone(); });

@@ -13,6 +13,8 @@
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -32,7 +34,11 @@ public:
 
   /// Q for `value`, a rank-2 value (divided by the broadcast) or a rank-1
   /// row value (divided by the row value); null where the rules end.
-  Value undivide(Value value, unsigned depth = 0);
+  /// `shape`, where given, is a value of `value`'s shape that keeps nothing
+  /// of the sweep alive (the divisor's `like`): a broadcast rebuilt at the
+  /// top level is shaped like it, and one under a row sum like itself (its
+  /// width may differ from the divisor's there).
+  Value undivide(Value value, Value shape, unsigned depth = 0);
 
 private:
   /// Expressions deeper than this are not followed: a derived backward's
@@ -41,76 +47,76 @@ private:
 
   AdjointBuilder &builder;
   BroadcastOp divisor;
+  /// Each (value, shape) undivided once, failures too: a value used twice
+  /// (addf %u, %u, ladders of them) is not walked once per path.
+  llvm::DenseMap<std::pair<Value, Value>, Value> done;
 };
 
-Value Undivider::undivide(Value value, unsigned depth) {
+Value Undivider::undivide(Value value, Value shape, unsigned depth) {
   if (depth > kMaxDepth)
     return {};
+  auto key = std::make_pair(value, shape);
+  if (auto it = done.find(key); it != done.end())
+    return it->second;
+  Value q;
   Operation *op = value.getDefiningOp();
-  if (!op)
-    return {};
   // A rank-2 value divides by the broadcast, a row value by the row value.
   auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!type)
-    return {};
-  Value own = type.getRank() == divisor.getType().getRank()
-                  ? divisor.getResult()
-                  : divisor.getInput();
-  auto next = [&](Value operand) { return undivide(operand, depth + 1); };
-  if (auto div = dyn_cast<arith::DivFOp>(op))
-    return div.getRhs() == own ? div.getLhs() : Value();
-  if (auto neg = dyn_cast<arith::NegFOp>(op)) {
-    Value q = next(neg.getOperand());
-    return q ? builder.neg(q) : Value();
+  if (op && type) {
+    Value own = type.getRank() == divisor.getType().getRank()
+                    ? divisor.getResult()
+                    : divisor.getInput();
+    auto next = [&](Value operand, Value operandShape) {
+      return undivide(operand, operandShape, depth + 1);
+    };
+    if (auto div = dyn_cast<arith::DivFOp>(op)) {
+      if (div.getRhs() == own)
+        q = div.getLhs();
+    } else if (auto neg = dyn_cast<arith::NegFOp>(op)) {
+      if (Value a = next(neg.getOperand(), shape))
+        q = builder.neg(a);
+    } else if (isa<arith::AddFOp, arith::SubFOp>(op)) {
+      Value a = next(op->getOperand(0), shape);
+      Value b = a ? next(op->getOperand(1), shape) : Value();
+      if (b)
+        q = isa<arith::AddFOp>(op) ? builder.add(a, b) : builder.sub(a, b);
+    } else if (auto mul = dyn_cast<arith::MulFOp>(op)) {
+      if (Value a = next(mul.getLhs(), shape))
+        q = builder.mul(a, mul.getRhs());
+      else if (Value b = next(mul.getRhs(), shape))
+        q = builder.mul(mul.getLhs(), b);
+    } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+      // broadcast(r / s) along the row = broadcast(r) / broadcast(s).
+      if (broadcast.getType().getRank() == 2 &&
+          isLastDimension(broadcast.getDims(), 2))
+        if (Value r = next(broadcast.getInput(), Value()))
+          q = builder.broadcast(r, broadcast.getDims(),
+                                shape ? shape : broadcast.getShape());
+    } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      // Σ_row (t / broadcast(s)) = (Σ_row t) / s, at t's own width.
+      if (reduce.getKind() == ReductionKind::Sum && !reduce.getInit() &&
+          reduce.getInput().getType().getRank() == 2 &&
+          isLastDimension(reduce.getDims(), 2))
+        if (Value t = next(reduce.getInput(), Value()))
+          q = builder.reduceSum(t, reduce.getDims());
+    }
   }
-  if (isa<arith::AddFOp, arith::SubFOp>(op)) {
-    Value a = next(op->getOperand(0));
-    Value b = a ? next(op->getOperand(1)) : Value();
-    if (!b)
-      return {};
-    return isa<arith::AddFOp>(op) ? builder.add(a, b) : builder.sub(a, b);
-  }
-  if (auto mul = dyn_cast<arith::MulFOp>(op)) {
-    if (Value q = next(mul.getLhs()))
-      return builder.mul(q, mul.getRhs());
-    if (Value q = next(mul.getRhs()))
-      return builder.mul(mul.getLhs(), q);
-    return {};
-  }
-  // broadcast(r / s) along the row = broadcast(r) / broadcast(s).
-  if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-    if (broadcast.getType() != divisor.getType() ||
-        !isLastDimension(broadcast.getDims(), broadcast.getType().getRank()))
-      return {};
-    // Shaped like the divisor (every rank-2 value of P is: P·e and e / B
-    // are elementwise), whose `like` is the forward's, not a value of the
-    // sweep's that only this shape would keep alive.
-    Value q = next(broadcast.getInput());
-    return q ? builder.broadcast(q, broadcast.getDims(), divisor.getShape())
-             : Value();
-  }
-  // Σ_row (t / broadcast(s)) = (Σ_row t) / s.
-  if (auto reduce = dyn_cast<ReduceOp>(op)) {
-    if (reduce.getKind() != ReductionKind::Sum || reduce.getInit() ||
-        reduce.getInput().getType() != divisor.getType() ||
-        !isLastDimension(reduce.getDims(),
-                         reduce.getInput().getType().getRank()))
-      return {};
-    Value q = next(reduce.getInput());
-    return q ? builder.reduceSum(q, reduce.getDims()) : Value();
-  }
-  return {};
+  done[key] = q;
+  return q;
 }
 
 } // namespace
 
 void tile::detail::expressThroughQuotients(Block *body, unsigned numPrimals,
+                                           ArrayRef<Operation *> recomputed,
                                            ValueRange recomputedResults) {
+  llvm::DenseSet<Operation *> forwardOps(recomputed.begin(), recomputed.end());
   for (Value result : recomputedResults) {
-    Value quotient = result;
-    if (auto cast = result.getDefiningOp<CastOp>())
-      quotient = cast.getInput();
-    auto div = quotient.getDefiningOp<arith::DivFOp>();
+    // The value the backward would read for the result (nextForwardResult
+    // reads the same).
+    Value quotient = valueReadFor(result);
+    auto div =
+        quotient ? quotient.getDefiningOp<arith::DivFOp>() : arith::DivFOp();
     auto divisor =
         div ? div.getRhs().getDefiningOp<BroadcastOp>() : BroadcastOp();
     if (!divisor || divisor.getType().getRank() != 2 ||
@@ -118,14 +124,22 @@ void tile::detail::expressThroughQuotients(Block *body, unsigned numPrimals,
       continue;
     SmallVector<std::pair<Value, Value>> rewritten; // (product, its rewrite)
     for (OpOperand &use : llvm::make_early_inc_range(div.getLhs().getUses())) {
+      // Only the sweep's products: the recomputed forward stays as written
+      // (a result among its values must stay the result).
       auto mul = dyn_cast<arith::MulFOp>(use.getOwner());
-      // The rewrite reads the quotient where the product was.
-      if (!mul || !div->isBeforeInBlock(mul))
+      if (!mul || forwardOps.contains(mul))
         continue;
       OpBuilder opBuilder(mul);
       AdjointBuilder builder(opBuilder, mul.getLoc());
       Value factor = mul->getOperand(1 - use.getOperandNumber());
-      Value q = Undivider(builder, divisor).undivide(factor);
+      // P·e and e / B are elementwise: P, and every rank-2 value it
+      // combines elementwise, is shaped like the divisor, whose `like` is
+      // the forward's (a kernel argument, as a rule). Shaped like the
+      // quotient instead, the backward read its shape from the forward
+      // result, and softmax's backward at 16384 x 4096 ran 10 % slower on
+      // an H100 (0.495 against 0.448 ms).
+      Value q =
+          Undivider(builder, divisor).undivide(factor, divisor.getShape());
       if (!q)
         continue;
       Value product = builder.mul(q, quotient);

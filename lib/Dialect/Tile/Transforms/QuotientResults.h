@@ -13,13 +13,15 @@
 #define TILE_LIB_DIALECT_TILE_TRANSFORMS_QUOTIENTRESULTS_H
 
 #include "mlir/IR/Block.h"
+#include "mlir/IR/Operation.h"
 #include "mlir/IR/ValueRange.h"
 
 namespace mlir::tile::detail {
 
 /// For each rank-2 forward result (recomputed in `body` as
 /// `recomputedResults`, possibly through a cast) that is a quotient
-/// `e / broadcast(s)` of a row value s: rewrites each product `P · e` where
+/// `e / broadcast(s)` of a row value s: rewrites each product `P · e` of the
+/// sweep (not among the `recomputed` forward ops) where
 /// P divides by the same row value (P = Q / s through sums, differences,
 /// negations, products, row broadcasts and row sums) as `Q · quotient`.
 /// The rewrite stays only where reading the quotient from the forward then
@@ -27,6 +29,7 @@ namespace mlir::tile::detail {
 /// so that nextForwardResult chooses it; elsewhere it is undone, and the
 /// ops it made are left for the differentiator's dead-op sweep.
 void expressThroughQuotients(Block *body, unsigned numPrimals,
+                             ArrayRef<Operation *> recomputed,
                              ValueRange recomputedResults);
 
 } // namespace mlir::tile::detail

@@ -222,25 +222,31 @@ llvm::BitVector readArguments(Block *body, Value cut) {
 }
 } // namespace
 
+Value tile::detail::valueReadFor(Value result) {
+  auto type = dyn_cast<RankedTensorType>(result.getType());
+  if (!type || type.getRank() != 2 || isa<BlockArgument>(result))
+    return {};
+  // The backward needs the result itself, or the f32 value a cast of it
+  // is (a 16-bit result rounds it, and the backward reads it rounded, as
+  // PyTorch's softmax backward reads its saved 16-bit output). An f32 to
+  // f32 cast counts too: a bf16 kernel specialized for f32 storage makes
+  // the same choice as the kernel as written, so that the backward's
+  // signature does not depend on the storage dtype (Python binds every
+  // specialization by the kernel's own signature).
+  if (auto cast = result.getDefiningOp<CastOp>();
+      cast && result.use_empty() && elementBits(cast.getInput()) == 32 &&
+      elementBits(result) <= 32)
+    return cast.getInput();
+  return result;
+}
+
 std::optional<tile::detail::ForwardResultRead>
 tile::detail::nextForwardResult(Block *body, unsigned numPrimals,
                                 ValueRange recomputedResults) {
   for (auto [index, result] : llvm::enumerate(recomputedResults)) {
-    auto type = dyn_cast<RankedTensorType>(result.getType());
-    if (!type || type.getRank() != 2 || isa<BlockArgument>(result))
+    Value needed = valueReadFor(result);
+    if (!needed)
       continue;
-    // The backward needs the result itself, or the f32 value a cast of it
-    // is (a 16-bit result rounds it, and the backward reads it rounded, as
-    // PyTorch's softmax backward reads its saved 16-bit output). An f32 to
-    // f32 cast counts too: a bf16 kernel specialized for f32 storage makes
-    // the same choice as the kernel as written, so that the backward's
-    // signature does not depend on the storage dtype (Python binds every
-    // specialization by the kernel's own signature).
-    Value needed = result;
-    if (auto cast = result.getDefiningOp<CastOp>();
-        cast && result.use_empty() && elementBits(cast.getInput()) == 32 &&
-        elementBits(result) <= 32)
-      needed = cast.getInput();
     // Only where the backward reads its data: a use for a shape alone,
     // or the cast that makes the result, keeps nothing alive.
     if (llvm::none_of(

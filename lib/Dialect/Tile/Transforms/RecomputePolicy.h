@@ -79,6 +79,12 @@ std::optional<ForwardResultRead>
 nextForwardResult(Block *body, unsigned numPrimals,
                   ValueRange recomputedResults);
 
+/// The value of the backward that reading forward result `result`
+/// (recomputed) would replace: the result, or the f32 value its rounding
+/// cast makes it from; null for a result that is not a computed rank-2
+/// tensor.
+Value valueReadFor(Value result);
+
 /// Whether reading `value` from elsewhere than its definition stops the ops
 /// that reach `body`'s return from reading the data of some rank-2 primal
 /// tensor argument (of the first `numPrimals`). Uses for a shape alone read

@@ -16,11 +16,12 @@
 //                                         (exp(x - m): factor(-1))
 //   unknown     anything else
 //
-// none is offset(0) and factor(0). Every c the rules make is a sum of
-// halves and whole numbers, exact in a double, so a difference that
-// cancels is exactly 0. Each op states its rule next to its derivative
-// (DifferentiableOpInterface::propagateRowShift); the differentiator
-// treats a row statistic whose change reaches no result as a constant.
+// none is offset(0) and factor(0). Every c the rules make is dyadic (a
+// sum of powers of two: ±1s, halves from sqrt, quarters from two), exact
+// in a double, so a difference that cancels is exactly 0. Each op states its
+// rule next to its derivative (DifferentiableOpInterface::propagateRowShift);
+// the differentiator treats a row statistic whose change reaches no result as a
+// constant.
 //
 //===----------------------------------------------------------------------===//
 
