@@ -124,3 +124,30 @@ func.func @quotient_and_numerator(%x: tensor<?x?xf32>)
   %z = arith.addf %e, %x : tensor<?x?xf32>
   return %y, %z : tensor<?x?xf32>, tensor<?x?xf32>
 }
+
+// -----
+
+// The bf16 result is used again in the forward (squared): the backward
+// would read that rounded value, not the f32 quotient, so nothing is
+// rewritten through the quotient and the backward recomputes from x.
+// CHECK-LABEL: func.func @softmax_rounded_twice_bwd(
+// CHECK-NOT: tile.forward_result
+// CHECK: math.exp
+// CHECK: return
+func.func @softmax_rounded_twice(%x: tensor<?x?xbf16>)
+    -> (tensor<?x?xbf16>, tensor<?x?xf32>) attributes {tile.kernel} {
+  %xf = tile.cast %x : tensor<?x?xbf16> to tensor<?x?xf32>
+  %m = tile.reduce max %xf [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %mb = tile.broadcast %m [1] like %xf
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %d = arith.subf %xf, %mb : tensor<?x?xf32>
+  %e = math.exp %d : tensor<?x?xf32>
+  %s = tile.reduce sum %e [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = tile.broadcast %s [1] like %xf
+      : tensor<?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %y = arith.divf %e, %sb : tensor<?x?xf32>
+  %yb = tile.cast %y : tensor<?x?xf32> to tensor<?x?xbf16>
+  %yr = tile.cast %yb : tensor<?x?xbf16> to tensor<?x?xf32>
+  %sq = arith.mulf %yr, %yr : tensor<?x?xf32>
+  return %yb, %sq : tensor<?x?xbf16>, tensor<?x?xf32>
+}

@@ -18,11 +18,11 @@
 
 namespace mlir::tile::detail {
 
-/// The row maxima and minima (`tile.reduce max|min` over the last dimension
-/// alone, without an accumulator) among `ops`, in program order, that none
-/// of `results` changes with to first order, by the ops' row-shift rules
-/// (DifferentiableOpInterface::propagateRowShift): each is seeded as
-/// moving by δ and followed through every op after it.
+/// The row maxima and minima (`tile.reduce max|min` of a rank-2 tensor over
+/// its last dimension alone, without an accumulator) among `ops`, in program
+/// order, that none of `results` changes with to first order, by the ops'
+/// row-shift rules (DifferentiableOpInterface::propagateRowShift): each is
+/// seeded as moving by δ and followed through every op after it.
 llvm::DenseSet<Value> findInvariantRowStatistics(ArrayRef<Operation *> ops,
                                                  ValueRange results);
 

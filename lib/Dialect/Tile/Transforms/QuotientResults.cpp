@@ -38,12 +38,15 @@ public:
   /// of the sweep alive (the divisor's `like`): a broadcast rebuilt at the
   /// top level is shaped like it, and one under a row sum like itself (its
   /// width may differ from the divisor's there).
-  Value undivide(Value value, Value shape, unsigned depth = 0);
+  Value undivide(Value value, Value shape);
 
 private:
-  /// Expressions deeper than this are not followed: a derived backward's
-  /// are a few ops deep.
-  static constexpr unsigned kMaxDepth = 32;
+  /// At most this many (value, shape) pairs are undivided: a derived
+  /// backward's expressions are a few ops deep. A pair is on the walk's
+  /// stack at most once, so this bounds the recursion too; once it is
+  /// spent every later step fails, so no failure it caused is cached where
+  /// a success was possible.
+  static constexpr unsigned kMaxValues = 256;
 
   AdjointBuilder &builder;
   BroadcastOp divisor;
@@ -52,12 +55,12 @@ private:
   llvm::DenseMap<std::pair<Value, Value>, Value> done;
 };
 
-Value Undivider::undivide(Value value, Value shape, unsigned depth) {
-  if (depth > kMaxDepth)
-    return {};
+Value Undivider::undivide(Value value, Value shape) {
   auto key = std::make_pair(value, shape);
   if (auto it = done.find(key); it != done.end())
     return it->second;
+  if (done.size() >= kMaxValues)
+    return {};
   Value q;
   Operation *op = value.getDefiningOp();
   // A rank-2 value divides by the broadcast, a row value by the row value.
@@ -67,7 +70,7 @@ Value Undivider::undivide(Value value, Value shape, unsigned depth) {
                     ? divisor.getResult()
                     : divisor.getInput();
     auto next = [&](Value operand, Value operandShape) {
-      return undivide(operand, operandShape, depth + 1);
+      return undivide(operand, operandShape);
     };
     if (auto div = dyn_cast<arith::DivFOp>(op)) {
       if (div.getRhs() == own)

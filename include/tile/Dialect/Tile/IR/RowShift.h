@@ -17,7 +17,7 @@
 //   unknown     anything else
 //
 // none is offset(0) and factor(0). Every c the rules make is dyadic (a
-// sum of powers of two: ±1s, halves from sqrt, quarters from two), exact
+// sum of powers of two: ±1s, and a halving per square root), exact
 // in a double, so a difference that cancels is exactly 0. Each op states its
 // rule next to its derivative (DifferentiableOpInterface::propagateRowShift);
 // the differentiator treats a row statistic whose change reaches no result as a
