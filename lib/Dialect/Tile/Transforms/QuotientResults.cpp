@@ -137,10 +137,8 @@ void tile::detail::expressThroughQuotients(Block *body, unsigned numPrimals,
       Value factor = mul->getOperand(1 - use.getOperandNumber());
       // P·e and e / B are elementwise: P, and every rank-2 value it
       // combines elementwise, is shaped like the divisor, whose `like` is
-      // the forward's (a kernel argument, as a rule). Shaped like the
-      // quotient instead, the backward read its shape from the forward
-      // result, and softmax's backward at 16384 x 4096 ran 10 % slower on
-      // an H100 (0.495 against 0.448 ms).
+      // the forward's (a kernel argument, as a rule), the form measured on
+      // the GPU (docs/Performance.md).
       Value q =
           Undivider(builder, divisor).undivide(factor, divisor.getShape());
       if (!q)
