@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped when a struct or a signature below changes or a function is
    added. */
-#define TILE_C_API_VERSION 8
+#define TILE_C_API_VERSION 9
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -179,6 +179,11 @@ typedef struct {
      result a cotangent or a forward_result argument belongs to, the saved
      value's number; else -1. */
   int64_t of;
+  /* An argument whose elements the function reads (since version 9). 0: it
+     uses only the shape, or nothing, so a caller may pass any tensor of
+     that shape and dtype (a backward that never reads an input: softmax's
+     reads its output instead). Results: 0. */
+  int reads_data;
 } tile_value_info;
 
 TILE_C_EXPORT const char *tile_function_name(tile_function function);

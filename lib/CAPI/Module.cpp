@@ -108,6 +108,8 @@ StatusOr<tile_value_info> describeValue(const llvm::json::Object &value) {
   info.role = static_cast<tile_role>(*role);
   info.differentiable = value.getBoolean("differentiable").value_or(false);
   info.of = value.getInteger("of").value_or(-1);
+  // Written for arguments only; a result reads nothing.
+  info.reads_data = value.getString("uses").value_or("") == "data";
   return info;
 }
 

@@ -62,6 +62,12 @@ LogicalResult mlir::tile::writeKernelSignatures(ModuleOp module,
     for (unsigned index = 0; index < func.getNumArguments(); ++index) {
       llvm::json::Object arg = describe(func.getArgument(index).getType());
       arg["differentiable"] = tile::isDifferentiableArgument(func, index);
+      // "data": the body reads the elements; "shape": only the shape;
+      // "none": nothing. For the last two a caller may pass a stand-in of
+      // the shape and dtype (Python keeps no tensor for it).
+      arg["uses"] = tile::readsArgumentData(func, index)  ? "data"
+                    : func.getArgument(index).use_empty() ? "none"
+                                                          : "shape";
       describeRole(func.getArgAttrDict(index), ValueRole::Input, arg);
       args.push_back(std::move(arg));
     }

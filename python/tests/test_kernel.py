@@ -85,6 +85,42 @@ def test_a_backward_reads_the_forward_result_it_would_recompute():
         y.sum().backward()
 
 
+def test_autograd_keeps_no_input_the_backward_does_not_read():
+    """softmax's backward reads the y it returns, never x; residual_rms_norm's
+    reads h, never x or r (the signature's reads_data): autograd keeps none
+    of them, an activation's memory per call, and the backward gets a
+    stand-in of their shape. An input whose gradient is written over it, or
+    that holds a main_grad, is kept whatever the backward reads."""
+    softmax = tile.Kernel(zoo_kernel("softmax"))
+    residual = tile.Kernel(zoo_kernel("residual_rms_norm"))
+    assert softmax.arguments_unread == {0}
+    assert residual.arguments_unread == {0, 1}
+    assert tile.Kernel(zoo_kernel("min_max_scale")).arguments_unread == set()
+    x, r = (leaf(torch.randn(2, 3, 8, dtype=torch.float64)) for _ in range(2))
+    w = leaf(torch.randn(8, dtype=torch.float64))
+    kept = []
+    with torch.autograd.graph.saved_tensors_hooks(
+            lambda t: kept.append(t.data_ptr()) or t, lambda t: t):
+        y = softmax(x)
+        out, h = residual(x, r, w, 0.5, 1e-6)
+    assert x.data_ptr() not in kept and r.data_ptr() not in kept
+    assert w.data_ptr() in kept and h.data_ptr() in kept
+    seed = torch.randn(2, 3, 8, dtype=torch.float64)
+    (y * seed).sum().backward()
+    ref = x.detach().clone().requires_grad_(True)
+    (torch.softmax(ref, -1) * seed).sum().backward()
+    assert_close(x.grad, ref.grad, torch.float64, "d softmax")
+    (out * seed).sum().backward()
+    ref_x, ref_r, ref_w = (t.detach().clone().requires_grad_(True)
+                           for t in (x, r, w))
+    ref_h = ref_x + 0.5 * ref_r
+    ref_out = ref_h * torch.rsqrt(ref_h.pow(2).mean(-1, keepdim=True) + 1e-6)
+    (ref_out * ref_w * seed).sum().backward()
+    assert_close(x.grad - ref.grad, ref_x.grad, torch.float64, "dx")
+    assert_close(r.grad, ref_r.grad, torch.float64, "dr")
+    assert_close(w.grad, ref_w.grad, torch.float64, "dw")
+
+
 def test_a_kernel_specialized_for_f32_storage_reads_the_same_results():
     """A bf16 kernel run on f32 tensors is specialized to f32 storage; its
     backward still reads h (the choice does not depend on the storage

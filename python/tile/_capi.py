@@ -15,7 +15,7 @@ import threading
 from collections import namedtuple
 from pathlib import Path
 
-API_VERSION = 8
+API_VERSION = 9
 
 # tile_dtype
 BF16, F16, F32, F64, I64, I32 = range(6)
@@ -85,6 +85,7 @@ class ValueInfo(ctypes.Structure):
         ("role", ctypes.c_int),
         ("differentiable", ctypes.c_int),
         ("of", ctypes.c_int64),
+        ("reads_data", ctypes.c_int),
     ]
 
 
@@ -270,7 +271,8 @@ class Info:
     """A ValueInfo as a plain Python object (torch.compile traces through
     plain attributes, not ctypes fields)."""
 
-    __slots__ = ("is_tensor", "dtype", "rank", "role", "differentiable", "of")
+    __slots__ = ("is_tensor", "dtype", "rank", "role", "differentiable", "of",
+                 "reads_data")
 
     def __init__(self, info):
         self.is_tensor = bool(info.is_tensor)
@@ -279,6 +281,7 @@ class Info:
         self.role = int(info.role)
         self.differentiable = bool(info.differentiable)
         self.of = int(info.of)
+        self.reads_data = bool(info.reads_data)
 
 
 class FunctionInfo:

@@ -135,6 +135,13 @@ class Kernel:
         self.results_read = [] if not backward else [
             value.of for value in backward[0].arguments
             if value.role == FORWARD_RESULT]
+        # The tensor arguments the backward never reads the elements of
+        # (softmax's x: it reads its output y): autograd keeps no tensor for
+        # them, and the backward gets a stand-in of their shape (_stand_in).
+        self.arguments_unread = set() if not backward else {
+            index for index, value in enumerate(backward[0].arguments)
+            if value.role == INPUT and value.is_tensor and
+            not value.reads_data}
         saving = [f for f in self.functions.values()
                   if f.forward_of == function]
         self.saving_function = saving[0].name if saving else None
@@ -266,12 +273,30 @@ class Kernel:
                     source_name=self.source_name, cache_dir=self.cache_dir,
                     device=description)
                 module.calls = {}
+                self._check_reads(module, name)
                 self._modules[key] = module
             call = module.calls.get(function)
             if call is None:
                 call = module.calls[function] = _Call(
                     module, module.functions[function])
         return call
+
+    def _check_reads(self, module, dtype):
+        """A specialized backward reads no input the host module's backward
+        does not (arguments_unread): autograd keeps none of those, so such a
+        backward would read a stand-in. Refused loudly, never a silently
+        wrong gradient."""
+        if self.backward_function is None:
+            return
+        values = module.functions[self.backward_function].arguments
+        for index in sorted(self.arguments_unread):
+            if values[index].reads_data:
+                raise RuntimeError(
+                    f"{self.backward_function} specialized for "
+                    f"{dtype or 'its source types'} reads "
+                    f"{self.describe(index)}, which the host module's "
+                    "backward does not read (an internal error: please "
+                    "report it with the kernel)")
 
     def widths_of(self, args):
         """The last dimension of every float tensor argument of the forward
@@ -580,6 +605,19 @@ def run_forward(kernel, args):
     return _shape_results(outputs, results, leading), saved
 
 
+def _unread(tensor):
+    """What the backward needs of an input it does not read: its shape,
+    dtype and device (a tuple on ctx: torch.compile traces plain values)."""
+    return ("unread", tuple(tensor.shape), tensor.dtype, tensor.device)
+
+
+def _stand_in(unread):
+    """A tensor for an unread input: one element expanded to its shape (no
+    memory of the input's size), whose elements no kernel loads."""
+    _, shape, dtype, device = unread
+    return torch.zeros(1, dtype=dtype, device=device).expand(shape)
+
+
 class _KernelFunction(torch.autograd.Function):
     """apply(key, count, overwritten, *args, *main_grads): the kernel's
     `count` arguments, then the main_grad accumulators of the arguments
@@ -594,13 +632,20 @@ class _KernelFunction(torch.autograd.Function):
         outputs, saved = run_forward(kernel, args)
         ctx.key = key
         ctx.overwritten = overwritten
-        ctx.kinds = ["t" if isinstance(a, torch.Tensor) else a for a in args]
+        # An input the backward does not read is not kept (its shape and
+        # dtype are), unless its gradient is written over it or it holds a
+        # main_grad the backward marks.
+        kept = [isinstance(a, torch.Tensor) and (
+            i not in kernel.arguments_unread or i in overwritten or
+            i in kernel.main_grad_arguments) for i, a in enumerate(args)]
+        ctx.kinds = ["t" if keep else
+                     _unread(a) if isinstance(a, torch.Tensor) else a
+                     for a, keep in zip(args, kept)]
         # The outputs the backward reads are saved as outputs: autograd
         # refuses a backward after an in-place change to one.
         read = [outputs[i] for i in kernel.results_read]
-        ctx.save_for_backward(*[a for a in args
-                                if isinstance(a, torch.Tensor)], *saved,
-                              *read)
+        ctx.save_for_backward(*[a for a, keep in zip(args, kept) if keep],
+                              *saved, *read)
         ctx.main_grads = main_grads
         ctx.num_saved = len(saved)
         ctx.num_read = len(read)
@@ -614,7 +659,9 @@ class _KernelFunction(torch.autograd.Function):
         stored = stored[:len(stored) - ctx.num_read]
         saved = stored[len(stored) - ctx.num_saved:]
         tensors = iter(stored[:len(stored) - ctx.num_saved])
-        args = [next(tensors) if k == "t" else k for k in ctx.kinds]
+        args = [next(tensors) if k == "t" else
+                _stand_in(k) if isinstance(k, tuple) else k
+                for k in ctx.kinds]
         accumulators = dict(zip(kernel.main_grad_arguments, ctx.main_grads))
         # Traced, the gradients are new tensors: a traced graph may not
         # mutate its inputs.

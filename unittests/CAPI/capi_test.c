@@ -99,7 +99,8 @@ static void test_describe_infer_evaluate(void) {
   CHECK(strcmp(tile_function_backward_of(backward), "rms_norm") == 0);
   tile_value_info x = tile_function_argument(forward, 0);
   CHECK(x.is_tensor && x.rank == 2 && x.dtype == TILE_DTYPE_BF16);
-  CHECK(x.differentiable && x.role == TILE_ROLE_INPUT);
+  CHECK(x.differentiable && x.role == TILE_ROLE_INPUT && x.reads_data);
+  CHECK(!tile_function_result(forward, 0).reads_data);
   tile_value_info eps = tile_function_argument(forward, 2);
   CHECK(!eps.is_tensor && !eps.differentiable && eps.dtype == TILE_DTYPE_F32);
   tile_value_info dy = tile_function_argument(backward, 4);

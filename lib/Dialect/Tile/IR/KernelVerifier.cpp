@@ -243,6 +243,27 @@ bool mlir::tile::isDifferentiableArgument(func::FuncOp func, unsigned index) {
          !func.getArgAttr(index, TileDialect::getNoGradAttrName());
 }
 
+bool mlir::tile::readsOnlyShape(OpOperand &use) {
+  Operation *op = use.getOwner();
+  unsigned number = use.getOperandNumber();
+  if (auto splat = dyn_cast<SplatOp>(op))
+    return number == splat.getShapeMutable().getOperandNumber();
+  if (auto broadcast = dyn_cast<BroadcastOp>(op))
+    return number == broadcast.getShapeMutable().getOperandNumber();
+  if (auto iota = dyn_cast<IotaOp>(op))
+    return number == iota.getShapeMutable().getOperandNumber();
+  if (auto pad = dyn_cast<PadOp>(op))
+    return number == pad.getShapeMutable().getOperandNumber();
+  if (auto repeat = dyn_cast<RepeatOp>(op))
+    return number == repeat.getShapeMutable().getOperandNumber();
+  return isa<tensor::DimOp>(op);
+}
+
+bool mlir::tile::readsArgumentData(func::FuncOp func, unsigned index) {
+  return llvm::any_of(func.getArgument(index).getUses(),
+                      [](OpOperand &use) { return !readsOnlyShape(use); });
+}
+
 LogicalResult mlir::tile::verifyIsKernel(func::FuncOp func, StringRef tool) {
   if (func->hasAttr(TileDialect::getKernelAttrName()) && !func.isExternal())
     return success();

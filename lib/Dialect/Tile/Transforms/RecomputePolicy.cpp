@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RecomputePolicy.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -172,24 +173,6 @@ namespace {
 /// Bits of one element of `value`'s type.
 int64_t elementBits(Value value) {
   return getElementTypeOrSelf(value.getType()).getIntOrFloatBitWidth();
-}
-
-/// Whether `use` reads only its value's shape: a `like` operand, or
-/// tensor.dim's source. The GPU lowering loads no data for it.
-bool readsOnlyShape(OpOperand &use) {
-  Operation *op = use.getOwner();
-  unsigned number = use.getOperandNumber();
-  if (auto splat = dyn_cast<SplatOp>(op))
-    return number == splat.getShapeMutable().getOperandNumber();
-  if (auto broadcast = dyn_cast<BroadcastOp>(op))
-    return number == broadcast.getShapeMutable().getOperandNumber();
-  if (auto iota = dyn_cast<IotaOp>(op))
-    return number == iota.getShapeMutable().getOperandNumber();
-  if (auto pad = dyn_cast<PadOp>(op))
-    return number == pad.getShapeMutable().getOperandNumber();
-  if (auto repeat = dyn_cast<RepeatOp>(op))
-    return number == repeat.getShapeMutable().getOperandNumber();
-  return isa<tensor::DimOp>(op);
 }
 
 /// Whether a use of `value` by a `live` op reads its data.

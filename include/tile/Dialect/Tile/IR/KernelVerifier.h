@@ -32,6 +32,18 @@ LogicalResult verifyKernel(func::FuncOp func);
 /// for the kernel signature and the differentiator alike.
 bool isDifferentiableArgument(func::FuncOp func, unsigned index);
 
+/// Whether `use` reads only its value's shape: a `like` operand, or
+/// tensor.dim's source. The GPU lowering loads no data for it. The one
+/// statement of this rule, for the recompute policy and the kernel
+/// signature alike.
+bool readsOnlyShape(OpOperand &use);
+
+/// Whether `func`'s body reads the elements of argument `index`, not only
+/// its shape (readsOnlyShape). A caller may pass anything of the right
+/// shape and dtype for an argument that is not read: Python keeps no
+/// tensor alive for a backward that does not read it.
+bool readsArgumentData(func::FuncOp func, unsigned index);
+
 /// Whether a kernel may contain `op`: a tile op, tensor.dim, the return, or
 /// an upstream op of KernelOps.def (the one list the verifier, evaluator,
 /// derivative rules and GPU lowering share).
