@@ -93,7 +93,8 @@ static_assert(
 
 /// One argument or result of a kernel signature; an unknown role is an
 /// error (it would otherwise be taken for an input).
-StatusOr<tile_value_info> describeValue(const llvm::json::Object &value) {
+StatusOr<tile_value_info> describeValue(const llvm::json::Object &value,
+                                        bool argument) {
   tile_value_info info{};
   info.is_tensor = value.getString("kind").value_or("") == "tensor";
   info.dtype = dtypeNamed(value.getString("dtype").value_or(""));
@@ -108,8 +109,10 @@ StatusOr<tile_value_info> describeValue(const llvm::json::Object &value) {
   info.role = static_cast<tile_role>(*role);
   info.differentiable = value.getBoolean("differentiable").value_or(false);
   info.of = value.getInteger("of").value_or(-1);
-  // Written for arguments only; a result reads nothing.
-  info.reads_data = value.getString("uses").value_or("") == "data";
+  // Written for arguments only; a result reads nothing. An argument the
+  // signature says nothing of is read (an unread one Python would drop).
+  info.reads_data =
+      argument && value.getString("uses").value_or("data") == "data";
   return info;
 }
 
@@ -138,7 +141,8 @@ Status describeFunctions(tile_module module) {
       if (const llvm::json::Array *values = kernel->getArray(key))
         for (const llvm::json::Value &value : *values)
           if (const llvm::json::Object *object = value.getAsObject()) {
-            StatusOr<tile_value_info> info = describeValue(*object);
+            StatusOr<tile_value_info> info =
+                describeValue(*object, list == &function->arguments);
             if (!info)
               return info.takeStatus();
             list->push_back(*info);

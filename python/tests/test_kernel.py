@@ -121,6 +121,32 @@ def test_autograd_keeps_no_input_the_backward_does_not_read():
     assert_close(w.grad, ref_w.grad, torch.float64, "dw")
 
 
+def test_an_unread_input_with_a_main_grad_is_kept():
+    """layer_norm's backward never reads its bias b (db is the sum of the
+    cotangent), so autograd keeps no b; with main_grad it is kept, as the
+    backward marks b's gradient added to b.main_grad."""
+    plain = tile.Kernel(zoo_kernel("layer_norm"))
+    accumulating = tile.Kernel(zoo_kernel("layer_norm"), main_grad=True)
+    assert plain.arguments_unread == {2}
+    x = leaf(torch.randn(3, 8, dtype=torch.float64))
+    w, b = (leaf(torch.randn(8, dtype=torch.float64)) for _ in range(2))
+    for kernel, kept_b in ((plain, False), (accumulating, True)):
+        for p in (w, b):
+            p.grad = None
+            p.main_grad = torch.zeros(8, dtype=torch.float64)
+        kept = []
+        with torch.autograd.graph.saved_tensors_hooks(
+                lambda t: kept.append(t.data_ptr()) or t, lambda t: t):
+            y = kernel(x, w, b, 1e-5)
+        assert (b.data_ptr() in kept) == kept_b
+        y.sum().backward()
+        db = b.main_grad if kept_b else b.grad
+        assert_close(db, torch.full((8,), 3.0, dtype=torch.float64),
+                     torch.float64, "db")
+        if kept_b:
+            assert b.grad is None
+
+
 def test_a_kernel_specialized_for_f32_storage_reads_the_same_results():
     """A bf16 kernel run on f32 tensors is specialized to f32 storage; its
     backward still reads h (the choice does not depend on the storage

@@ -273,7 +273,7 @@ class Kernel:
                     source_name=self.source_name, cache_dir=self.cache_dir,
                     device=description)
                 module.calls = {}
-                self._check_reads(module, name)
+                self._check_reads(module)
                 self._modules[key] = module
             call = module.calls.get(function)
             if call is None:
@@ -281,22 +281,18 @@ class Kernel:
                     module, module.functions[function])
         return call
 
-    def _check_reads(self, module, dtype):
-        """A specialized backward reads no input the host module's backward
-        does not (arguments_unread): autograd keeps none of those, so such a
-        backward would read a stand-in. Refused loudly, never a silently
-        wrong gradient."""
+    def _check_reads(self, module):
+        """Keeps, from now on, every input a newly compiled module's
+        backward reads: autograd keeps none of arguments_unread, so a
+        specialized backward that read one would read a stand-in. (None
+        does: the host module's backward and every specialization read the
+        same inputs. A forward already run on another module keeps what
+        that module's backward reads, which is all it will read.)"""
         if self.backward_function is None:
             return
         values = module.functions[self.backward_function].arguments
-        for index in sorted(self.arguments_unread):
-            if values[index].reads_data:
-                raise RuntimeError(
-                    f"{self.backward_function} specialized for "
-                    f"{dtype or 'its source types'} reads "
-                    f"{self.describe(index)}, which the host module's "
-                    "backward does not read (an internal error: please "
-                    "report it with the kernel)")
+        self.arguments_unread = {index for index in self.arguments_unread
+                                 if not values[index].reads_data}
 
     def widths_of(self, args):
         """The last dimension of every float tensor argument of the forward
@@ -613,9 +609,10 @@ def _unread(tensor):
 
 def _stand_in(unread):
     """A tensor for an unread input: one element expanded to its shape (no
-    memory of the input's size), whose elements no kernel loads."""
+    memory of the input's size), whose elements no kernel loads (so left
+    uninitialized: no fill kernel per backward)."""
     _, shape, dtype, device = unread
-    return torch.zeros(1, dtype=dtype, device=device).expand(shape)
+    return torch.empty(1, dtype=dtype, device=device).expand(shape)
 
 
 class _KernelFunction(torch.autograd.Function):

@@ -439,9 +439,12 @@ Value Evaluator::rowValue(Value value) {
   } else {
     Operation *def = value.getDefiningOp();
     SmallVector<Value> operands;
-    for (Value operand : def->getOperands())
-      operands.push_back(isTensor(operand) ? rowValue(operand)
-                                           : uniformValue(operand));
+    // An operand read for its shape alone (a splat's `like`) is not
+    // loaded: the kernel signature says no data of it is read.
+    for (OpOperand &use : def->getOpOperands())
+      operands.push_back(readsOnlyShape(use)   ? Value()
+                         : isTensor(use.get()) ? rowValue(use.get())
+                                               : uniformValue(use.get()));
     result = emitScalarOp(def, operands);
   }
   rowMemo[value] = result;
@@ -638,8 +641,10 @@ Lanes Evaluator::group(Value value, Value base) {
           elementTypeOf(value));
     } else {
       SmallVector<Lanes> operands;
-      for (Value operand : def->getOperands())
-        operands.push_back(group(operand, base));
+      // As in rowValue: nothing is loaded for a shape alone.
+      for (OpOperand &use : def->getOpOperands())
+        operands.push_back(readsOnlyShape(use) ? Lanes(laneCount, Value())
+                                               : group(use.get(), base));
       for (int64_t l = 0; l < laneCount; ++l) {
         SmallVector<Value> laneOperands;
         for (Lanes &operand : operands)
