@@ -12,7 +12,11 @@
 //   are copied there, waiting for the stream.
 //
 // The grouped phases take the shard's window of token rows; the shard's
-// buffers (g, u, h) start at the window's first row.
+// buffers (gu = [g u] side by side, and h) start at the window's first row.
+// Where the gate and up weights are one gate_up stack (Hugging Face's
+// layout: up's rows follow gate's), the gate/up phases are one projection
+// of 2I columns: x is read once for both, and dx = [dg du]·gate_up is one
+// GEMM over K = 2I (no second pass adding du·up to dx in bf16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,26 +61,28 @@ public:
   const std::vector<int64_t> &offsets() const { return hostOffsets; }
 
   // The grouped phases over token rows `window` (all in stream order).
-  /// g = x·gateᵀ and u = x·upᵀ (one launch).
-  Status gateUp(const RowsOf &x, const RowsOf &g, const RowsOf &u,
-                rt::RowWindow window) const;
+  /// gu = [x·gateᵀ x·upᵀ] (one launch); gu is [rows, 2I].
+  Status gateUp(const RowsOf &x, const RowsOf &gu, rt::RowWindow window) const;
   /// y = h·downᵀ.
   Status down(const RowsOf &h, const RowsOf &y, rt::RowWindow window) const;
   /// dh = dy·down.
   Status backDown(const RowsOf &dy, const RowsOf &dh,
                   rt::RowWindow window) const;
-  /// dx = dg·gate + du·up (two launches: the second adds).
-  Status backGateUp(const RowsOf &dg, const RowsOf &du, const RowsOf &dx,
+  /// dx = dg·gate + du·up from dgu = [dg du]: one launch over K = 2I for a
+  /// gate_up stack, else two (the second adds).
+  Status backGateUp(const RowsOf &dgu, const RowsOf &dx,
                     rt::RowWindow window) const;
   /// main_grad(down) (+)= dyᵀ·h.
   Status weightsDown(const RowsOf &dy, const RowsOf &h, rt::RowWindow window,
                      bool overwrite) const;
   /// main_grad(gate) (+)= dgᵀ·x and main_grad(up) (+)= duᵀ·x (one launch).
-  Status weightsGateUp(const RowsOf &dg, const RowsOf &du, const RowsOf &x,
-                       rt::RowWindow window, bool overwrite) const;
+  Status weightsGateUp(const RowsOf &dgu, const RowsOf &x, rt::RowWindow window,
+                       bool overwrite) const;
 
 private:
   rt::ExpertCounts counts() const;
+  /// gu's columns [offset, offset + I): g (0) or u (I).
+  RowsOf half(const RowsOf &gu, int64_t offset) const;
 
   const rt::Device *device = nullptr;
   bool isGrouped = false;
@@ -85,6 +91,9 @@ private:
   rt::DType deviceType = rt::DType::I64;
   int64_t experts = 0, rows = 0, hidden = 0, intermediate = 0;
   rt::ExpertMatrices gate, up, downW, gradGate, gradUp, gradDown;
+  /// gate and up as one [2I, H] matrix per expert, where up's rows follow
+  /// gate's in one stack.
+  std::optional<rt::ExpertMatrices> gateUpWeights;
   rt::GroupedScratch scratch;
   rt::cu::Stream stream = nullptr;
 };

@@ -302,8 +302,9 @@ Status GroupedSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
 }
 
 /// One shard: its rows of the caller's tensors, the experts among them and
-/// its part of the workspace: cuBLASLt's workspace first, then g, u and h,
-/// [rows, I] each, every one 256-byte aligned.
+/// its part of the workspace: cuBLASLt's workspace first, then gu = [g u]
+/// side by side ([rows, 2I], silu_and_mul's input, over the layout's first
+/// two buffers) and h ([rows, I], the third), each 256-byte aligned.
 struct GroupedSwiGLUMLP::Segment {
   /// x's rows [first, first + rows), the shard's workspace rows from
   /// `first - Shard::first`.
@@ -313,7 +314,9 @@ struct GroupedSwiGLUMLP::Segment {
 
 struct GroupedSwiGLUMLP::Shard {
   int64_t first = 0, rows = 0;
-  MatrixView g, u, h;
+  /// g and u are gu's two halves (ld 2I): dx = [dg du]·[gate; up] is then
+  /// one GEMM over K = 2I where the weights are one gate_up stack.
+  MatrixView gu, g, u, h;
   std::vector<Segment> segments;
   /// A workspace matrix's rows of a segment.
   MatrixView of(const MatrixView &m, const Segment &segment) const {
@@ -331,8 +334,11 @@ GroupedSwiGLUMLP::shard(const MLPShape &shape, DType dtype, int64_t index,
   size_t block = plan.layout.bufferBytes(plan.rowsPerShard);
   // The shard's buffers follow the last lane's cuBLASLt workspace.
   rt::cu::DevicePtr first = blasWorkspace(plan.gemmStreams);
-  s.g = {first, dtype, s.rows, I, I};
-  s.u = {first + block, dtype, s.rows, I, I};
+  // [rows, 2I] fits the first two buffers: each holds rowsPerShard · I.
+  s.gu = {first, dtype, s.rows, 2 * I, 2 * I};
+  s.g = {first, dtype, s.rows, I, 2 * I};
+  s.u = {first + static_cast<rt::cu::DevicePtr>(I) * rt::byteSize(dtype), dtype,
+         s.rows, I, 2 * I};
   s.h = {first + 2 * block, dtype, s.rows, I, I};
   int64_t end = s.first + s.rows;
   for (size_t e = 0; e + 1 < offsets.size(); ++e) {
@@ -404,13 +410,10 @@ Status GroupedSwiGLUMLP::acrossExperts(
   return !first ? first : joined;
 }
 
-Status GroupedSwiGLUMLP::product(const Shard &s, bool separate,
-                                 const RunOptions &run) {
-  // h = swiglu(g, u): in its own buffer when the backward still needs g and
-  // u, in place over g otherwise (Operators' elementwise kernels may run in
-  // place).
-  return ops.swigluForward(tensorOf(s.g), tensorOf(s.u),
-                           tensorOf(separate ? s.h : s.g), kernelRun(run));
+Status GroupedSwiGLUMLP::product(const Shard &s, const RunOptions &run) {
+  // h = silu(g) · u over gu, into h's buffer (h is half of gu's width: it
+  // cannot be written over gu row by row).
+  return ops.siluAndMulForward(tensorOf(s.gu), tensorOf(s.h), kernelRun(run));
 }
 
 rt::GroupedScratch GroupedSwiGLUMLP::groupedScratch() const {
@@ -441,18 +444,18 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
   if (!scope.status())
     return scope.status();
   int64_t H = shape.hidden, I = shape.intermediate;
-  // The untiled step keeps g and u for its backward.
+  // The untiled step keeps gu and h for its backward.
   bool keep = !options.recompute;
   for (int64_t index = 0; index < plan.shards; ++index) {
     Shard s = shard(shape, x.dtype, index, experts->offsets());
-    const MatrixView &hs = keep ? s.h : s.g;
+    const MatrixView &hs = s.h;
     if (experts->grouped()) {
       rt::RowWindow window{s.first, s.first + s.rows};
-      if (Status st = experts->gateUp({x.data, H}, {s.g.data, I, s.first},
-                                      {s.u.data, I, s.first}, window);
+      if (Status st =
+              experts->gateUp({x.data, H}, {s.gu.data, 2 * I, s.first}, window);
           !st)
         return st;
-      if (Status st = product(s, keep, run); !st)
+      if (Status st = product(s, run); !st)
         return st;
       if (Status st = experts->down({hs.data, I, s.first}, {y.data, H}, window);
           !st)
@@ -466,7 +469,7 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
                                   });
         !st)
       return st;
-    if (Status st = product(s, keep, run); !st)
+    if (Status st = product(s, run); !st)
       return st;
     if (Status st = acrossExperts(
             s, run,
@@ -555,13 +558,13 @@ Status GroupedSwiGLUMLP::backwardShard(
 }
 
 Status GroupedSwiGLUMLP::swigluBackward(const Shard &s, const RunOptions &run) {
-  TensorView g = tensorOf(s.g), u = tensorOf(s.u), h = tensorOf(s.h);
+  TensorView gu = tensorOf(s.gu), h = tensorOf(s.h);
   if (options.recompute)
-    // One pass over g, u and dh (the derived backward with return-primal)
-    // leaves dg over g, du over u and h = swiglu(g, u) over dh: h costs no
-    // pass of its own.
-    return ops.swigluBackwardWithForward(g, u, h, g, u, h, kernelRun(run));
-  return ops.swigluBackward(g, u, h, g, u, kernelRun(run));
+    // One pass over gu and dh (the derived backward with return-primal)
+    // leaves [dg du] over gu and h = silu(g) · u over dh: h costs no pass
+    // of its own.
+    return ops.siluAndMulBackwardWithForward(gu, h, gu, h, kernelRun(run));
+  return ops.siluAndMulBackward(gu, h, gu, kernelRun(run));
 }
 
 Status GroupedSwiGLUMLP::backwardShardGrouped(
@@ -573,10 +576,9 @@ Status GroupedSwiGLUMLP::backwardShardGrouped(
   int64_t H = x.shape.back(), I = s.g.cols;
   rt::RowWindow window{s.first, s.first + s.rows};
   RowsOf xs{x.data, H}, dys{dy.data, H}, dxs{dx.data, H};
-  RowsOf g{s.g.data, I, s.first}, u{s.u.data, I, s.first},
-      h{s.h.data, I, s.first};
+  RowsOf gu{s.gu.data, 2 * I, s.first}, h{s.h.data, I, s.first};
   if (options.recompute) {
-    if (Status st = experts.gateUp(xs, g, u, window); !st)
+    if (Status st = experts.gateUp(xs, gu, window); !st)
       return st;
   } else if (Status st = experts.weightsDown(dys, h, window, overwrite); !st) {
     return st;
@@ -588,9 +590,9 @@ Status GroupedSwiGLUMLP::backwardShardGrouped(
   if (options.recompute)
     if (Status st = experts.weightsDown(dys, h, window, overwrite); !st)
       return st;
-  if (Status st = experts.backGateUp(g, u, dxs, window); !st)
+  if (Status st = experts.backGateUp(gu, dxs, window); !st)
     return st;
-  return experts.weightsGateUp(g, u, xs, window, overwrite);
+  return experts.weightsGateUp(gu, xs, window, overwrite);
 }
 
 Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,

@@ -175,6 +175,17 @@ Status Operators::siluAndMulBackward(const TensorView &x,
               run);
 }
 
+Status Operators::siluAndMulBackwardWithForward(const TensorView &x,
+                                                const TensorView &dout,
+                                                const TensorView &dx,
+                                                const TensorView &out,
+                                                const RunOptions &run) {
+  if (Status s = checkSiluAndMulInput(x); !s)
+    return s;
+  return call("silu_and_mul", "silu_and_mul_bwd", false, {x, dout}, {dx, out},
+              1, run, /*returnPrimal=*/true);
+}
+
 Status Operators::rmsNormForward(const TensorView &x, const TensorView &w,
                                  float eps, float offset, const TensorView &y,
                                  const RunOptions &run) {

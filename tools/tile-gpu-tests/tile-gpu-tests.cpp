@@ -6,7 +6,8 @@
 // reference computed on the host
 // from the same rounded inputs; outputs poisoned with NaN before each run;
 // dW bitwise identical across runs; main_grad accumulation gives g1 + g2;
-// SwiGLU in place gives the bits it gives out of place; the same with every
+// SwiGLU and silu_and_mul's backward in place give the bits they give out of
+// place; the same with every
 // buffer one element past 16-byte alignment (scalar paths). Then the tiled
 // SwiGLU MLP (MLPTests.cpp) and the grouped one (GroupedMLPTests.cpp).
 // Ends with "N passed, N failed"; exit status 1 if anything failed.
@@ -139,6 +140,26 @@ struct OperatorTest {
     suite.expect("silu_and_mul bwd " + at, suite.read(dx2), wdx2, dtype);
   }
 
+  /// silu_and_mul's backward in place (the MLP runs it over [g u]): dx
+  /// over x, and with return-primal out over dc too; the bits of the
+  /// out-of-place calls.
+  void testSiluAndMulInPlace() {
+    Tensor ix = suite.copy(x2);
+    suite.check("silu_and_mul bwd in place " + at,
+                suite.ops.siluAndMulBackward(ix.view, dc.view, ix.view));
+    Tensor px = suite.copy(x2), pdc = suite.copy(dc);
+    suite.check("silu_and_mul bwd+fwd in place " + at,
+                suite.ops.siluAndMulBackwardWithForward(px.view, pdc.view,
+                                                        px.view, pdc.view));
+    suite.check("sync " + at, rt::synchronize(suite.ops.device()));
+    std::vector<double> want = suite.read(dx2);
+    suite.report("silu_and_mul bwd in place = out of place " + at,
+                 suite.read(ix) == want, "results differ");
+    suite.report("silu_and_mul bwd+fwd in place = bwd, fwd " + at,
+                 suite.read(px) == want && suite.read(pdc) == suite.read(out),
+                 "results differ from the separate kernels");
+  }
+
   /// RMSNorm with a Gemma-style offset: forward, backward, dW's
   /// determinism and main_grad accumulation.
   void testRMSNorm() {
@@ -235,6 +256,7 @@ void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
   test.testSwiGLU();
   test.testSwiGLUInPlace();
   test.testSiluAndMul();
+  test.testSiluAndMulInPlace();
   test.testRMSNorm();
 }
 

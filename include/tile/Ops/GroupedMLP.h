@@ -136,8 +136,8 @@ private:
   struct Shard;   // one shard's rows, its experts' segments, its workspace
   Shard shard(const MLPShape &shape, rt::DType dtype, int64_t index,
               const std::vector<int64_t> &offsets) const;
-  /// h = swiglu(g, u) of one shard, into h or (`separate` false) over g.
-  Status product(const Shard &s, bool separate, const RunOptions &run);
+  /// h = silu(g) · u of one shard, from gu into h.
+  Status product(const Shard &s, const RunOptions &run);
   /// Where a GEMM runs: a stream, and the cuBLASLt workspace only that
   /// stream uses while the lanes run side by side.
   struct Lane {
@@ -173,8 +173,8 @@ private:
                               const TensorView &x, const TensorView &dy,
                               const TensorView &dx, bool overwrite,
                               const RunOptions &run);
-  /// dg, du (over g, u) from the shard's dh (in h), and h again where the
-  /// tiled step recomputes.
+  /// [dg du] (over gu) from the shard's dh (in h), and h again (over dh)
+  /// where the tiled step recomputes.
   Status swigluBackward(const Shard &s, const RunOptions &run);
   /// Where the grouped GEMM's tables go: lane 0's cuBLASLt workspace,
   /// which a grouped step does not use otherwise.

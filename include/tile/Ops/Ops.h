@@ -86,9 +86,18 @@ public:
   /// x is [..., 2H] (gate a, then up b); out = silu(a) · b is [..., H].
   Status siluAndMulForward(const TensorView &x, const TensorView &out,
                            const RunOptions &run = {});
-  /// dx [..., 2H] from dout [..., H].
+  /// dx [..., 2H] from dout [..., H]. May run in place (dx over x) where H
+  /// is specialized even: the chunk that writes column c of dx also writes
+  /// column c + H, and reads both of x before (docs/Lowering.md).
   Status siluAndMulBackward(const TensorView &x, const TensorView &dout,
                             const TensorView &dx, const RunOptions &run = {});
+  /// dx and out = silu(a) · b as well, in one pass; may run in place (dx
+  /// over x, out over dout), as siluAndMulBackward.
+  Status siluAndMulBackwardWithForward(const TensorView &x,
+                                       const TensorView &dout,
+                                       const TensorView &dx,
+                                       const TensorView &out,
+                                       const RunOptions &run = {});
   /// y = x · rsqrt(mean(x²) + eps) · (w + offset).
   Status rmsNormForward(const TensorView &x, const TensorView &w, float eps,
                         float offset, const TensorView &y,

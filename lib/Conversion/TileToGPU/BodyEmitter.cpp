@@ -45,6 +45,31 @@ void BodyEmitter::columnLoop(Value end, function_ref<void(Value)> body) {
   stridedLoop(start, end, step, body);
 }
 
+SmallVector<Value> BodyEmitter::sinkColumns(ArrayRef<KernelPlan::Sink> sinks,
+                                            Value col) {
+  SmallVector<Value> columns;
+  for (const KernelPlan::Sink &sink : sinks) {
+    if (!sink.partWidth || sink.part == 0) {
+      columns.push_back(col);
+      continue;
+    }
+    Value offset = arith::MulIOp::create(b, loc, ev.widthOf(sink.partWidth),
+                                         f.index(sink.part));
+    columns.push_back(arith::AddIOp::create(b, loc, offset, col));
+  }
+  return columns;
+}
+
+Value BodyEmitter::sinkAddress(const KernelPlan::Sink &sink, Value loopRowStart,
+                               Value column) {
+  // A part's row is as wide as its whole result, not as its loop.
+  Value rowStart =
+      sink.partWidth
+          ? arith::MulIOp::create(b, loc, ev.row(), ev.widthOf(sink.value))
+          : loopRowStart;
+  return arith::AddIOp::create(b, loc, rowStart, column);
+}
+
 scf::ForOp BodyEmitter::createRowLoop(ValueRange inits) {
   // Every group takes every step (the barriers of a row reduction need the
   // whole CTA), and a group past the last row computes on the last row but

@@ -38,6 +38,14 @@ protected:
   /// Writes the per-row results of the current row (the group's first
   /// thread).
   void storeRowOutputs();
+  /// The column of each sink's value that the loop's column `col` stands
+  /// for: `col` itself, or in a part's range (KernelPlan::Sink::part).
+  SmallVector<Value> sinkColumns(ArrayRef<KernelPlan::Sink> sinks, Value col);
+  /// Where a sink's value at `column` (its sinkColumns entry) goes in its
+  /// result, on the current row; `loopRowStart` is the row's start at the
+  /// loop's width, a whole-row sink's pitch.
+  Value sinkAddress(const KernelPlan::Sink &sink, Value loopRowStart,
+                    Value column);
 
   KernelFrame &f;
   Evaluator &ev;

@@ -69,17 +69,45 @@ std::optional<int64_t> WidthClasses::constantOf(Value source) const {
       return it->second;
     return std::nullopt;
   }
-  if (!isTensor(source)) {
-    APInt constant;
-    if (source.getType().isIndex() &&
-        matchPattern(source, m_ConstantInt(&constant)))
-      return constant.getSExtValue();
-    return std::nullopt;
-  }
+  if (!isTensor(source))
+    return source.getType().isIndex() ? constantIndex(source) : std::nullopt;
   WidthRule rule = model.widthRule(source);
   if (rule.kind == WidthRule::Kind::Constant)
     return rule.constant;
   return std::nullopt;
+}
+
+std::optional<int64_t> WidthClasses::constantIndex(Value index,
+                                                   int depth) const {
+  APInt constant;
+  if (matchPattern(index, m_ConstantInt(&constant)))
+    return constant.getSExtValue();
+  // The width of an argument the JIT specialized (not a row count).
+  if (auto dim = index.getDefiningOp<tensor::DimOp>()) {
+    auto arg = dyn_cast<BlockArgument>(dim.getSource());
+    if (!arg || model.dimReadsRows(dim))
+      return std::nullopt;
+    auto it = specialized.find(arg.getArgNumber());
+    return it == specialized.end() ? std::nullopt
+                                   : std::optional<int64_t>(it->second);
+  }
+  // Arithmetic on those (silu_and_mul's halves: width / 2), a few levels
+  // deep: what a kernel computes its slices' sizes with.
+  Operation *op = index.getDefiningOp();
+  if (!op || depth > 4 || op->getNumOperands() != 2 ||
+      !isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivUIOp>(op))
+    return std::nullopt;
+  std::optional<int64_t> lhs = constantIndex(op->getOperand(0), depth + 1);
+  std::optional<int64_t> rhs = constantIndex(op->getOperand(1), depth + 1);
+  if (!lhs || !rhs || *lhs < 0 || *rhs < 0)
+    return std::nullopt;
+  if (isa<arith::AddIOp>(op))
+    return *lhs + *rhs;
+  if (isa<arith::SubIOp>(op))
+    return *lhs >= *rhs ? std::optional<int64_t>(*lhs - *rhs) : std::nullopt;
+  if (isa<arith::MulIOp>(op))
+    return *lhs * *rhs;
+  return *rhs == 0 ? std::nullopt : std::optional<int64_t>(*lhs / *rhs);
 }
 
 Value WidthClasses::loopBound(Value value) const {
@@ -124,6 +152,49 @@ LogicalResult checkSchedule(func::FuncOp func, const Schedule &schedule) {
   return success();
 }
 
+/// Whether `a` and `b` provably have equal widths: one class, or the same
+/// constant (a width the JIT specialized).
+bool sameWidth(const WidthClasses &widths, Value a, Value b) {
+  if (widths.equal(a, b))
+    return true;
+  std::optional<int64_t> left = widths.constantOf(widths.loopBound(a));
+  return left && left == widths.constantOf(widths.loopBound(b));
+}
+
+/// A result that is n ≥ 2 column ranges of one width: a concat whose inputs
+/// provably share a width, under a cast and a pad at offset 0 that adds no
+/// column (silu_and_mul's backward pads its concat to x's width, which is
+/// the concat's when x's width is even). Returns an input of that width and
+/// n, or nothing.
+std::optional<std::pair<Value, int64_t>>
+equalParts(Value result, const WidthClasses &widths) {
+  Value value = result;
+  if (auto cast = value.getDefiningOp<CastOp>())
+    value = cast.getInput();
+  PadOp pad = value.getDefiningOp<PadOp>();
+  if (pad)
+    value = pad.getInput();
+  auto concat = value.getDefiningOp<ConcatOp>();
+  if (!concat || concat.getInputs().size() < 2)
+    return std::nullopt;
+  Value first = concat.getInputs().front();
+  if (!llvm::all_of(concat.getInputs(), [&](Value input) {
+        return sameWidth(widths, first, input);
+      }))
+    return std::nullopt;
+  auto parts = static_cast<int64_t>(concat.getInputs().size());
+  if (pad) {
+    APInt offset;
+    std::optional<int64_t> part = widths.constantOf(widths.loopBound(first));
+    std::optional<int64_t> whole =
+        widths.constantOf(widths.loopBound(pad.getResult()));
+    if (!matchPattern(pad.getOffset(), m_ConstantInt(&offset)) ||
+        !offset.isZero() || !part || !whole || *whole != parts * *part)
+      return std::nullopt;
+  }
+  return std::make_pair(first, parts);
+}
+
 /// The row kernel's column loops and per-row outputs.
 void planOutputs(const KernelModel &model, const WidthClasses &widths,
                  KernelPlan &plan) {
@@ -141,6 +212,11 @@ void planOutputs(const KernelModel &model, const WidthClasses &widths,
     auto number = static_cast<unsigned>(index);
     switch (model.kindOf(result)) {
     case ValueKind::Element:
+      if (auto parts = equalParts(result, widths)) {
+        for (int64_t part = 0; part < parts->second; ++part)
+          addSink(parts->first, {result, number, {}, parts->first, part});
+        break;
+      }
       addSink(result, {result, number, {}});
       break;
     case ValueKind::RowValue:

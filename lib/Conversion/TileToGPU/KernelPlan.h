@@ -74,6 +74,8 @@ public:
   Value loopBound(Value value) const;
   /// The constant width of a source, if it has one.
   std::optional<int64_t> constantOf(Value source) const;
+  /// The value of an index computed from constants and specialized widths.
+  std::optional<int64_t> constantIndex(Value index, int depth = 0) const;
 
 private:
   const KernelModel &model;
@@ -91,6 +93,15 @@ struct KernelPlan {
     Value value;
     std::optional<unsigned> result;
     ReduceOp partialOf;
+    /// A result made of equal column ranges (a concat's parts, KernelPlan.cpp
+    /// equalParts) is written range by range: this sink writes range `part`
+    /// of `partWidth`'s width, and its loop is over that width. The chunk at
+    /// column c of the loop computes column c of every range, so it reads
+    /// every input element those columns read before any of them is
+    /// written: the result may overwrite an input it reads (silu_and_mul's
+    /// backward in place). Null: the whole row.
+    Value partWidth;
+    int64_t part = 0;
   };
   /// Sinks whose widths are provably equal share one column loop; `width`
   /// is the first sink's value (its class gives the bound).

@@ -193,6 +193,7 @@ void ResidentRows::emitChunks(MutableArrayRef<Value> accs) {
   // that keeps too much live, the column inputs, the same on every row
   // and so in L2, are loaded again too (reloadColumns).
   SmallVector<SmallVector<Lanes>> computed;
+  SmallVector<SmallVector<Value>> columns;
   {
     if (!resident.pipelined)
       ev.forgetComputed(resident.reloadColumns);
@@ -200,18 +201,20 @@ void ResidentRows::emitChunks(MutableArrayRef<Value> accs) {
     // Every value first, then the stores (outputs may alias inputs).
     for (const Chunk &chunk : chunks) {
       computed.emplace_back();
-      for (const KernelPlan::Sink &sink : sinks)
-        computed.back().push_back(ev.group(sink.value, chunk.base));
+      columns.push_back(sinkColumns(sinks, chunk.base));
+      for (auto [sink, column] : llvm::zip(sinks, columns.back()))
+        computed.back().push_back(ev.group(sink.value, column));
     }
   }
   Value rowStart = arith::MulIOp::create(b, loc, ev.row(), width);
   for (auto [chunkIndex, chunk] : llvm::enumerate(chunks)) {
     Value mask = f.andOf(chunk.valid, ev.rowValid());
-    for (auto [sink, values] : llvm::zip(sinks, computed[chunkIndex])) {
+    for (auto [sink, column, values] :
+         llvm::zip(sinks, columns[chunkIndex], computed[chunkIndex])) {
       if (sink.result) {
-        f.emitIf(mask, [&, &values = values, &sink = sink] {
-          Value at = arith::AddIOp::create(b, loc, rowStart, chunk.base);
-          ev.storeGroup(values, f.resultPointers[*sink.result], at);
+        f.emitIf(mask, [&, &values = values, &sink = sink, &column = column] {
+          ev.storeGroup(values, f.resultPointers[*sink.result],
+                        sinkAddress(sink, rowStart, column));
         });
         continue;
       }

@@ -40,11 +40,11 @@ using Sink = KernelPlan::Sink;
 /// inputs (a primal result next to gradients) would otherwise overwrite an
 /// input another result still has to load.
 SmallVector<Lanes> computeChunk(Evaluator &ev, ArrayRef<Sink> sinks,
-                                Value col) {
-  for (const Sink &sink : sinks)
+                                ArrayRef<Value> columns) {
+  for (auto [sink, col] : llvm::zip(sinks, columns))
     ev.prefetch(sink.value, col);
   SmallVector<Lanes> computed;
-  for (const Sink &sink : sinks)
+  for (auto [sink, col] : llvm::zip(sinks, columns))
     computed.push_back(ev.group(sink.value, col));
   return computed;
 }
@@ -109,7 +109,9 @@ void ElementGrid::emit() {
   Value first = arith::MulIOp::create(b, loc, thread, f.index(vector));
   Value past = arith::AddIOp::create(b, loc, first, f.index(vector));
   auto chunk = [&](Value at) {
-    SmallVector<Lanes> computed = computeChunk(ev, sinks, at);
+    // (A purely elementwise kernel has no concat: no sink is a part.)
+    SmallVector<Value> columns(sinks.size(), at);
+    SmallVector<Lanes> computed = computeChunk(ev, sinks, columns);
     for (auto [sink, values] : llvm::zip(sinks, computed))
       ev.storeGroup(values, f.resultPointers[*sink.result], at);
   };
@@ -179,20 +181,22 @@ void LoopedRows::emitRows() {
       ev.prepareRowValues(sink.value);
     Value rowStart = arith::MulIOp::create(b, loc, ev.row(), width);
     columnLoop(width, [&](Value col) {
-      SmallVector<Lanes> computed = computeChunk(ev, sinks, col);
-      for (auto [sink, values] : llvm::zip(sinks, computed)) {
-        f.emitIf(ev.rowValid(), [&, &sink = sink, &values = values] {
-          if (sink.result) {
-            Value at = arith::AddIOp::create(b, loc, rowStart, col);
-            ev.storeGroup(values, f.resultPointers[*sink.result], at);
-            return;
-          }
-          ReduceOp reduce = sink.partialOf;
-          Value at = partialAt(reduce, width, col);
-          Lanes sums = ev.loadGroup(f.workspace, at);
-          f.combineInto(reduce.getKind(), sums, values);
-          ev.storeGroup(sums, f.workspace, at);
-        });
+      SmallVector<Value> columns = sinkColumns(sinks, col);
+      SmallVector<Lanes> computed = computeChunk(ev, sinks, columns);
+      for (auto [sink, column, values] : llvm::zip(sinks, columns, computed)) {
+        f.emitIf(ev.rowValid(),
+                 [&, &sink = sink, &column = column, &values = values] {
+                   if (sink.result) {
+                     ev.storeGroup(values, f.resultPointers[*sink.result],
+                                   sinkAddress(sink, rowStart, column));
+                     return;
+                   }
+                   ReduceOp reduce = sink.partialOf;
+                   Value at = partialAt(reduce, width, col);
+                   Lanes sums = ev.loadGroup(f.workspace, at);
+                   f.combineInto(reduce.getKind(), sums, values);
+                   ev.storeGroup(sums, f.workspace, at);
+                 });
       }
     });
   }
