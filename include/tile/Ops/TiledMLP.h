@@ -8,16 +8,16 @@
 // are [S, I] each. TiledSwiGLUMLP splits the S rows into shards and keeps
 // nothing of size [S, I]:
 //
-//   forward, per shard:   g = x·gateᵀ, u = x·upᵀ, h = swiglu(g, u) (in place
-//                         over g), y = h·downᵀ
+//   forward, per shard:   gu = [x·gateᵀ x·upᵀ], h = silu_and_mul(gu),
+//                         y = h·downᵀ
 //   backward, per shard:  recompute g = x·gateᵀ, u = x·upᵀ and h (not the
 //                         down projection: h is all the backward needs of
 //                         it), main_grad(down) += dyᵀ·h, dh = dy·down (over
-//                         h), dg, du = swiglu_bwd(g, u, dh) (over g, u),
+//                         h), [dg du] = silu_and_mul_bwd(gu, dh) (over gu),
 //                         dx = dg·gate + du·up,
 //                         main_grad(gate) += dgᵀ·x, main_grad(up) += duᵀ·x
 //
-// The SwiGLU kernels are examples/swiglu.mlir and its derived backward
+// The SwiGLU kernels are examples/silu_and_mul.mlir and its derived backward
 // (through Operators); the GEMMs go through cuBLASLt with fp32 accumulation.
 // Weight gradients are accumulated in fp32 straight into the caller's main_grad
 // buffers by GEMMs with beta = 1 (beta = 0 on the first shard of an
@@ -79,7 +79,8 @@ struct MLPOptions {
 
 /// How a step's workspace is laid out, as a function of a shard's rows:
 /// `fixedBytes` (one cuBLASLt workspace per GEMM stream), then `buffers`
-/// buffers (g, u and h, [rows, I] each) of `rowBytes` a row, each rounded
+/// buffers ([rows, I] each: gu = [g u] over the first two, h the third) of
+/// `rowBytes` a row, each rounded
 /// up to `alignment`: cuBLASLt refuses a workspace that is not 256-byte
 /// aligned (CUBLAS_STATUS_INVALID_VALUE) and its fast kernels want aligned
 /// operands. The one source of the layout: planShards sizes the workspace

@@ -96,10 +96,12 @@ struct KernelPlan {
     /// A result made of equal column ranges (a concat's parts, KernelPlan.cpp
     /// equalParts) is written range by range: this sink writes range `part`
     /// of `partWidth`'s width, and its loop is over that width. The chunk at
-    /// column c of the loop computes column c of every range, so it reads
-    /// every input element those columns read before any of them is
-    /// written: the result may overwrite an input it reads (silu_and_mul's
-    /// backward in place). Null: the whole row.
+    /// column c of the loop computes column c of every range before it
+    /// stores any. Where part k reads its inputs at columns c + j·W of a
+    /// buffer with the result's pitch (silu_and_mul's halves), no other
+    /// chunk touches those elements, so the result may overwrite that
+    /// input (silu_and_mul's backward in place); a slice at another offset
+    /// would not be safe. Null: the whole row.
     Value partWidth;
     int64_t part = 0;
   };
