@@ -1,18 +1,30 @@
 #!/usr/bin/env python3
-"""A whole causal-LM training step as users run it: Hugging Face
-LlamaForCausalLM at Llama 3 8B's shapes (hidden 4096, intermediate 14336,
-32 heads, 8 KV heads, vocabulary 128256), --layers decoder layers (2),
-bf16, batch 1, SDPA attention:
+"""A whole causal-LM training step as users run it, bf16, batch 1, SDPA
+attention, LM head and loss included, every step on a new batch of tokens
+(a mixture of experts routes them anew: fresh splits each step):
 
     loss = model(input_ids, labels=input_ids).loss; loss.backward()
 
-LM head and loss included. Columns, each in a process of its own (its peak
-memory its own; Liger patches Llama's classes for the process):
+--model picks the model (MODELS; --layers decoder layers, 2):
+- llama: Hugging Face LlamaForCausalLM at Llama 3 8B's shapes (hidden
+  4096, intermediate 14336, 32 heads, 8 KV heads, vocabulary 128256);
+- qwen3-moe: Qwen3MoeForCausalLM at Qwen3-30B-A3B's shapes (hidden 2048,
+  32 heads, 4 KV heads of 128, 64 experts of 768, top-8, vocabulary
+  151936), the router's auxiliary loss on (output_router_logits);
+- deepseek-v3: DeepseekV3ForCausalLM, DeepSeek-V3's structure at a
+  width one GPU trains (hidden 2048, multi-head latent attention with
+  DeepSeek-V3's ranks and head sizes, 16 heads, 64 routed experts of 768
+  in 8 groups, top-8 of the best 4 groups, one shared expert, vocabulary
+  129280), every layer a mixture of experts.
+
+Columns, each in a process of its own (its peak memory its own; Liger
+patches the model's classes for the process):
 - unpatched: the model as Hugging Face gives it;
-- tile: tile.transformers.apply_tile(model), its defaults (RMSNorm, MLP,
-  RoPE, and the LM head with the loss in chunks: linear_cross_entropy);
-- liger: apply_liger_kernel_to_llama(model=model), Liger's defaults (its
-  fused linear cross-entropy);
+- tile: tile.transformers.apply_tile(model), its defaults (RMSNorm, MLP
+  and experts, RoPE, and the LM head with the loss in chunks:
+  linear_cross_entropy, the router's auxiliary loss added);
+- liger: Liger's apply_liger_kernel_to_<family>(model=model), its
+  defaults (its fused linear cross-entropy);
 - liger-ce: the same with its cross-entropy kernel instead
   (cross_entropy=True, fused_linear_cross_entropy=False).
 
@@ -20,13 +32,16 @@ Each cell: tokens per second over --steps steps after --warmup (wall clock,
 the host included: nothing hides it in a training loop either), the peak
 memory torch allocated during the timed steps, the loss of the first step
 (the columns must agree), and where the GPU's time goes in one more step
-(torch.profiler's kernel time by kind: GEMMs, attention, the loss...).
+(torch.profiler's kernel time by kind: GEMMs, attention, the loss...)
+and what autograd keeps from its forward to its backward (the largest
+tensors by shape and dtype).
 --runs repeats every cell (in fresh processes) and the table gives each
 run. A cell that runs out of memory
 says OOM. Carry Liger's wheel (benchmarks/README.md); --without-liger
 leaves its columns out.
 
-    python3 benchmarks/causal_lm.py [--tokens 4096,16384,65536]
+    python3 benchmarks/causal_lm.py [--model llama|qwen3-moe|deepseek-v3]
+        [--tokens 4096,16384,65536]
         [--columns unpatched,tile,liger,liger-ce] [--runs 2] [--json F]
 """
 
@@ -35,35 +50,64 @@ import json
 import subprocess
 import sys
 import time
+import typing
 
 COLUMNS = ["unpatched", "tile", "liger", "liger-ce"]
-VOCAB = 128256
 
 
-def model(layers, tokens):
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-    config = LlamaConfig(
+class Model(typing.NamedTuple):
+    config: str         # transformers' config class
+    settings: dict      # its arguments (layers and positions added)
+    liger: str          # Liger's apply_liger_kernel_to_... function
+
+
+MODELS = {
+    "llama": Model("LlamaConfig", dict(
         hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
-        num_key_value_heads=8, num_hidden_layers=layers, vocab_size=VOCAB,
-        max_position_embeddings=max(tokens, 8192), rope_theta=500000.0,
-        rms_norm_eps=1e-5, attn_implementation="sdpa")
+        num_key_value_heads=8, vocab_size=128256, rope_theta=500000.0,
+        rms_norm_eps=1e-5), "apply_liger_kernel_to_llama"),
+    "qwen3-moe": Model("Qwen3MoeConfig", dict(
+        hidden_size=2048, intermediate_size=6144, moe_intermediate_size=768,
+        num_attention_heads=32, num_key_value_heads=4, head_dim=128,
+        num_experts=64, num_experts_per_tok=8, norm_topk_prob=True,
+        output_router_logits=True, router_aux_loss_coef=0.001,
+        vocab_size=151936, rope_theta=1000000.0, rms_norm_eps=1e-6),
+        "apply_liger_kernel_to_qwen3_moe"),
+    "deepseek-v3": Model("DeepseekV3Config", dict(
+        hidden_size=2048, intermediate_size=10944, moe_intermediate_size=768,
+        num_attention_heads=16, num_key_value_heads=16, kv_lora_rank=512,
+        q_lora_rank=1536, qk_rope_head_dim=64, qk_nope_head_dim=128,
+        v_head_dim=128, n_routed_experts=64, num_experts_per_tok=8,
+        n_group=8, topk_group=4, n_shared_experts=1, first_k_dense_replace=0,
+        routed_scaling_factor=2.5, norm_topk_prob=True, vocab_size=129280,
+        rms_norm_eps=1e-6), "apply_liger_kernel_to_deepseek_v3"),
+}
+
+
+def model(name, layers, tokens):
+    import torch
+    import transformers
+    spec = MODELS[name]
+    config = getattr(transformers, spec.config)(
+        num_hidden_layers=layers, max_position_embeddings=max(tokens, 8192),
+        attn_implementation="sdpa", **spec.settings)
     torch.manual_seed(0)
     with torch.device("cuda"):
-        m = LlamaForCausalLM(config).to(torch.bfloat16)
+        m = transformers.AutoModelForCausalLM.from_config(config).to(
+            torch.bfloat16)
     m.train()
     return m
 
 
-def patch(m, column):
+def patch(m, name, column):
     if column == "tile":
         import tile.transformers
         tile.transformers.apply_tile(m)
     elif column.startswith("liger"):
-        from liger_kernel.transformers import apply_liger_kernel_to_llama
+        import liger_kernel.transformers as liger
         fused = column == "liger"
-        apply_liger_kernel_to_llama(
-            rope=True, rms_norm=True, swiglu=True, cross_entropy=not fused,
+        getattr(liger, MODELS[name].liger)(
+            rms_norm=True, swiglu=True, cross_entropy=not fused,
             fused_linear_cross_entropy=fused, model=m)
     return m
 
@@ -76,6 +120,29 @@ KINDS = [("loss", ("cross_entropy", "softcap", "nll", "softmax",
          ("norm", ("rms_norm", "rmsnorm", "rsqrt")),
          ("activation", ("swiglu", "silu", "geglu")),
          ("rope", ("rope", "rotary"))]
+
+
+def saved_tensors(step, most=8):
+    """The largest tensors autograd keeps from the forward to the backward
+    in one step, by shape and dtype: [[MiB, count, shape, dtype], ...]
+    (each storage counted once): where a column's memory goes."""
+    import collections
+
+    import torch
+    sizes, counts, seen = collections.Counter(), collections.Counter(), set()
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in seen:
+            seen.add(storage.data_ptr())
+            key = (tuple(t.shape), str(t.dtype).replace("torch.", ""))
+            sizes[key] += storage.nbytes()
+            counts[key] += 1
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        step()
+    return [[round(b / 2**20, 1), counts[k], list(k[0]), k[1]]
+            for k, b in sizes.most_common(most)]
 
 
 def breakdown(step):
@@ -98,24 +165,30 @@ def breakdown(step):
     return kinds
 
 
-def worker(column, tokens, layers, steps, warmup):
+def worker(name, column, tokens, layers, steps, warmup):
     """One cell, in this process: prints its result as a JSON line."""
     import torch
-    m = patch(model(layers, tokens), column)
+    m = patch(model(name, layers, tokens), name, column)
     g = torch.Generator("cuda").manual_seed(tokens)
-    ids = torch.randint(0, VOCAB, (1, tokens), device="cuda", generator=g)
+    vocab = MODELS[name].settings["vocab_size"]
+    # A new batch each step (the same batches in every column).
+    batches = [torch.randint(0, vocab, (1, tokens), device="cuda",
+                             generator=g)
+               for _ in range(warmup + steps + 1)]
     losses = []
 
     def step():
+        ids = batches[len(losses) % len(batches)]
         loss = m(input_ids=ids, labels=ids, use_cache=False).loss
         loss.backward()
         for p in m.parameters():
             p.grad = None
+        losses.append(loss.detach())
         return loss.detach()
 
     try:
         for _ in range(warmup):
-            losses.append(step())
+            step()
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         start = time.perf_counter()
@@ -129,12 +202,13 @@ def worker(column, tokens, layers, steps, warmup):
     peak = torch.cuda.max_memory_allocated() / 2**30
     print(json.dumps({
         "tokens_per_s": tokens / seconds, "ms": seconds * 1e3,
-        "peak_gib": peak, "loss": losses[0].item() if losses else None,
-        "kernel_ms": breakdown(step)}))
+        "peak_gib": peak, "loss": losses[0].item(),
+        "kernel_ms": breakdown(step), "saved": saved_tensors(step)}))
 
 
 def run_cell(column, tokens, options):
     command = [sys.executable, __file__, "--worker", column,
+               "--model", options.model,
                "--tokens", str(tokens), "--layers", str(options.layers),
                "--steps", str(options.steps), "--warmup",
                str(options.warmup)]
@@ -150,6 +224,7 @@ def run_cell(column, tokens, options):
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="llama", choices=sorted(MODELS))
     parser.add_argument("--tokens", default="4096,16384,65536")
     parser.add_argument("--columns", default=",".join(COLUMNS))
     parser.add_argument("--layers", type=int, default=2)
@@ -161,7 +236,8 @@ def main():
     parser.add_argument("--json")
     options = parser.parse_args()
     if options.worker:
-        worker(options.worker, int(options.tokens), options.layers,
+        worker(options.model, options.worker, int(options.tokens),
+               options.layers,
                options.steps, options.warmup)
         return
     columns = options.columns.split(",")
@@ -174,7 +250,8 @@ def main():
             columns = [c for c in columns if not c.startswith("liger")]
     import torch
     print(f"device: {torch.cuda.get_device_name()}, torch "
-          f"{torch.__version__}; LlamaForCausalLM, Llama 3 8B shapes, "
+          f"{torch.__version__}; {options.model} "
+          f"({MODELS[options.model].config}), "
           f"{options.layers} layers, bf16, batch 1; tokens/s over "
           f"{options.steps} steps (wall clock), peak GiB")
     print(f"{'column':10} {'tokens':>6} {'run':>3} {'k tok/s':>8} "
@@ -196,10 +273,16 @@ def main():
                       f"{cell['tokens_per_s'] / 1e3:8.1f} {cell['ms']:8.1f} "
                       f"{cell['peak_gib']:8.2f} {cell['loss']:8.4f}  "
                       f"kernel ms: {kinds}", flush=True)
+                largest = ", ".join(f"{mib:.0f} MiB {shape} {dtype} x{n}"
+                                    for mib, n, shape, dtype in
+                                    cell["saved"][:4])
+                print(f"{'':21} kept for the backward: {largest}",
+                      flush=True)
     if options.json:
         import results
         results.write(options.json, "causal_lm", rows,
-                      dict(vars(options), vocab=VOCAB, dtype="bf16",
+                      dict(vars(options), dtype="bf16",
+                           settings=MODELS[options.model].settings,
                            torch=torch.__version__))
 
 

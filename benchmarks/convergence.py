@@ -48,6 +48,38 @@ FAMILY_CONFIG = {
                       mlp_only_layers=[1]),
     "mixtral": dict(num_local_experts=4, num_experts_per_tok=2,
                     output_router_logits=True),
+    "qwen2_moe": dict(num_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=64,
+                      shared_expert_intermediate_size=48,
+                      output_router_logits=True, mlp_only_layers=[1]),
+    # DeepSeek: its first layer dense, 2 groups of 2 experts (V3: the
+    # best group only), a shared expert; no auxiliary loss in Hugging
+    # Face's model.
+    "deepseek_v2": dict(n_routed_experts=4, num_experts_per_tok=2,
+                        n_shared_experts=1, moe_intermediate_size=64,
+                        first_k_dense_replace=1, n_group=2, topk_group=1,
+                        kv_lora_rank=16, q_lora_rank=24,
+                        qk_rope_head_dim=8, qk_nope_head_dim=8,
+                        v_head_dim=8, num_key_value_heads=4, head_dim=8),
+    "deepseek_v3": dict(n_routed_experts=4, num_experts_per_tok=2,
+                        n_shared_experts=1, moe_intermediate_size=64,
+                        first_k_dense_replace=1, n_group=2, topk_group=1,
+                        kv_lora_rank=16, q_lora_rank=24,
+                        qk_rope_head_dim=8, qk_nope_head_dim=8,
+                        v_head_dim=8, num_key_value_heads=4, head_dim=8),
+    "glm4_moe": dict(n_routed_experts=4, num_experts_per_tok=2,
+                     n_shared_experts=1, moe_intermediate_size=64,
+                     first_k_dense_replace=1, n_group=1, topk_group=1),
+    "hunyuan_v1_moe": dict(num_experts=4, moe_topk=2, num_shared_expert=1,
+                           moe_intermediate_size=64),
+    "olmoe": dict(num_experts=4, num_experts_per_tok=2,
+                  output_router_logits=True),
+    "flex_olmo": dict(num_experts=4, num_experts_per_tok=2,
+                      output_router_logits=True),
+    "granitemoe": dict(num_local_experts=4, num_experts_per_tok=2,
+                       output_router_logits=True),
+    "phimoe": dict(num_local_experts=4, num_experts_per_tok=2,
+                   output_router_logits=True),
 }
 
 # fp32: the patched run against the unpatched one, within these: the
@@ -75,10 +107,10 @@ def family_config(model_type, **sizes):
     keys and values), with FAMILY_CONFIG's features on
     (python/tests/test_transformers.py builds its models here too)."""
     import transformers
-    return transformers.AutoConfig.for_model(
-        model_type, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, pad_token_id=0, **sizes,
-        **FAMILY_CONFIG.get(model_type, {}))
+    settings = dict(num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, pad_token_id=0, **sizes)
+    settings.update(FAMILY_CONFIG.get(model_type, {}))
+    return transformers.AutoConfig.for_model(model_type, **settings)
 
 
 def from_config(config):
@@ -87,7 +119,8 @@ def from_config(config):
     one in float64)."""
     import transformers
     extra = {}
-    if type(config).__name__ in ("Qwen3MoeConfig", "MixtralConfig"):
+    family = tile.transformers.SUPPORTED.get(config.model_type)
+    if family is not None and family.experts:
         extra["experts_implementation"] = "eager"
     return transformers.AutoModelForCausalLM.from_config(config, **extra)
 
@@ -127,8 +160,10 @@ def train(model, data, mode, device):
                               enabled=mode == "bf16-autocast")
     losses = []
     model.train()
-    for ids in data[:-1]:
+    for step, ids in enumerate(data[:-1]):
         optimizer.zero_grad(set_to_none=True)
+        # Phi-MoE's router samples in training: both runs draw alike.
+        torch.manual_seed(step)
         with autocast:
             loss = model(ids, labels=ids).loss
         loss.backward()

@@ -240,14 +240,14 @@ void GroupedSwiGLUMLP::releaseWorkspace() {
   base = 0;
 }
 
-void GroupedSwiGLUMLP::remember(rt::cu::DevicePtr input, int64_t rows) {
+void GroupedSwiGLUMLP::remember(int64_t rows) {
   forget(base);
   // Bounded: a forward whose backward never comes (an abandoned graph)
   // must not make the record grow. A backward whose forward was dropped
   // here fails with a message, never runs on stale g, u and h.
   if (kept.size() >= kMaxKeptSteps)
     kept.erase(kept.begin());
-  kept.push_back({base, input, rows});
+  kept.push_back({base, rows});
 }
 
 std::vector<GroupedSwiGLUMLP::Kept>::iterator
@@ -482,7 +482,7 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
       return st;
   }
   if (keep)
-    remember(x.data, shape.rows);
+    remember(shape.rows);
   return Status::ok();
 }
 
@@ -621,7 +621,7 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
     experts->placeScratch(groupedScratch());
     if (!options.recompute) {
       auto it = keptIn(base);
-      if (it == kept.end() || it->input != x.data || it->rows != shape.rows)
+      if (it == kept.end() || it->rows != shape.rows)
         return Status::error("the untiled backward (recompute = false) needs "
                              "the forward of the same x, with the same "
                              "workspace, first: it keeps g, u and h");

@@ -542,6 +542,33 @@ def test_moe_experts_match_the_loop_in_float64(generator):
         assert_close(a.grad, b.grad, torch.float64, f"d{name}")
 
 
+def test_moe_experts_keep_one_tensor_of_the_routed_rows(generator):
+    """Of size [T*K, H] the step keeps only the experts' outputs (the
+    routing weights' gradient reads them): not the tokens gathered by
+    expert (gathered again in the backward) nor the weighted outputs.
+    Three were kept before (the MLP's input, the product's two operands'
+    one and index_add_'s source)."""
+    tokens, hidden, choices = 12, 8, 2
+    x = torch.randn(tokens, hidden, dtype=torch.float64, generator=generator,
+                    requires_grad=True)
+    gate_up = torch.randn(5, 24, hidden, dtype=torch.float64,
+                          generator=generator, requires_grad=True)
+    down = torch.randn(5, hidden, 12, dtype=torch.float64,
+                       generator=generator, requires_grad=True)
+    index, weights = routed(tokens, 5, choices, generator)
+    weights = weights.double().requires_grad_()
+    shapes = []
+
+    def pack(t):
+        shapes.append(tuple(t.shape))
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = tile.ops.moe_experts(x, index, weights, gate_up, down)
+    assert shapes.count((tokens * choices, hidden)) == 1, shapes
+    y.sum().backward()
+    assert x.grad is not None and weights.grad is not None
+
+
 def test_moe_experts_errors(generator):
     x = torch.randn(4, 8)
     gate_up, down = torch.randn(3, 24, 8), torch.randn(3, 8, 12)

@@ -360,14 +360,21 @@ def _backward_fake(x, gate, up, down, dy, splits, device_splits, shards,
 
 class _MLPFunction(torch.autograd.Function):
     """apply(x, gate, up, down, splits, shards, memory_budget, recompute,
-    *main_grads): x [T, H], the caller's weights (dense or stacked; up None
-    with a fused gate_up), splits None for one expert. With main_grads (one
-    per weight) the backward adds the weight gradients to them (inputs of
-    the node, kept on ctx: the main_grad contract in autograd.py)."""
+    rows, *main_grads): x [T, H], the caller's weights (dense or stacked;
+    up None with a fused gate_up), splits None for one expert. With
+    main_grads (one per weight) the backward adds the weight gradients to
+    them (inputs of the node, kept on ctx: the main_grad contract in
+    autograd.py). rows: None, or the MLP's input is x.index_select(0, rows)
+    (a mixture of experts' tokens in expert order, T*K rows): gathered
+    again in the backward rather than kept ([T*K, H] kept would be K times
+    x), and dx scattered back to x's rows."""
 
     @staticmethod
     def forward(ctx, x, gate, up, down, splits, shards, memory_budget,
-                recompute, *main_grads):
+                recompute, rows, *main_grads):
+        source = x
+        if rows is not None:
+            x = source.index_select(0, rows)
         # Device splits are saved as tensors, host ones kept as ints.
         device_splits = splits if isinstance(splits, torch.Tensor) else None
         host_splits = None if device_splits is not None else splits
@@ -386,12 +393,14 @@ class _MLPFunction(torch.autograd.Function):
                                (shards, memory_budget, recompute))
         # The untiled step: the node keeps the forward's g, u and h (a
         # workspace, neither input nor output) until its backward.
-        ctx.save_for_backward(x, gate, up, down, kept, device_splits)
+        ctx.save_for_backward(source, rows, gate, up, down, kept,
+                              device_splits)
         return y
 
     @staticmethod
     def backward(ctx, dy):
-        x, gate, up, down, kept, device_splits = ctx.saved_tensors
+        source, rows, gate, up, down, kept, device_splits = ctx.saved_tensors
+        x = source if rows is None else source.index_select(0, rows)
         splits, shards, memory_budget = ctx.options
         params = [w for w in (gate, up, down) if w is not None]
         weights = [_stacked(w) for w in (gate, up, down)]
@@ -407,7 +416,9 @@ class _MLPFunction(torch.autograd.Function):
         else:
             dx = _backward(x, *weights, dy, _either(splits, device_splits),
                            shards, memory_budget, kept, grads, overwrite)
-        rest = (None,) * (4 + len(main_grads))
+        if rows is not None:
+            dx = torch.zeros_like(source).index_add_(0, rows, dx)
+        rest = (None,) * (5 + len(main_grads))
         if main_grads:
             mark_main_grads(params, in_forward=False)
             return dx, None, None, None, *rest
@@ -547,9 +558,10 @@ def _check_options(shards, memory_budget, recompute):
 
 
 def _step(x, weights, names, splits, shards, memory_budget, main_grad,
-          recompute):
-    """y of x [T, H]: through the autograd node where a tensor requires
-    grad, else the forward alone (the tiled one: nothing is kept)."""
+          recompute, rows=None):
+    """y of x [T, H] (of x.index_select(0, rows) where rows is given):
+    through the autograd node where a tensor requires grad, else the
+    forward alone (the tiled one: nothing is kept)."""
     # A budget too small for one row fails in the forward's plan, before
     # anything is launched.
     budget = memory_budget or 0
@@ -558,7 +570,9 @@ def _step(x, weights, names, splits, shards, memory_budget, main_grad,
     if torch.is_grad_enabled() and any(t.requires_grad for t in (x, *params)):
         main_grads = main_grads_of(params, names) if main_grad else []
         return _MLPFunction.apply(x, gate, up, down, splits, shards, budget,
-                                  recompute, *main_grads)
+                                  recompute, rows, *main_grads)
+    if rows is not None:
+        x = x.index_select(0, rows)
     stacked = [_stacked(w) for w in weights]
     if tracing([x, *params]):
         on_device = isinstance(splits, torch.Tensor)
@@ -613,7 +627,9 @@ def moe_experts(x, top_k_index, top_k_weights, gate_up, down, *, shards=0,
     nothing waits for the GPU. An index of E or more (a dropped choice, as
     Hugging Face's one_hot over E + 1 allows) adds nothing. recompute=False
     by default: PyTorch's implementations keep the [T*K, I] activations
-    too."""
+    too. Of size [T*K, H] the step keeps only the experts' outputs (for the
+    weights' gradient): the gathered tokens are gathered again in the
+    backward, the weighted outputs are not kept."""
     if x.dim() != 2 or top_k_index.dim() != 2 or \
             top_k_weights.shape != top_k_index.shape or \
             top_k_index.shape[0] != x.shape[0]:
@@ -624,6 +640,8 @@ def moe_experts(x, top_k_index, top_k_weights, gate_up, down, *, shards=0,
     if top_k_index.dtype.is_floating_point:
         raise TypeError(f"top_k_index must hold integers, got "
                         f"{top_k_index.dtype}")
+    _check_grouped(x, gate_up, down)
+    _check_options(shards, memory_budget, recompute)
     experts, choices = gate_up.shape[0], top_k_index.shape[1]
     flat = top_k_index.reshape(-1).long()  # scatter_add_ takes int64
     kept = flat < experts
@@ -640,8 +658,44 @@ def moe_experts(x, top_k_index, top_k_weights, gate_up, down, *, shards=0,
     counts.scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.int64))
     if x.device.type == "cpu":
         counts = counts.tolist()
-    y = grouped_swiglu_mlp(x.index_select(0, token), gate_up, down, counts,
-                           shards=shards, memory_budget=memory_budget,
-                           main_grad=main_grad, recompute=recompute)
-    y = y * weights.index_select(0, order).unsqueeze(1)
-    return torch.zeros_like(x).index_add_(0, token, y.to(x.dtype))
+    y = _step(x, (gate_up, None, down), ("gate_up", "down"), counts, shards,
+              memory_budget, main_grad, recompute, rows=token)
+    return _Combine.apply(y, weights.index_select(0, order), token,
+                          x.shape[0])
+
+
+class _Combine(torch.autograd.Function):
+    """apply(y, w, token, tokens): out [tokens, H], out[token[r]] += w[r] *
+    y[r] (in y's dtype, as index_add_ adds). Keeps y and w, not their
+    product, which autograd's index_add_ would keep as well: [T*K, H]
+    once, not twice."""
+
+    @staticmethod
+    def forward(ctx, y, w, token, tokens):
+        ctx.save_for_backward(y, w, token)
+        out = y.new_zeros(tokens, y.shape[1])
+        return out.index_add_(0, token, (y * w.unsqueeze(1)).to(y.dtype))
+
+    @staticmethod
+    def backward(ctx, dout):
+        y, w, token = ctx.saved_tensors
+        g = dout.index_select(0, token)
+        dy = dw = None
+        if ctx.needs_input_grad[0]:
+            dy = (g * w.unsqueeze(1)).to(y.dtype)
+        if ctx.needs_input_grad[1]:
+            dw = _row_dots(g, y).to(w.dtype)
+        return dy, dw, None, None
+
+
+def _row_dots(a, b):
+    """sum_h a[r, h] * b[r, h] at fp32 at least (float64 stays float64).
+    16-bit CUDA rows go through one batched GEMM with an fp32 result:
+    upcast copies of [T*K, H] would take 6 bytes a value more than the
+    step's peak (seen: 16384 tokens of Qwen3-MoE peaked 0.3 GiB higher
+    with the routed outputs kept once than with them kept twice)."""
+    if a.is_cuda and a.dtype in (torch.bfloat16, torch.float16):
+        return torch.bmm(a.unsqueeze(1), b.unsqueeze(2),
+                         out_dtype=torch.float32).view(-1)
+    acc = torch.promote_types(a.dtype, torch.float32)
+    return (a.to(acc) * b.to(acc)).sum(1)

@@ -33,8 +33,8 @@ class Family(typing.NamedTuple):
     other_rope: str = None
     # Mixture-of-experts SwiGLU experts (gate_up_proj [E, 2I, H], down_proj
     # [E, H, I], forward(hidden, top_k_index, top_k_weights)): patched with
-    # tile.nn.MoEExperts; the router and its auxiliary loss stay the
-    # model's.
+    # tile.nn.MoEExperts; the router stays the model's, its auxiliary
+    # loss is added to the chunked loss as the model's forward adds it.
     experts: tuple = ()
 
 
@@ -67,11 +67,38 @@ SUPPORTED = {
                               "(Tile's is rotate-half)"),
     # SmolLM3: some layers without RoPE (they never call it).
     "smollm3": Family(("SmolLM3RMSNorm",), ("SmolLM3MLP",)),
-    # Mixture of experts: Qwen3-MoE (dense MLPs on its mlp_only_layers)
-    # and Mixtral.
+    # Mixture of experts: the experts on the grouped MLP, the router (and
+    # whatever it adds: DeepSeek's group-limited top-k and routed scaling,
+    # Qwen2-MoE's gated shared expert) the model's own; shared experts and
+    # the dense layers are gated MLPs. Qwen3-MoE (dense MLPs on its
+    # mlp_only_layers) and Mixtral.
     "qwen3_moe": Family(("Qwen3MoeRMSNorm",), ("Qwen3MoeMLP",),
                         experts=("Qwen3MoeExperts",)),
     "mixtral": Family(("MixtralRMSNorm",), (), experts=("MixtralExperts",)),
+    "qwen2_moe": Family(("Qwen2MoeRMSNorm",), ("Qwen2MoeMLP",),
+                        experts=("Qwen2MoeExperts",)),
+    # DeepSeek V2 and V3: the first first_k_dense_replace layers dense, a
+    # shared expert in every MoE layer; their attention (MLA, with its own
+    # norms and RoPE) stays the model's.
+    "deepseek_v2": Family(("DeepseekV2RMSNorm",), ("DeepseekV2MLP",),
+                          experts=("DeepseekV2Experts",),
+                          other_rope="DeepSeek-V2's RoPE rotates "
+                                     "interleaved pairs in complex form"),
+    "deepseek_v3": Family(("DeepseekV3RMSNorm",), ("DeepseekV3MLP",),
+                          experts=("DeepseekV3Experts",),
+                          other_rope="DeepSeek-V3's RoPE rotates "
+                                     "interleaved pairs"),
+    "glm4_moe": Family(("Glm4MoeRMSNorm",), ("Glm4MoeMLP",),
+                       experts=("Glm4MoeExperts",)),
+    "hunyuan_v1_moe": Family(("HunYuanMoEV1RMSNorm",), ("HunYuanMoEV1MLP",),
+                             experts=("HunYuanMoEV1Experts",)),
+    "olmoe": Family(("OlmoeRMSNorm",), (), experts=("OlmoeExperts",)),
+    "flex_olmo": Family(("FlexOlmoRMSNorm",), (),
+                        experts=("FlexOlmoExperts",)),
+    "granitemoe": Family(("GraniteMoeRMSNorm",), (),
+                         experts=("GraniteMoeExperts",)),
+    # Phi-MoE: LayerNorms with biases (the model's own).
+    "phimoe": Family((), (), experts=("PhimoeExperts",)),
 }
 
 
@@ -147,8 +174,19 @@ def _experts(module, config, main_grad):
     name = type(module).__name__
     if _nn.ACTIVATIONS.get(_activation(module, config)) != "swiglu":
         return f"{name}: its experts are not SwiGLU"
+    # Hugging Face's experts declare their layout (use_experts_
+    # implementation): MoEExperts takes [E, 2I, H] and [E, H, I], gate
+    # first, no biases.
+    if getattr(module, "is_transposed", False) or \
+            getattr(module, "has_bias", False) or \
+            not getattr(module, "has_gate", True):
+        return (f"{name}: its experts' layout (transposed, biased or "
+                "without a gate) is not the grouped MLP's")
     gate_up, down = module.gate_up_proj, module.down_proj
     experts, inter2, hidden = gate_up.shape
+    if tuple(down.shape) != (experts, hidden, inter2 // 2):
+        return (f"{name}: down_proj {tuple(down.shape)} does not match "
+                f"gate_up_proj {tuple(gate_up.shape)}")
     patched = _nn.MoEExperts(experts, hidden, inter2 // 2,
                              accumulate_into_main_grad=main_grad,
                              device="meta")
@@ -282,12 +320,79 @@ def _returns_dict(model, return_dict):
     return getattr(model.config, "return_dict", True)
 
 
+def _router_loss(model, call, loss, outputs, aux=None):
+    """`loss` with the router's auxiliary (load-balancing) loss added as a
+    mixture-of-experts model's own forward adds it: its modeling module's
+    load_balancing_loss_func over the router logits of every layer, the
+    model's num_experts, num_experts_per_tok and the attention mask, times
+    router_aux_loss_coef. `aux` where the model computed it already.
+    Returns (loss, aux); aux is None for a model without a router loss or
+    without router logits in `outputs`."""
+    if not hasattr(model, "router_aux_loss_coef"):
+        return loss, None
+    if aux is None:
+        router_logits = outputs.get("router_logits")
+        if router_logits is None:
+            return loss, None
+        balance = _load_balancing_loss(model)
+        aux = balance(router_logits, model.num_experts,
+                      model.num_experts_per_tok, call.get("attention_mask"))
+    if torch.is_tensor(aux):
+        loss = loss + model.router_aux_loss_coef * aux.to(loss.device)
+    return loss, aux
+
+
+def _load_balancing_loss(model):
+    """The model's own load_balancing_loss_func (one per modeling module,
+    each the same formula in this transformers version; the float64 tests
+    hold Tile's loss to the model's for every family)."""
+    modeling = sys.modules[type(model).__module__]
+    balance = getattr(modeling, "load_balancing_loss_func", None)
+    if balance is None:
+        raise ValueError(
+            f"{type(model).__name__} has a router_aux_loss_coef but "
+            f"{modeling.__name__} no load_balancing_loss_func: Tile cannot "
+            "add its router's auxiliary loss; pass linear_cross_entropy="
+            "False and cross_entropy=False to leave the loss to the model")
+    return balance
+
+
+def _router_logits_wanted(model, call):
+    """Hugging Face's rule: output_router_logits as passed, else the
+    config's. Set in `call` for the base model (which reads it as given)."""
+    if not hasattr(model, "router_aux_loss_coef"):
+        return
+    wanted = call.get("output_router_logits")
+    if wanted is None:
+        wanted = getattr(model.config, "output_router_logits", False)
+    call["output_router_logits"] = wanted
+
+
+def _output_class(original):
+    """The output class the model's forward returns (its annotation:
+    MoeCausalLMOutputWithPast for a mixture of experts, with aux_loss and
+    router_logits), else CausalLMOutputWithPast."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+    try:
+        annotation = typing.get_type_hints(original).get("return")
+    except Exception:  # an annotation this Python cannot resolve
+        annotation = None
+    # `X | tuple` (Granite-MoE's) names X among its arguments.
+    for kind in (annotation, *typing.get_args(annotation)):
+        if isinstance(kind, type) and \
+                "loss" in getattr(kind, "__dataclass_fields__", ()):
+            return kind
+    return CausalLMOutputWithPast
+
+
 def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
     """The model's forward with Tile's loss: in training with labels, the
     LM head and loss in chunks (`linear`), the logits never made (None in
-    the output, as under Liger's patch); otherwise the model's own forward,
-    its loss from tile.ops.cross_entropy where `logits_loss`."""
+    the output, as under Liger's patch), a mixture of experts' router loss
+    added as its forward adds it; otherwise the model's own forward, its
+    loss from tile.ops.cross_entropy where `logits_loss`."""
     signature = inspect.signature(original)
+    output_class = _output_class(original)
 
     @functools.wraps(original)
     def forward(self, *args, **kwargs):
@@ -305,10 +410,13 @@ def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
         if linear and wants_loss and self.training and every_row and \
                 _plain_head(self.get_output_embeddings()):
             base = getattr(self, self.base_model_prefix)
+            _router_logits_wanted(self, call)
             outputs = base(**call, return_dict=True)
             loss = _causal_lm_loss(self, outputs[0], labels, call,
                                    linear=True, main_grad=main_grad)
-            result = _output(loss, outputs)
+            loss, aux = _router_loss(self, call, loss, outputs)
+            result = _output(output_class, outputs, loss=loss,
+                             aux_loss=aux)
             return result if return_dict else result.to_tuple()
         if not (logits_loss and wants_loss):
             return original(self, *args, **kwargs)
@@ -316,6 +424,8 @@ def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
                            return_dict=True)
         loss = _causal_lm_loss(self, outputs["logits"], labels, call,
                                linear=False, main_grad=False)
+        loss, _ = _router_loss(self, call, loss, outputs,
+                               aux=outputs.get("aux_loss"))
         # The loss first, as the model's own output has it.
         result = type(outputs)(loss=loss, **{k: v for k, v in outputs.items()
                                              if k != "loss"})
@@ -324,14 +434,14 @@ def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
     return forward
 
 
-def _output(loss, outputs):
-    """A CausalLMOutputWithPast of `loss` and the base model's outputs
-    (whatever fields this transformers version's class has), no logits."""
-    from transformers.modeling_outputs import CausalLMOutputWithPast
-    fields = CausalLMOutputWithPast.__dataclass_fields__
+def _output(output_class, outputs, **fields):
+    """An `output_class` of `fields` and the base model's outputs (whatever
+    fields this transformers version's class has), no logits."""
+    names = output_class.__dataclass_fields__
     kept = {k: v for k, v in outputs.items()
-            if k in fields and k not in ("loss", "logits")}
-    return CausalLMOutputWithPast(loss=loss, logits=None, **kept)
+            if k in names and k not in fields and k != "logits"}
+    kept.update({k: v for k, v in fields.items() if k in names})
+    return output_class(logits=None, **kept)
 
 
 def _patch_loss(model, linear, logits_loss, main_grad):
@@ -345,6 +455,8 @@ def _patch_loss(model, linear, logits_loss, main_grad):
     if "forward" in vars(model):
         raise ValueError(f"{type(model).__name__}.forward was replaced "
                          "already (patched twice?)")
+    if hasattr(model, "router_aux_loss_coef"):
+        _load_balancing_loss(model)  # refused now, not in training
     head = model.get_output_embeddings()
     inputs = model.get_input_embeddings()
     # A head tied to the input embedding gets its gradient by autograd:
@@ -379,7 +491,9 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
     linear_cross_entropy (default): in training with labels, the LM head
     and the loss run together in chunks (tile.ops.linear_cross_entropy,
     Hugging Face's shift, ignore_index, num_items_in_batch and the model's
-    final_logit_softcapping and logits_scaling honoured) and the output's
+    final_logit_softcapping and logits_scaling honoured; a mixture of
+    experts' router auxiliary loss added as its forward adds it, the
+    output's aux_loss and router_logits as the model's) and the output's
     logits are None; in eval mode, without labels or with logits_to_keep,
     the model's own forward runs. cross_entropy=True: where the logits are
     made and labels given, the loss is tile.ops.cross_entropy."""
@@ -419,14 +533,8 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
         raise ValueError(
             f"apply_tile found no {' or '.join(looked_for)} "
             f"in {type(model).__name__}: was it patched already?")
-    if family.experts and (linear_cross_entropy or cross_entropy):
-        # The model's forward adds its router's auxiliary loss to the LM
-        # loss (only when it computes the LM loss itself).
-        skipped["the loss of a mixture-of-experts model (its forward adds "
-                "the router's auxiliary loss to it)"] = 1
-    else:
-        counts["loss"] = _patch_loss(model, linear_cross_entropy,
-                                     cross_entropy, accumulate_into_main_grad)
+    counts["loss"] = _patch_loss(model, linear_cross_entropy, cross_entropy,
+                                 accumulate_into_main_grad)
     if rope and family.other_rope:
         skipped[f"{family.other_rope}: the model's own RoPE runs"] = 1
     elif rope:

@@ -104,9 +104,11 @@ public:
                  const RunOptions &run = {});
   /// dx from dy, and every expert's main_grad (+)= its weight gradients
   /// (`overwrite`: replaced; else added). The untiled step (recompute =
-  /// false) needs the forward of the same x, with the same workspace, first
-  /// (the last kMaxKeptSteps forwards are known, each by its workspace: a
-  /// caller may run several forwards before their backwards).
+  /// false) needs the forward of the same rows, with the same workspace,
+  /// first (the last kMaxKeptSteps forwards are known, each by its
+  /// workspace: a caller may run several forwards before their backwards).
+  /// x must hold the forward's values, not be the same buffer: a caller may
+  /// gather it again rather than keep it (tile.ops.moe_experts does).
   Status backward(const GroupedMLPWeights &weights, const TensorView &x,
                   const ExpertSplits &splits, const TensorView &dy,
                   const TensorView &dx, const GroupedMLPGradients &mainGrad,
@@ -181,14 +183,14 @@ private:
   rt::GroupedScratch groupedScratch() const;
   static constexpr size_t kGroupedScratchBytes = rt::Blas::kWorkspaceBytes;
   /// Records that the workspace at `base` holds the untiled forward of
-  /// `input` (`rows` rows); forget() drops a workspace's record, keptIn()
-  /// finds it (kept.end(): none).
-  void remember(rt::cu::DevicePtr input, int64_t rows);
+  /// `rows` rows; forget() drops a workspace's record, keptIn() finds it
+  /// (kept.end(): none).
+  void remember(int64_t rows);
   void forget(rt::cu::DevicePtr workspaceBase);
   /// An untiled step's forward: the workspace whose g, u, h hold the
-  /// forward of `input`.
+  /// forward of `rows` rows.
   struct Kept {
-    rt::cu::DevicePtr workspace, input;
+    rt::cu::DevicePtr workspace;
     int64_t rows;
   };
   std::vector<Kept>::iterator keptIn(rt::cu::DevicePtr workspaceBase);
