@@ -32,6 +32,11 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import tile.transformers  # noqa: E402
 
+_LINEAR_ATTENTION = dict(
+    layer_types=["linear_attention", "full_attention"],
+    linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+    linear_value_head_dim=8, linear_conv_kernel_dim=4)
+
 # What each family needs beyond the common sizes: the features its patch
 # must honour switched on (a soft-cap, a partial rotary factor, Granite's
 # multipliers, layers without RoPE).
@@ -80,6 +85,20 @@ FAMILY_CONFIG = {
                        output_router_logits=True),
     "phimoe": dict(num_local_experts=4, num_experts_per_tok=2,
                    output_router_logits=True),
+    # Qwen3.5 and Qwen3-Next: one gated DeltaNet layer, one of attention
+    # (small linear-attention heads).
+    "qwen3_5_text": dict(**_LINEAR_ATTENTION),
+    "qwen3_next": dict(num_experts=4, num_experts_per_tok=2,
+                       moe_intermediate_size=64,
+                       shared_expert_intermediate_size=48,
+                       output_router_logits=True, **_LINEAR_ATTENTION),
+    "qwen3_5_moe_text": dict(num_experts=4, num_experts_per_tok=2,
+                             moe_intermediate_size=64,
+                             shared_expert_intermediate_size=48,
+                             output_router_logits=True,
+                             **_LINEAR_ATTENTION),
+    "llama4_text": dict(num_local_experts=4, num_experts_per_tok=1,
+                        intermediate_size_mlp=96, interleave_moe_layer_step=2),
 }
 
 # fp32: the patched run against the unpatched one, within these: the

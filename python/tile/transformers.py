@@ -36,7 +36,12 @@ class Family(typing.NamedTuple):
     # tile.nn.MoEExperts; the router stays the model's, its auxiliary
     # loss is added to the chunked loss as the model's forward adds it.
     experts: tuple = ()
+    # What else of the family's own stays the model's (a gated norm inside
+    # a linear attention, ...): listed in "skipped" and warned about.
+    own: tuple = ()
 
+
+_GATED_DELTA_NET = ("the gated DeltaNet layers' gated RMSNorm",)
 
 # model_type -> Family. The loss is patched for every causal LM among them;
 # the config's final_logit_softcapping (Gemma 2) and logits_scaling
@@ -98,7 +103,29 @@ SUPPORTED = {
     "granitemoe": Family(("GraniteMoeRMSNorm",), (),
                          experts=("GraniteMoeExperts",)),
     # Phi-MoE: LayerNorms with biases (the model's own).
-    "phimoe": Family((), (), experts=("PhimoeExperts",)),
+    "phimoe": Family((), (), experts=("PhimoeExperts",),
+                     own=("Phi-MoE's LayerNorms (with biases)",)),
+    # Dense families of 2025-26: OLMo 3 (OLMo 2's norm placement), EXAONE 4,
+    # Hunyuan dense.
+    "olmo3": Family(("Olmo3RMSNorm",), ("Olmo3MLP",)),
+    "exaone4": Family(("Exaone4RMSNorm",), ("Exaone4MLP",)),
+    "hunyuan_v1_dense": Family(("HunYuanDenseV1RMSNorm",),
+                               ("HunYuanDenseV1MLP",)),
+    # Qwen3.5 and Qwen3-Next: zero-centred norms (1 + w); their linear
+    # attention layers (gated DeltaNet) keep their gated norm.
+    "qwen3_5_text": Family(("Qwen3_5RMSNorm",), ("Qwen3_5MLP",), 1.0,
+                           own=_GATED_DELTA_NET),
+    "qwen3_next": Family(("Qwen3NextRMSNorm",), ("Qwen3NextMLP",), 1.0,
+                         experts=("Qwen3NextExperts",),
+                         own=_GATED_DELTA_NET),
+    "qwen3_5_moe_text": Family(("Qwen3_5MoeRMSNorm",), ("Qwen3_5MoeMLP",),
+                               1.0, experts=("Qwen3_5MoeExperts",),
+                               own=_GATED_DELTA_NET),
+    "llama4_text": Family(("Llama4TextRMSNorm",), ("Llama4TextMLP",),
+                          other_rope="Llama 4's RoPE multiplies complex "
+                                     "pairs",
+                          own=("Llama 4's experts (gate_up [E, H, 2I], "
+                               "transposed from the grouped MLP's)",)),
 }
 
 
@@ -241,6 +268,13 @@ def _patch_rope(modeling):
     if original is None:
         raise ValueError(f"{modeling.__name__} has no apply_rotary_pos_emb "
                          "to replace; pass rope=False")
+    names = list(inspect.signature(original).parameters)[:4]
+    if names != ["q", "k", "cos", "sin"]:
+        # Another RoPE under the same name (one tensor a call, complex
+        # pairs): replacing it would compute something else.
+        raise ValueError(f"{modeling.__name__}.apply_rotary_pos_emb takes "
+                         f"({', '.join(names)}, ...), not (q, k, cos, sin); "
+                         "pass rope=False")
     _ROPE_ORIGINALS[modeling.__name__] = original
     modeling.apply_rotary_pos_emb = _tile_apply_rotary_pos_emb
     return 1
@@ -298,6 +332,15 @@ def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
             items = items.to(loss.device)
         loss = loss / items
     return loss
+
+
+def _decoder(model):
+    """The decoder stack under a causal LM's head: `model.model` in every
+    family here (Llama 4's base_model_prefix names a VLM's attribute)."""
+    decoder = getattr(model, "model", None)
+    if decoder is None:
+        decoder = getattr(model, model.base_model_prefix)
+    return decoder
 
 
 def _plain_head(head):
@@ -409,7 +452,7 @@ def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
         every_row = isinstance(keep, int) and keep == 0
         if linear and wants_loss and self.training and every_row and \
                 _plain_head(self.get_output_embeddings()):
-            base = getattr(self, self.base_model_prefix)
+            base = _decoder(self)
             _router_logits_wanted(self, call)
             outputs = base(**call, return_dict=True)
             loss = _causal_lm_loss(self, outputs[0], labels, call,
@@ -509,6 +552,11 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
                     kind in family.experts:
                 modeling.add(sys.modules[type(child).__module__])
             if rms_norm and kind in family.norms:
+                if getattr(child, "weight", None) is None:
+                    # A scale-free norm (Gemma 4's on its values).
+                    why = f"{kind} without a weight"
+                    skipped[why] = skipped.get(why, 0) + 1
+                    continue
                 setattr(parent, name, _rms_norm(child, family.offset,
                                                 accumulate_into_main_grad))
                 counts["rms_norm"] += 1
@@ -535,6 +583,8 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
             f"in {type(model).__name__}: was it patched already?")
     counts["loss"] = _patch_loss(model, linear_cross_entropy, cross_entropy,
                                  accumulate_into_main_grad)
+    for why in family.own:
+        skipped[why] = 1
     if rope and family.other_rope:
         skipped[f"{family.other_rope}: the model's own RoPE runs"] = 1
     elif rope:
