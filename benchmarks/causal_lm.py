@@ -262,7 +262,8 @@ def main():
             for column in columns:
                 cell = run_cell(column, tokens, options)
                 rows.append(dict(cell, case=f"{column} {tokens} run{run}",
-                                 column=column, tokens=tokens, run=run))
+                                 model=options.model, column=column,
+                                 tokens=tokens, run=run))
                 if cell.get("oom"):
                     print(f"{column:10} {tokens:6d} {run:3d}      OOM",
                           flush=True)

@@ -101,6 +101,12 @@ FAMILY_CONFIG = {
                         intermediate_size_mlp=96, interleave_moe_layer_step=2),
 }
 
+# A vision-language model's vision tower in the tests: one small layer.
+VISION_SIZES = dict(depth=1, num_hidden_layers=1, hidden_size=16,
+                    embed_dim=16, intermediate_size=32, num_heads=2,
+                    num_attention_heads=2, out_hidden_size=32,
+                    projection_dim=32)
+
 # fp32: the patched run against the unpatched one, within these: the
 # largest |loss difference| at any step relative to that step's loss, the
 # largest |top-k log-prob difference| and the largest |parameter
@@ -117,6 +123,10 @@ BF16_FACTOR = 2.0
 BF16_FLOOR = dict(loss=1e-3, logprob=1e-2, param=1e-3)
 MODES = ("fp32", "bf16-autocast", "bf16")
 
+# Every model type apply_tile takes.
+FAMILIES = sorted((*tile.transformers.SUPPORTED,
+                   *tile.transformers.VISION_LANGUAGE))
+
 STEPS = 30
 LR = 1e-3
 
@@ -129,7 +139,23 @@ def family_config(model_type, **sizes):
     settings = dict(num_hidden_layers=2, num_attention_heads=4,
                     num_key_value_heads=2, pad_token_id=0, **sizes)
     settings.update(FAMILY_CONFIG.get(model_type, {}))
-    return transformers.AutoConfig.for_model(model_type, **settings)
+    if model_type not in tile.transformers.VISION_LANGUAGE:
+        return transformers.AutoConfig.for_model(model_type, **settings)
+    # A vision-language model: the sizes are its text stack's, its vision
+    # tower one small layer; its image tokens outside the vocabulary (the
+    # tests feed text alone).
+    config = transformers.AutoConfig.for_model(model_type)
+    text = config.get_text_config()
+    for key, value in settings.items():
+        setattr(text, key, value)
+    vision = getattr(config, "vision_config", None)
+    for key, value in VISION_SIZES.items():
+        if vision is not None and hasattr(vision, key):
+            setattr(vision, key, value)
+    for key in ("image_token_id", "image_token_index", "video_token_id"):
+        if hasattr(config, key):
+            setattr(config, key, 10**6 + len(key))
+    return config
 
 
 def from_config(config):
@@ -141,6 +167,8 @@ def from_config(config):
     family = tile.transformers.SUPPORTED.get(config.model_type)
     if family is not None and family.experts:
         extra["experts_implementation"] = "eager"
+    if config.model_type in tile.transformers.VISION_LANGUAGE:
+        return transformers.AutoModelForImageTextToText.from_config(config)
     return transformers.AutoModelForCausalLM.from_config(config, **extra)
 
 
@@ -214,7 +242,8 @@ def compare(model_type, mode, device, steps=STEPS, seed=0):
     plain = mini_model(model_type, seed, device, dtype)
     patched = copy.deepcopy(plain)
     _, counts = tile.transformers.apply_tile(patched)
-    data = batches(plain.config.vocab_size, device, steps, seed + 1)
+    data = batches(plain.config.get_text_config().vocab_size, device, steps,
+                   seed + 1)
     start = time.perf_counter()
     want = train(plain, data, mode, device)
     got = train(patched, data, mode, device)
@@ -247,8 +276,7 @@ def main():
     parser.add_argument("--device", default="cuda" if
                         torch.cuda.is_available() else "cpu")
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--families",
-                        default=",".join(sorted(tile.transformers.SUPPORTED)))
+    parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--json")
     args = parser.parse_args()

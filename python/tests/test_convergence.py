@@ -17,7 +17,7 @@ convergence = load("convergence")
 
 
 @pytest.mark.filterwarnings("ignore:apply_tile left to")
-@pytest.mark.parametrize("model_type", sorted(tile.transformers.SUPPORTED))
+@pytest.mark.parametrize("model_type", convergence.FAMILIES)
 def test_fp32_training_matches_unpatched(model_type):
     row = convergence.compare(model_type, "fp32", "cpu")
     # It learned something: the check is not of two models that stand still.
@@ -25,7 +25,8 @@ def test_fp32_training_matches_unpatched(model_type):
     for key, bound in convergence.FP32_TOLERANCE.items():
         assert row[key] <= bound, (key, row)
     assert row["within"]
-    family = tile.transformers.SUPPORTED[model_type]
+    family = tile.transformers.family_of(
+        convergence.family_config(model_type))
     assert bool(row["patched"]["rms_norm"]) == bool(family.norms)
     # The loss through the chunked head (a mixture of experts' with its
     # router's auxiliary loss, on in FAMILY_CONFIG where the family has

@@ -23,6 +23,8 @@ _CONVERGENCE = load("convergence")
 # float32 rounding, amplified a little through the layers.
 HF_RTOL = 1e-5
 
+_NO_EXPERTS = tile.transformers.Family((), ())
+
 # The families whose MLP is one gate_up projection.
 FUSED_MLP = {"phi3", "glm4"}
 
@@ -33,16 +35,23 @@ def _config(model_type, head_dim, **sizes):
     return _CONVERGENCE.family_config(model_type, head_dim=head_dim, **sizes)
 
 
+def _geglu(model_type):
+    """Whether the family's MLP is GeGLU (Gemma's, PaliGemma's text)."""
+    text = _config(model_type, 8).get_text_config()
+    name = getattr(text, "hidden_activation", None) or text.hidden_act
+    return tile.nn.ACTIVATIONS.get(name) == "geglu"
+
+
 def _tiny(model_type):
     config = _config(model_type, 8, vocab_size=64, hidden_size=32,
                      intermediate_size=48, max_position_embeddings=64)
     return _CONVERGENCE.from_config(config).double()
 
 
-@pytest.mark.parametrize("model_type", sorted(tile.transformers.SUPPORTED))
+@pytest.mark.parametrize("model_type", _CONVERGENCE.FAMILIES)
 @pytest.mark.parametrize("tiled", [False, 2])
 def test_patched_model_matches_unpatched(model_type, tiled):
-    if tiled and model_type.startswith("gemma"):
+    if tiled and _geglu(model_type):
         pytest.skip("Gemma's MLP is GeGLU; the tiled MLP is SwiGLU")
     torch.manual_seed(0)
     model = _tiny(model_type)
@@ -53,7 +62,7 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     grads = _grads(model)
     model.zero_grad()
     params = dict(model.named_parameters())
-    family = tile.transformers.SUPPORTED[model_type]
+    family = tile.transformers.family_of(model.config)
     fused = model_type in FUSED_MLP
     kinds = [type(m).__name__ for m in model.modules()]
     mlps = sum(kinds.count(k) for k in family.mlps)
@@ -66,7 +75,7 @@ def test_patched_model_matches_unpatched(model_type, tiled):
             _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     else:
         _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
-    layers = model.config.num_hidden_layers
+    layers = model.config.get_text_config().num_hidden_layers
     assert mlps + experts >= layers and (experts > 0) == bool(family.experts)
     assert counts["mlp"] == (0 if tiled and fused else mlps)
     assert counts["experts"] == experts
@@ -262,7 +271,8 @@ def test_unsupported_models_are_named():
                                      vocab_size=64)
     model = transformers.GPT2LMHeadModel(config)
     with pytest.raises(ValueError, match="'gpt2'.*supported: deepseek_v2, "
-                       "deepseek_v3, .*gemma, gemma2, .*llama, ministral"):
+                       "deepseek_v3, .*gemma, gemma2, .*llama, .*llava, "
+                       "ministral"):
         tile.transformers.apply_tile(model)
     llama = _tiny("llama")
     tile.transformers.apply_tile(llama)
@@ -296,7 +306,7 @@ def _moe_config_for_bf16(config):
 def _model(model_type, dtype):
     config = _config(model_type, 64, vocab_size=256, hidden_size=256,
                      intermediate_size=768, max_position_embeddings=256)
-    if tile.transformers.SUPPORTED[model_type].experts:
+    if tile.transformers.SUPPORTED.get(model_type, _NO_EXPERTS).experts:
         config = _moe_config_for_bf16(config)
     torch.manual_seed(0)
     return _CONVERGENCE.from_config(config).to("cuda", dtype)
@@ -318,12 +328,12 @@ def _loss_and_grads(model, ids):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("model_type", sorted(tile.transformers.SUPPORTED))
+@pytest.mark.parametrize("model_type", _CONVERGENCE.FAMILIES)
 @pytest.mark.parametrize("tiled", [False, True])
 def test_patched_bf16_model_matches_float64(model_type, tiled):
     """Both bf16 models against the float64 one: the patched model's error
     may not exceed the unpatched model's by more than a small margin."""
-    if tiled and model_type.startswith("gemma"):
+    if tiled and _geglu(model_type):
         pytest.skip("Gemma's MLP is GeGLU; the tiled MLP is SwiGLU")
     ids = torch.randint(0, 256, (2, 128), device="cuda",
                         generator=torch.Generator("cuda").manual_seed(1))

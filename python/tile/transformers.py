@@ -129,15 +129,53 @@ SUPPORTED = {
 }
 
 
-def _model_type(model):
-    config = getattr(model, "config", None)
+# Text stacks that exist only inside a vision-language model (no causal LM
+# of their own in transformers).
+TEXT_STACKS = {
+    "qwen3_vl_text": Family(("Qwen3VLTextRMSNorm",), ("Qwen3VLTextMLP",)),
+    # Mllama: its cross-attention layers' norms are the same class.
+    "mllama_text_model": Family(("MllamaTextRMSNorm",), ("MllamaTextMLP",)),
+}
+
+# Vision-language models whose language model (model.model.language_model)
+# apply_tile patches as the family of their text config's model type; the
+# vision tower and the projector stay the model's, the loss goes through
+# the chunked head as a causal LM's.
+VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama", "paligemma",
+                   "qwen3_vl")
+
+
+def family_of(config):
+    """The Family apply_tile patches in a model of `config` (a vision-
+    language model: its text stack's); a ValueError naming what is
+    supported otherwise."""
     model_type = getattr(config, "model_type", None)
+    if model_type in VISION_LANGUAGE:
+        text = config.get_text_config().model_type
+        family = SUPPORTED.get(text) or TEXT_STACKS.get(text)
+        if family is None:
+            raise ValueError(
+                f"tile.transformers.apply_tile: a {model_type} model's "
+                f"text stack of type {text!r} is not supported")
+        return family
     if model_type not in SUPPORTED:
         raise ValueError(
             f"tile.transformers.apply_tile: model type {model_type!r} "
-            f"({type(model).__name__}) is not supported; supported: "
-            f"{', '.join(sorted(SUPPORTED))}")
-    return model_type
+            f"({type(config).__name__}) is not supported; supported: "
+            f"{', '.join(sorted((*SUPPORTED, *VISION_LANGUAGE)))}")
+    return SUPPORTED[model_type]
+
+
+def _patched_root(model):
+    """Where apply_tile looks for modules: a vision-language model's
+    language model (its vision tower may use the same classes), else the
+    whole model."""
+    if model.config.model_type in VISION_LANGUAGE:
+        if hasattr(model.model, "language_model"):
+            return model.model.language_model
+        raise ValueError(f"{type(model).__name__} has no language model "
+                         "where apply_tile looks (model.language_model)")
+    return model
 
 
 def _eps(module):
@@ -309,10 +347,12 @@ def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
     shift_labels = shift_labels.to(rows.device)
     items = kwargs.get("num_items_in_batch")
     reduction = "sum" if items is not None else "mean"
-    softcap = getattr(model.config, "final_logit_softcapping", None)
+    # A vision-language model's soft-cap is its text config's (Gemma 3's).
+    text = model.config.get_text_config()
+    softcap = getattr(text, "final_logit_softcapping", None)
     if linear:
         # Granite's logits are lm_head(h) / logits_scaling: h scaled first.
-        scaling = getattr(model.config, "logits_scaling", None)
+        scaling = getattr(text, "logits_scaling", None)
         if scaling is not None and scaling != 1:
             rows = rows / scaling
         head = model.get_output_embeddings()
@@ -493,7 +533,8 @@ def _patch_loss(model, linear, logits_loss, main_grad):
     if not (linear or logits_loss):
         return 0
     if model.get_output_embeddings() is None or \
-            not type(model).__name__.endswith("ForCausalLM"):
+            not type(model).__name__.endswith(("ForCausalLM",
+                                               "ForConditionalGeneration")):
         return 0
     if "forward" in vars(model):
         raise ValueError(f"{type(model).__name__}.forward was replaced "
@@ -540,12 +581,13 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
     logits are None; in eval mode, without labels or with logits_to_keep,
     the model's own forward runs. cross_entropy=True: where the logits are
     made and labels given, the loss is tile.ops.cross_entropy."""
-    family = SUPPORTED[_model_type(model)]
-    config = model.config
+    config = getattr(model, "config", None)
+    family = family_of(config)
+    config = config.get_text_config()
     counts = {"rms_norm": 0, "mlp": 0, "experts": 0, "rope": 0, "loss": 0}
     skipped = {}  # why -> how many modules
     modeling = set()
-    for parent in list(model.modules()):
+    for parent in list(_patched_root(model).modules()):
         for name, child in list(parent.named_children()):
             kind = type(child).__name__
             if kind in family.norms or kind in family.mlps or \
