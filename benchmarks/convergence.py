@@ -148,6 +148,14 @@ def family_config(model_type, **sizes):
     text = config.get_text_config()
     for key, value in settings.items():
         setattr(text, key, value)
+    if model_type in ("qwen2_vl", "qwen2_5_vl"):
+        # The multimodal RoPE's three sections cover half the head.
+        head = getattr(text, "head_dim", None) or \
+            text.hidden_size // text.num_attention_heads
+        half = head // 2
+        text.rope_parameters = dict(
+            text.rope_parameters or {},
+            mrope_section=[half - 2 * (half // 4), half // 4, half // 4])
     vision = getattr(config, "vision_config", None)
     for key, value in VISION_SIZES.items():
         if vision is not None and hasattr(vision, key):

@@ -129,12 +129,20 @@ SUPPORTED = {
 }
 
 
+_MROPE = "the multimodal RoPE's sections (temporal, height, width)"
+
 # Text stacks that exist only inside a vision-language model (no causal LM
 # of their own in transformers).
 TEXT_STACKS = {
     "qwen3_vl_text": Family(("Qwen3VLTextRMSNorm",), ("Qwen3VLTextMLP",)),
     # Mllama: its cross-attention layers' norms are the same class.
     "mllama_text_model": Family(("MllamaTextRMSNorm",), ("MllamaTextMLP",)),
+    # Qwen2-VL and Qwen2.5-VL: Qwen2's MLP; their RoPE splits the head into
+    # temporal, height and width sections (apply_multimodal_rotary_pos_emb).
+    "qwen2_vl_text": Family(("Qwen2VLRMSNorm",), ("Qwen2MLP",),
+                            other_rope=_MROPE),
+    "qwen2_5_vl_text": Family(("Qwen2_5_VLRMSNorm",), ("Qwen2MLP",),
+                              other_rope=_MROPE),
 }
 
 # Vision-language models whose language model (model.model.language_model)
@@ -142,7 +150,7 @@ TEXT_STACKS = {
 # vision tower and the projector stay the model's, the loss goes through
 # the chunked head as a causal LM's.
 VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama", "paligemma",
-                   "qwen3_vl")
+                   "qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 
 
 def family_of(config):
