@@ -97,6 +97,14 @@ FAMILY_CONFIG = {
                              shared_expert_intermediate_size=48,
                              output_router_logits=True,
                              **_LINEAR_ATTENTION),
+    # Vision-language models: their text stacks' settings.
+    "qwen3_5": dict(**_LINEAR_ATTENTION),
+    "qwen3_5_moe": dict(num_experts=4, num_experts_per_tok=2,
+                        moe_intermediate_size=64,
+                        shared_expert_intermediate_size=48,
+                        output_router_logits=True, **_LINEAR_ATTENTION),
+    "qwen3_vl_moe": dict(num_experts=4, num_experts_per_tok=2,
+                         moe_intermediate_size=64, output_router_logits=True),
     "llama4_text": dict(num_local_experts=4, num_experts_per_tok=1,
                         intermediate_size_mlp=96, interleave_moe_layer_step=2),
 }
@@ -172,11 +180,11 @@ def from_config(config):
     one in float64)."""
     import transformers
     extra = {}
-    family = tile.transformers.SUPPORTED.get(config.model_type)
-    if family is not None and family.experts:
+    if tile.transformers.family_of(config).experts:
         extra["experts_implementation"] = "eager"
     if config.model_type in tile.transformers.VISION_LANGUAGE:
-        return transformers.AutoModelForImageTextToText.from_config(config)
+        return transformers.AutoModelForImageTextToText.from_config(
+            config, **extra)
     return transformers.AutoModelForCausalLM.from_config(config, **extra)
 
 

@@ -192,8 +192,8 @@ def test_patched_loss_honours_the_final_soft_cap():
     _assert_grads_close(model, grads)
 
 
-MOE = sorted(t for t, f in tile.transformers.SUPPORTED.items()
-             if f.experts)
+MOE = [t for t in _CONVERGENCE.FAMILIES if tile.transformers.family_of(
+    _CONVERGENCE.family_config(t)).experts]
 
 
 @pytest.mark.parametrize("model_type", MOE)
@@ -209,11 +209,13 @@ def test_moe_loss_adds_the_router_loss_as_the_model_does(model_type, case):
     as the model's."""
     torch.manual_seed(0)
     model = _tiny(model_type)
-    has_aux = hasattr(model, "router_aux_loss_coef")
+    has_aux = tile.transformers._router_of(model) is not None
     if case in ("no-router-logits", "router-logits-by-call"):
         if not has_aux:
             pytest.skip(f"{model_type} has no auxiliary loss")
-        model.config.output_router_logits = False
+        # Where the model's forward reads it (a vision-language model's
+        # text config).
+        model.config.get_text_config().output_router_logits = False
     ids = torch.randint(0, 64, (2, 9))
     inputs = dict(input_ids=ids, labels=ids)
     if case == "padded":
@@ -245,13 +247,14 @@ def test_moe_loss_adds_the_router_loss_as_the_model_does(model_type, case):
     _assert_grads_close(model, grads)
     if has_aux and case != "no-router-logits":
         # The router's weights get a gradient (through the auxiliary loss).
-        router = [n for n in grads if ("router" in n or ".gate." in n) and
-                  grads[n].abs().max() > 0]
+        router = [n for n, g in grads.items()
+                  if ("router" in n or ".gate." in n) and g is not None and
+                  g.abs().max() > 0]
         assert router, sorted(grads)
 
 
 def test_moe_loss_without_the_model_s_balancing_function_is_refused():
-    """A model with a router_aux_loss_coef whose modeling module has no
+    """A model taking output_router_logits whose modeling module has no
     load_balancing_loss_func: the patch says so instead of training
     without the auxiliary loss."""
     model = _tiny("qwen3_moe")
@@ -264,6 +267,26 @@ def test_moe_loss_without_the_model_s_balancing_function_is_refused():
                                          rope=False)
     finally:
         modeling.load_balancing_loss_func = balance
+
+
+@pytest.mark.parametrize("model_type", ["gemma3", "paligemma"])
+def test_vision_language_soft_cap_as_the_model_applies_it(model_type):
+    """A text config's final_logit_softcapping: PaliGemma's forward applies
+    it, Gemma 3's vision-language forward does not; the chunked head does
+    as each model does."""
+    torch.manual_seed(0)
+    model = _tiny(model_type)
+    model.config.get_text_config().final_logit_softcapping = 0.5
+    ids = torch.randint(0, 64, (2, 9))
+    expected, grads = _grads_of(model, input_ids=ids, labels=ids)
+    tile.transformers.apply_tile(model, rms_norm=False, mlp=False,
+                                 rope=False)
+    got, _ = _grads_of(model, input_ids=ids, labels=ids)
+    assert got.logits is None
+    assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
+    torch.manual_seed(1)
+    model(input_ids=ids, labels=ids).loss.backward()
+    _assert_grads_close(model, grads)
 
 
 def test_unsupported_models_are_named():
@@ -409,9 +432,15 @@ def test_a_rope_of_another_signature_is_not_replaced(monkeypatch):
     def one_at_a_time(x, cos, sin, unsqueeze_dim=1):
         return x
     monkeypatch.setattr(modeling, "apply_rotary_pos_emb", one_at_a_time)
+    before = {n: type(m) for n, m in model.named_modules()}
     with pytest.raises(ValueError, match=r"takes \(x, cos, sin, "):
-        tile.transformers._patch_rope(modeling)
+        tile.transformers.apply_tile(model)
+    # Refused before anything changed: patched again as the message says.
     assert modeling.apply_rotary_pos_emb is one_at_a_time
+    assert {n: type(m) for n, m in model.named_modules()} == before
+    assert "forward" not in vars(model)
+    _, counts = tile.transformers.apply_tile(model, rope=False)
+    assert counts["rope"] == 0 and counts["loss"] == 1
 
 
 def test_what_a_patch_leaves_is_said():

@@ -417,7 +417,8 @@ class _MLPFunction(torch.autograd.Function):
             dx = _backward(x, *weights, dy, _either(splits, device_splits),
                            shards, memory_budget, kept, grads, overwrite)
         if rows is not None:
-            dx = torch.zeros_like(source).index_add_(0, rows, dx)
+            dx = torch.zeros_like(source).index_add_(0, rows, dx) \
+                if ctx.needs_input_grad[0] else None
         rest = (None,) * (5 + len(main_grads))
         if main_grads:
             mark_main_grads(params, in_forward=False)
@@ -640,6 +641,7 @@ def moe_experts(x, top_k_index, top_k_weights, gate_up, down, *, shards=0,
     if top_k_index.dtype.is_floating_point:
         raise TypeError(f"top_k_index must hold integers, got "
                         f"{top_k_index.dtype}")
+    x = x.contiguous()
     _check_grouped(x, gate_up, down)
     _check_options(shards, memory_budget, recompute)
     experts, choices = gate_up.shape[0], top_k_index.shape[1]
@@ -695,7 +697,10 @@ def _row_dots(a, b):
     step's peak (seen: 16384 tokens of Qwen3-MoE peaked 0.3 GiB higher
     with the routed outputs kept once than with them kept twice)."""
     if a.is_cuda and a.dtype in (torch.bfloat16, torch.float16):
-        return torch.bmm(a.unsqueeze(1), b.unsqueeze(2),
-                         out_dtype=torch.float32).view(-1)
+        try:
+            return torch.bmm(a.unsqueeze(1), b.unsqueeze(2),
+                             out_dtype=torch.float32).view(-1)
+        except TypeError:  # torch before 2.8: no out_dtype
+            pass
     acc = torch.promote_types(a.dtype, torch.float32)
     return (a.to(acc) * b.to(acc)).sum(1)

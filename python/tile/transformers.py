@@ -131,8 +131,8 @@ SUPPORTED = {
 
 _MROPE = "the multimodal RoPE's sections (temporal, height, width)"
 
-# Text stacks that exist only inside a vision-language model (no causal LM
-# of their own in transformers).
+# The text stacks of vision-language models that are no family of SUPPORTED
+# (patched inside their vision-language model only).
 TEXT_STACKS = {
     "qwen3_vl_text": Family(("Qwen3VLTextRMSNorm",), ("Qwen3VLTextMLP",)),
     # Mllama: its cross-attention layers' norms are the same class.
@@ -143,6 +143,9 @@ TEXT_STACKS = {
                             other_rope=_MROPE),
     "qwen2_5_vl_text": Family(("Qwen2_5_VLRMSNorm",), ("Qwen2MLP",),
                               other_rope=_MROPE),
+    "qwen3_vl_moe_text": Family(("Qwen3VLMoeTextRMSNorm",),
+                                ("Qwen3VLMoeTextMLP",),
+                                experts=("Qwen3VLMoeTextExperts",)),
 }
 
 # Vision-language models whose language model (model.model.language_model)
@@ -150,7 +153,13 @@ TEXT_STACKS = {
 # vision tower and the projector stay the model's, the loss goes through
 # the chunked head as a causal LM's.
 VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama", "paligemma",
-                   "qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+                   "qwen2_vl", "qwen2_5_vl", "qwen3_5", "qwen3_5_moe",
+                   "qwen3_vl", "qwen3_vl_moe")
+
+
+# The vision-language models whose forward soft-caps the logits with their
+# text config's final_logit_softcapping.
+_TEXT_SOFTCAP = ("paligemma",)
 
 
 def family_of(config):
@@ -169,7 +178,7 @@ def family_of(config):
     if model_type not in SUPPORTED:
         raise ValueError(
             f"tile.transformers.apply_tile: model type {model_type!r} "
-            f"({type(config).__name__}) is not supported; supported: "
+            f"is not supported; supported: "
             f"{', '.join(sorted((*SUPPORTED, *VISION_LANGUAGE)))}")
     return SUPPORTED[model_type]
 
@@ -182,7 +191,7 @@ def _patched_root(model):
         if hasattr(model.model, "language_model"):
             return model.model.language_model
         raise ValueError(f"{type(model).__name__} has no language model "
-                         "where apply_tile looks (model.language_model)")
+                         "where apply_tile looks (.model.language_model)")
     return model
 
 
@@ -307,9 +316,9 @@ def _tile_apply_rotary_pos_emb(q, k, cos, sin, position_ids=None,
             torch.cat([k_rot, k[..., rotary:]], dim=-1))
 
 
-def _patch_rope(modeling):
-    if modeling.__name__ in _ROPE_ORIGINALS:
-        return 0
+def _check_rope(modeling):
+    """The modeling module's apply_rotary_pos_emb, refused unless Tile's
+    can stand in for it."""
     original = getattr(modeling, "apply_rotary_pos_emb", None)
     if original is None:
         raise ValueError(f"{modeling.__name__} has no apply_rotary_pos_emb "
@@ -321,7 +330,13 @@ def _patch_rope(modeling):
         raise ValueError(f"{modeling.__name__}.apply_rotary_pos_emb takes "
                          f"({', '.join(names)}, ...), not (q, k, cos, sin); "
                          "pass rope=False")
-    _ROPE_ORIGINALS[modeling.__name__] = original
+    return original
+
+
+def _patch_rope(modeling):
+    if modeling.__name__ in _ROPE_ORIGINALS:
+        return 0
+    _ROPE_ORIGINALS[modeling.__name__] = _check_rope(modeling)
     modeling.apply_rotary_pos_emb = _tile_apply_rotary_pos_emb
     return 1
 
@@ -355,12 +370,15 @@ def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
     shift_labels = shift_labels.to(rows.device)
     items = kwargs.get("num_items_in_batch")
     reduction = "sum" if items is not None else "mean"
-    # A vision-language model's soft-cap is its text config's (Gemma 3's).
-    text = model.config.get_text_config()
-    softcap = getattr(text, "final_logit_softcapping", None)
+    # Where the model's forward reads the soft-cap: its config, or (of the
+    # vision-language models, PaliGemma alone) its text config's; Gemma 3's
+    # vision-language forward applies none.
+    capped = model.config.get_text_config() \
+        if model.config.model_type in _TEXT_SOFTCAP else model.config
+    softcap = getattr(capped, "final_logit_softcapping", None)
     if linear:
         # Granite's logits are lm_head(h) / logits_scaling: h scaled first.
-        scaling = getattr(text, "logits_scaling", None)
+        scaling = getattr(model.config, "logits_scaling", None)
         if scaling is not None and scaling != 1:
             rows = rows / scaling
         head = model.get_output_embeddings()
@@ -411,52 +429,80 @@ def _returns_dict(model, return_dict):
     return getattr(model.config, "return_dict", True)
 
 
-def _router_loss(model, call, loss, outputs, aux=None):
+class _Router(typing.NamedTuple):
+    """The auxiliary loss a mixture-of-experts model's forward adds."""
+    balance: typing.Callable  # its modeling module's load_balancing_loss_func
+    coef: float               # router_aux_loss_coef
+    experts: int
+    top_k: int
+
+
+def _router_of(model):
+    """The model's _Router, or None where its forward adds no auxiliary
+    loss (takes no output_router_logits). Read where the model's forward
+    reads them: its own attributes (a causal LM's), else its text config's
+    (a vision-language model's); one missing is an error now, not a loss
+    without its auxiliary term in training."""
+    forward = inspect.signature(type(model).forward).parameters
+    if "output_router_logits" not in forward:
+        return None
+    text = model.config.get_text_config()
+
+    def read(*names):
+        for owner in (model, text):
+            for name in names:
+                if getattr(owner, name, None) is not None:
+                    return getattr(owner, name)
+        raise ValueError(
+            f"{type(model).__name__} takes output_router_logits but Tile "
+            f"finds no {' or '.join(names)} for its auxiliary loss; pass "
+            "linear_cross_entropy=False and cross_entropy=False to leave "
+            "the loss to the model")
+    # The modeling module of the class that defines the forward (a user's
+    # subclass lives elsewhere).
+    owner = next(k for k in type(model).__mro__ if "forward" in vars(k))
+    modeling = sys.modules[owner.__module__]
+    balance = getattr(modeling, "load_balancing_loss_func", None)
+    if balance is None:
+        raise ValueError(
+            f"{type(model).__name__} takes output_router_logits but "
+            f"{modeling.__name__} has no load_balancing_loss_func: Tile "
+            "cannot add its router's auxiliary loss; pass "
+            "linear_cross_entropy=False and cross_entropy=False to leave "
+            "the loss to the model")
+    return _Router(balance, read("router_aux_loss_coef"),
+                   read("num_experts", "num_local_experts"),
+                   read("num_experts_per_tok"))
+
+
+def _router_loss(router, call, loss, outputs, aux=None):
     """`loss` with the router's auxiliary (load-balancing) loss added as a
-    mixture-of-experts model's own forward adds it: its modeling module's
-    load_balancing_loss_func over the router logits of every layer, the
-    model's num_experts, num_experts_per_tok and the attention mask, times
-    router_aux_loss_coef. `aux` where the model computed it already.
-    Returns (loss, aux); aux is None for a model without a router loss or
-    without router logits in `outputs`."""
-    if not hasattr(model, "router_aux_loss_coef"):
+    mixture-of-experts model's own forward adds it: load_balancing_loss_func
+    over the router logits of every layer, the attention mask, times the
+    coefficient. `aux` where the model computed it already. Returns (loss,
+    aux); aux is None without a router or without router logits."""
+    if router is None:
         return loss, None
     if aux is None:
         router_logits = outputs.get("router_logits")
         if router_logits is None:
             return loss, None
-        balance = _load_balancing_loss(model)
-        aux = balance(router_logits, model.num_experts,
-                      model.num_experts_per_tok, call.get("attention_mask"))
+        aux = router.balance(router_logits, router.experts, router.top_k,
+                             call.get("attention_mask"))
     if torch.is_tensor(aux):
-        loss = loss + model.router_aux_loss_coef * aux.to(loss.device)
+        loss = loss + router.coef * aux.to(loss.device)
     return loss, aux
-
-
-def _load_balancing_loss(model):
-    """The model's own load_balancing_loss_func (one per modeling module,
-    each the same formula in this transformers version; the float64 tests
-    hold Tile's loss to the model's for every family)."""
-    modeling = sys.modules[type(model).__module__]
-    balance = getattr(modeling, "load_balancing_loss_func", None)
-    if balance is None:
-        raise ValueError(
-            f"{type(model).__name__} has a router_aux_loss_coef but "
-            f"{modeling.__name__} no load_balancing_loss_func: Tile cannot "
-            "add its router's auxiliary loss; pass linear_cross_entropy="
-            "False and cross_entropy=False to leave the loss to the model")
-    return balance
 
 
 def _router_logits_wanted(model, call):
     """Hugging Face's rule: output_router_logits as passed, else the
-    config's. Set in `call` for the base model (which reads it as given)."""
-    if not hasattr(model, "router_aux_loss_coef"):
-        return
+    config's (a vision-language model's: its text config's, which its
+    forward reads). Set in `call` for the base model."""
     wanted = call.get("output_router_logits")
-    if wanted is None:
-        wanted = getattr(model.config, "output_router_logits", False)
-    call["output_router_logits"] = wanted
+    for config in (model.config.get_text_config(), model.config):
+        if wanted is None:
+            wanted = getattr(config, "output_router_logits", None)
+    call["output_router_logits"] = bool(wanted)
 
 
 def _output_class(original):
@@ -476,7 +522,8 @@ def _output_class(original):
     return CausalLMOutputWithPast
 
 
-def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
+def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad,
+                            router):
     """The model's forward with Tile's loss: in training with labels, the
     LM head and loss in chunks (`linear`), the logits never made (None in
     the output, as under Liger's patch), a mixture of experts' router loss
@@ -501,11 +548,12 @@ def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
         if linear and wants_loss and self.training and every_row and \
                 _plain_head(self.get_output_embeddings()):
             base = _decoder(self)
-            _router_logits_wanted(self, call)
+            if router is not None:
+                _router_logits_wanted(self, call)
             outputs = base(**call, return_dict=True)
             loss = _causal_lm_loss(self, outputs[0], labels, call,
                                    linear=True, main_grad=main_grad)
-            loss, aux = _router_loss(self, call, loss, outputs)
+            loss, aux = _router_loss(router, call, loss, outputs)
             result = _output(output_class, outputs, loss=loss,
                              aux_loss=aux)
             return result if return_dict else result.to_tuple()
@@ -515,7 +563,7 @@ def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad):
                            return_dict=True)
         loss = _causal_lm_loss(self, outputs["logits"], labels, call,
                                linear=False, main_grad=False)
-        loss, _ = _router_loss(self, call, loss, outputs,
+        loss, _ = _router_loss(router, call, loss, outputs,
                                aux=outputs.get("aux_loss"))
         # The loss first, as the model's own output has it.
         result = type(outputs)(loss=loss, **{k: v for k, v in outputs.items()
@@ -535,20 +583,23 @@ def _output(output_class, outputs, **fields):
     return output_class(logits=None, **kept)
 
 
+def _has_lm_loss(model):
+    """Whether the model is a causal LM (or a vision-language model's
+    generation head) whose loss apply_tile patches."""
+    return model.get_output_embeddings() is not None and \
+        type(model).__name__.endswith(("ForCausalLM",
+                                       "ForConditionalGeneration"))
+
+
 def _patch_loss(model, linear, logits_loss, main_grad):
     """Replaces the causal-LM model's forward (this instance's only);
     returns 1, or 0 where the model has no LM head."""
-    if not (linear or logits_loss):
-        return 0
-    if model.get_output_embeddings() is None or \
-            not type(model).__name__.endswith(("ForCausalLM",
-                                               "ForConditionalGeneration")):
+    if not (linear or logits_loss) or not _has_lm_loss(model):
         return 0
     if "forward" in vars(model):
         raise ValueError(f"{type(model).__name__}.forward was replaced "
                          "already (patched twice?)")
-    if hasattr(model, "router_aux_loss_coef"):
-        _load_balancing_loss(model)  # refused now, not in training
+    router = _router_of(model)  # one Tile cannot add: refused now
     head = model.get_output_embeddings()
     inputs = model.get_input_embeddings()
     # A head tied to the input embedding gets its gradient by autograd:
@@ -560,7 +611,7 @@ def _patch_loss(model, linear, logits_loss, main_grad):
         _nn.adopt_main_grad_module(head)
     model.forward = _tile_causal_lm_forward(
         type(model).forward, linear=linear, logits_loss=logits_loss,
-        main_grad=main_grad).__get__(model)
+        main_grad=main_grad, router=router).__get__(model)
     return 1
 
 
@@ -594,13 +645,24 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
     config = config.get_text_config()
     counts = {"rms_norm": 0, "mlp": 0, "experts": 0, "rope": 0, "loss": 0}
     skipped = {}  # why -> how many modules
-    modeling = set()
-    for parent in list(_patched_root(model).modules()):
+    root = _patched_root(model)
+    kinds = family.norms + family.mlps + family.experts
+    modeling = {sys.modules[type(m).__module__] for m in root.modules()
+                if type(m).__name__ in kinds}
+    if not modeling:  # norms and MLPs were patched by an earlier call
+        modeling.add(sys.modules[type(model).__module__])
+    # What may refuse is asked before anything changes: the model stays as
+    # it was, to be patched again as the message says.
+    patch_rope = rope and not family.other_rope
+    if patch_rope:
+        for module in modeling:
+            if module.__name__ not in _ROPE_ORIGINALS:
+                _check_rope(module)
+    if (linear_cross_entropy or cross_entropy) and _has_lm_loss(model):
+        _router_of(model)
+    for parent in list(root.modules()):
         for name, child in list(parent.named_children()):
             kind = type(child).__name__
-            if kind in family.norms or kind in family.mlps or \
-                    kind in family.experts:
-                modeling.add(sys.modules[type(child).__module__])
             if rms_norm and kind in family.norms:
                 if getattr(child, "weight", None) is None:
                     # A scale-free norm (Gemma 4's on its values).
@@ -637,9 +699,7 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
         skipped[why] = 1
     if rope and family.other_rope:
         skipped[f"{family.other_rope}: the model's own RoPE runs"] = 1
-    elif rope:
-        if not modeling:  # norms and MLPs were patched by an earlier call
-            modeling.add(sys.modules[type(model).__module__])
+    elif patch_rope:
         for module in modeling:
             counts["rope"] += _patch_rope(module)
     counts["skipped"] = [why if n == 1 else f"{why} ({n} modules)"
