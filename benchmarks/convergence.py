@@ -32,6 +32,20 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import tile.transformers  # noqa: E402
 
+# DeepSeek V2 and V3: its first layer dense, 2 groups of 2 experts (V3:
+# the best group only), a shared expert, multi-head latent attention (as
+# many key heads as query heads); no auxiliary loss in Hugging Face's model.
+_DEEPSEEK = dict(n_routed_experts=4, num_experts_per_tok=2,
+                 n_shared_experts=1, moe_intermediate_size=64,
+                 first_k_dense_replace=1, n_group=2, topk_group=1,
+                 kv_lora_rank=16, q_lora_rank=24, qk_rope_head_dim=8,
+                 qk_nope_head_dim=8, v_head_dim=8, num_key_value_heads=4,
+                 head_dim=8)
+# Qwen's later MoE stacks: 4 experts, 2 a token, a shared expert, the
+# router's auxiliary loss on.
+_QWEN_MOE = dict(num_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=64, shared_expert_intermediate_size=48,
+                 output_router_logits=True)
 _LINEAR_ATTENTION = dict(
     layer_types=["linear_attention", "full_attention"],
     linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
@@ -53,25 +67,9 @@ FAMILY_CONFIG = {
                       mlp_only_layers=[1]),
     "mixtral": dict(num_local_experts=4, num_experts_per_tok=2,
                     output_router_logits=True),
-    "qwen2_moe": dict(num_experts=4, num_experts_per_tok=2,
-                      moe_intermediate_size=64,
-                      shared_expert_intermediate_size=48,
-                      output_router_logits=True, mlp_only_layers=[1]),
-    # DeepSeek: its first layer dense, 2 groups of 2 experts (V3: the
-    # best group only), a shared expert; no auxiliary loss in Hugging
-    # Face's model.
-    "deepseek_v2": dict(n_routed_experts=4, num_experts_per_tok=2,
-                        n_shared_experts=1, moe_intermediate_size=64,
-                        first_k_dense_replace=1, n_group=2, topk_group=1,
-                        kv_lora_rank=16, q_lora_rank=24,
-                        qk_rope_head_dim=8, qk_nope_head_dim=8,
-                        v_head_dim=8, num_key_value_heads=4, head_dim=8),
-    "deepseek_v3": dict(n_routed_experts=4, num_experts_per_tok=2,
-                        n_shared_experts=1, moe_intermediate_size=64,
-                        first_k_dense_replace=1, n_group=2, topk_group=1,
-                        kv_lora_rank=16, q_lora_rank=24,
-                        qk_rope_head_dim=8, qk_nope_head_dim=8,
-                        v_head_dim=8, num_key_value_heads=4, head_dim=8),
+    "qwen2_moe": dict(_QWEN_MOE, mlp_only_layers=[1]),
+    "deepseek_v2": dict(_DEEPSEEK),
+    "deepseek_v3": dict(_DEEPSEEK),
     "glm4_moe": dict(n_routed_experts=4, num_experts_per_tok=2,
                      n_shared_experts=1, moe_intermediate_size=64,
                      first_k_dense_replace=1, n_group=1, topk_group=1),
@@ -88,21 +86,11 @@ FAMILY_CONFIG = {
     # Qwen3.5 and Qwen3-Next: one gated DeltaNet layer, one of attention
     # (small linear-attention heads).
     "qwen3_5_text": dict(**_LINEAR_ATTENTION),
-    "qwen3_next": dict(num_experts=4, num_experts_per_tok=2,
-                       moe_intermediate_size=64,
-                       shared_expert_intermediate_size=48,
-                       output_router_logits=True, **_LINEAR_ATTENTION),
-    "qwen3_5_moe_text": dict(num_experts=4, num_experts_per_tok=2,
-                             moe_intermediate_size=64,
-                             shared_expert_intermediate_size=48,
-                             output_router_logits=True,
-                             **_LINEAR_ATTENTION),
+    "qwen3_next": dict(_QWEN_MOE, **_LINEAR_ATTENTION),
+    "qwen3_5_moe_text": dict(_QWEN_MOE, **_LINEAR_ATTENTION),
     # Vision-language models: their text stacks' settings.
     "qwen3_5": dict(**_LINEAR_ATTENTION),
-    "qwen3_5_moe": dict(num_experts=4, num_experts_per_tok=2,
-                        moe_intermediate_size=64,
-                        shared_expert_intermediate_size=48,
-                        output_router_logits=True, **_LINEAR_ATTENTION),
+    "qwen3_5_moe": dict(_QWEN_MOE, **_LINEAR_ATTENTION),
     "qwen3_vl_moe": dict(num_experts=4, num_experts_per_tok=2,
                          moe_intermediate_size=64, output_router_logits=True),
     "llama4_text": dict(num_local_experts=4, num_experts_per_tok=1,
