@@ -569,6 +569,38 @@ def test_moe_experts_keep_one_tensor_of_the_routed_rows(generator):
     assert x.grad is not None and weights.grad is not None
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("weights_dtype", [torch.bfloat16, torch.float32])
+def test_moe_experts_bf16_against_float64(weights_dtype):
+    """bf16 experts on the GPU against the float64 loop: the output and
+    every gradient, the routing weights' included (one bmm with an fp32
+    result), with bf16 routing weights (Qwen3-MoE's) and fp32 ones
+    (DeepSeek-V3's router keeps them in fp32)."""
+    generator = torch.Generator().manual_seed(7)
+    tokens, hidden, inter, experts, choices = 300, 256, 128, 8, 2
+    x = torch.randn(tokens, hidden, generator=generator, dtype=torch.float64)
+    gate_up = torch.randn(experts, 2 * inter, hidden, generator=generator,
+                          dtype=torch.float64) * hidden ** -0.5
+    down = torch.randn(experts, hidden, inter, generator=generator,
+                       dtype=torch.float64) * inter ** -0.5
+    index, weights = routed(tokens, experts, choices, generator)
+    index[5, 1] = experts  # a dropped choice
+    dy = torch.randn(tokens, hidden, generator=generator).bfloat16()
+    dtypes = (torch.bfloat16, weights_dtype, torch.bfloat16, torch.bfloat16)
+    # The reference computes exactly from the values the GPU is given.
+    refs = [leaf(t.to(d).double())
+            for t, d in zip((x, weights, gate_up, down), dtypes)]
+    want = moe_reference(refs[0], index, *refs[1:])
+    want.backward(dy.double())
+    args = [leaf(t.to("cuda", d)) for t, d in zip(refs, dtypes)]
+    got = tile.ops.moe_experts(args[0], index.cuda(), *args[1:])
+    got.backward(dy.cuda())
+    assert_close(got, want, torch.bfloat16, "forward")
+    for a, b, name in zip(args, refs, ("x", "weights", "gate_up", "down")):
+        assert a.grad.dtype == a.dtype, name
+        assert_close(a.grad, b.grad, torch.bfloat16, f"d{name}")
+
+
 def test_moe_experts_errors(generator):
     x = torch.randn(4, 8)
     gate_up, down = torch.randn(3, 24, 8), torch.randn(3, 8, 12)
