@@ -281,7 +281,9 @@ def main():
                       flush=True)
     if options.json:
         import results
-        results.write(options.json, "causal_lm", rows,
+        # Llama's table and the mixtures of experts' (a row per model).
+        kind = "causal_lm" if options.model == "llama" else "causal_lm_moe"
+        results.write(options.json, kind, rows,
                       dict(vars(options), dtype="bf16",
                            settings=MODELS[options.model].settings,
                            torch=torch.__version__))

@@ -419,6 +419,18 @@ def causal_lm_table(documents):
                  ["tokens"])
 
 
+def causal_lm_moe_table(documents):
+    """causal_lm_table with the model in each row (one file may hold one
+    model, a day several)."""
+    runs = [{"results": [r for r in d["results"] if r.get("run") == k]}
+            for d in documents
+            for k in sorted({r.get("run") for r in d["results"]})]
+    return pivot(runs, lambda r: (r["model"], r["tokens"]),
+                 lambda r: r["column"],
+                 with_second("tokens_per_s", ".0f", "peak_gib", ".2f"),
+                 ["model", "tokens"])
+
+
 def convergence_table(documents):
     """A row per family and mode: the loss at steps 1 and 30, the
     distances (bf16 modes: the unpatched run's in brackets) and whether
@@ -511,6 +523,13 @@ KINDS = [
      "included (bf16, batch 1), unpatched, Tile, Liger's default and Liger "
      "with its cross-entropy only: tokens/s over the timed steps, wall "
      "clock (peak GiB), each run.", causal_lm_table),
+    ("causal_lm_moe", "The whole mixture-of-experts step: "
+     "`benchmarks/causal_lm.py --model qwen3-moe|deepseek-v3`",
+     "Qwen3-MoE and a DeepSeek-V3-shaped model, 2 layers, LM head, loss and "
+     "the router's auxiliary loss included (bf16, batch 1, a new batch each "
+     "step), unpatched, Tile, Liger's default and Liger with its "
+     "cross-entropy only: tokens/s over the timed steps, wall clock (peak "
+     "GiB), each run.", causal_lm_moe_table),
     ("linear_cross_entropy", "The LM head and the loss: "
      "`benchmarks/cross_entropy.py --hidden`",
      "bf16 hidden [tokens, H] and weight [vocab, H] in, the mean loss (a "
