@@ -23,8 +23,6 @@ _CONVERGENCE = load("convergence")
 # float32 rounding, amplified a little through the layers.
 HF_RTOL = 1e-5
 
-_NO_EXPERTS = tile.transformers.Family((), ())
-
 # The families whose MLP is one gate_up projection.
 FUSED_MLP = {"phi3", "glm4"}
 
@@ -329,8 +327,10 @@ def _moe_config_for_bf16(config):
 def _model(model_type, dtype):
     config = _config(model_type, 64, vocab_size=256, hidden_size=256,
                      intermediate_size=768, max_position_embeddings=256)
-    if tile.transformers.SUPPORTED.get(model_type, _NO_EXPERTS).experts:
-        config = _moe_config_for_bf16(config)
+    if tile.transformers.family_of(config).experts:
+        # Where the model reads them (a vision-language model's text
+        # config).
+        _moe_config_for_bf16(config.get_text_config())
     torch.manual_seed(0)
     return _CONVERGENCE.from_config(config).to("cuda", dtype)
 

@@ -448,28 +448,26 @@ def _router_of(model):
         return None
     text = model.config.get_text_config()
 
+    def refuse(missing):
+        return ValueError(
+            f"{type(model).__name__} takes output_router_logits but Tile "
+            f"finds no {missing} for its auxiliary loss; pass "
+            "linear_cross_entropy=False and cross_entropy=False to leave "
+            "the loss to the model")
+
     def read(*names):
         for owner in (model, text):
             for name in names:
                 if getattr(owner, name, None) is not None:
                     return getattr(owner, name)
-        raise ValueError(
-            f"{type(model).__name__} takes output_router_logits but Tile "
-            f"finds no {' or '.join(names)} for its auxiliary loss; pass "
-            "linear_cross_entropy=False and cross_entropy=False to leave "
-            "the loss to the model")
+        raise refuse(" or ".join(names))
     # The modeling module of the class that defines the forward (a user's
     # subclass lives elsewhere).
     owner = next(k for k in type(model).__mro__ if "forward" in vars(k))
     modeling = sys.modules[owner.__module__]
     balance = getattr(modeling, "load_balancing_loss_func", None)
     if balance is None:
-        raise ValueError(
-            f"{type(model).__name__} takes output_router_logits but "
-            f"{modeling.__name__} has no load_balancing_loss_func: Tile "
-            "cannot add its router's auxiliary loss; pass "
-            "linear_cross_entropy=False and cross_entropy=False to leave "
-            "the loss to the model")
+        raise refuse(f"load_balancing_loss_func in {modeling.__name__}")
     return _Router(balance, read("router_aux_loss_coef"),
                    read("num_experts", "num_local_experts"),
                    read("num_experts_per_tok"))
