@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped when a struct or a signature below changes or a function is
    added. */
-#define TILE_C_API_VERSION 9
+#define TILE_C_API_VERSION 10
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -371,6 +371,24 @@ TILE_C_EXPORT tile_status tile_mlp_backward_device_splits(
     const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
     const tile_tensor *splits, const tile_tensor *dy, const tile_tensor *dx,
     const tile_tensor *main_grad_gate, const tile_tensor *main_grad_up,
+    const tile_tensor *main_grad_down, int overwrite);
+/* A mixture of experts' step as its router leaves it: the device-splits
+   step of a fused gate_up [E, 2I, H] and down [E, H, I], with routing [T]
+   (fp32, x's device) each row's routing weight, applied to h before the
+   down projection: y[t] = routing[t] · mlp(x[t]), so the weighted sum over
+   a token's experts is a plain sum of y's rows and the weights' gradient
+   needs nothing of width H kept. y may be x's buffer. The backward
+   overwrites d_routing [T] (fp32) with ⟨dy[t], mlp(x[t])⟩; dx may be dy's
+   buffer. */
+TILE_C_EXPORT tile_status tile_mlp_forward_routed(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate_up,
+    const tile_tensor *down, const tile_tensor *x, const tile_tensor *splits,
+    const tile_tensor *routing, const tile_tensor *y);
+TILE_C_EXPORT tile_status tile_mlp_backward_routed(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate_up,
+    const tile_tensor *down, const tile_tensor *x, const tile_tensor *splits,
+    const tile_tensor *routing, const tile_tensor *dy, const tile_tensor *dx,
+    const tile_tensor *d_routing, const tile_tensor *main_grad_gate_up,
     const tile_tensor *main_grad_down, int overwrite);
 
 #ifdef __cplusplus

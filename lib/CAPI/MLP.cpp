@@ -83,10 +83,27 @@ StatusOr<tile::ops::ExpertSplits> deviceSplits(const tile_tensor *splits) {
   return tile::ops::ExpertSplits::onDevice((*v)[0]);
 }
 
+/// The routing weights and their gradient as views, a null tensor an empty
+/// view (no routing: the plain MLP's step).
+StatusOr<std::vector<tile::rt::TensorView>>
+routingViews(std::vector<std::pair<const char *, const tile_tensor *>> named) {
+  std::vector<tile::rt::TensorView> views(named.size());
+  for (size_t i = 0; i < named.size(); ++i) {
+    if (!named[i].second)
+      continue;
+    auto v = tile::capi::toViews({named[i]});
+    if (!v)
+      return v.takeStatus();
+    views[i] = (*v)[0];
+  }
+  return views;
+}
+
 tile_status forward(tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
                     const tile_tensor *up, const tile_tensor *down,
                     const tile_tensor *x, const tile::ops::ExpertSplits &splits,
-                    const tile_tensor *y) {
+                    const tile_tensor *y,
+                    const tile_tensor *routing = nullptr) {
   if (!mlp)
     return tile::capi::error("tile_mlp_forward: a null tile_mlp");
   auto weights =
@@ -96,19 +113,22 @@ tile_status forward(tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
   auto v = tile::capi::toViews({{"x", x}, {"y", y}});
   if (!v)
     return tile::capi::toC(v.takeStatus());
+  auto w = routingViews({{"routing", routing}});
+  if (!w)
+    return tile::capi::toC(w.takeStatus());
   std::lock_guard<std::mutex> lock(mlp->mutex);
   return tile::capi::toC(mlp->mlp->forward(*weights, (*v)[0], splits, (*v)[1],
-                                           tile::capi::toRun(run)));
+                                           tile::capi::toRun(run), (*w)[0]));
 }
 
-tile_status backward(tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
-                     const tile_tensor *up, const tile_tensor *down,
-                     const tile_tensor *x,
-                     const tile::ops::ExpertSplits &splits,
-                     const tile_tensor *dy, const tile_tensor *dx,
-                     const tile_tensor *main_grad_gate,
-                     const tile_tensor *main_grad_up,
-                     const tile_tensor *main_grad_down, int overwrite) {
+tile_status
+backward(tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
+         const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
+         const tile::ops::ExpertSplits &splits, const tile_tensor *dy,
+         const tile_tensor *dx, const tile_tensor *main_grad_gate,
+         const tile_tensor *main_grad_up, const tile_tensor *main_grad_down,
+         int overwrite, const tile_tensor *routing = nullptr,
+         const tile_tensor *d_routing = nullptr) {
   if (!mlp)
     return tile::capi::error("tile_mlp_backward: a null tile_mlp");
   auto weights =
@@ -122,10 +142,13 @@ tile_status backward(tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
   auto v = tile::capi::toViews({{"x", x}, {"dy", dy}, {"dx", dx}});
   if (!v)
     return tile::capi::toC(v.takeStatus());
+  auto w = routingViews({{"routing", routing}, {"d_routing", d_routing}});
+  if (!w)
+    return tile::capi::toC(w.takeStatus());
   std::lock_guard<std::mutex> lock(mlp->mutex);
-  return tile::capi::toC(mlp->mlp->backward(*weights, (*v)[0], splits, (*v)[1],
-                                            (*v)[2], *grads, overwrite != 0,
-                                            tile::capi::toRun(run)));
+  return tile::capi::toC(mlp->mlp->backward(
+      *weights, (*v)[0], splits, (*v)[1], (*v)[2], *grads, overwrite != 0,
+      tile::capi::toRun(run), (*w)[0], (*w)[1]));
 }
 
 /// The MLP's dtypes: bf16, f16 or f32.
@@ -249,6 +272,36 @@ tile_status tile_mlp_backward_device_splits(
     return tile::capi::toC(counts.takeStatus());
   return backward(mlp, run, gate, up, down, x, *counts, dy, dx, main_grad_gate,
                   main_grad_up, main_grad_down, overwrite);
+}
+
+tile_status
+tile_mlp_forward_routed(tile_mlp mlp, const tile_run *run,
+                        const tile_tensor *gate_up, const tile_tensor *down,
+                        const tile_tensor *x, const tile_tensor *splits,
+                        const tile_tensor *routing, const tile_tensor *y) {
+  if (!routing)
+    return tile::capi::error("tile_mlp_forward_routed: routing is null");
+  auto counts = deviceSplits(splits);
+  if (!counts)
+    return tile::capi::toC(counts.takeStatus());
+  return forward(mlp, run, gate_up, nullptr, down, x, *counts, y, routing);
+}
+
+tile_status tile_mlp_backward_routed(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate_up,
+    const tile_tensor *down, const tile_tensor *x, const tile_tensor *splits,
+    const tile_tensor *routing, const tile_tensor *dy, const tile_tensor *dx,
+    const tile_tensor *d_routing, const tile_tensor *main_grad_gate_up,
+    const tile_tensor *main_grad_down, int overwrite) {
+  if (!routing || !d_routing)
+    return tile::capi::error(
+        "tile_mlp_backward_routed: routing and d_routing must not be null");
+  auto counts = deviceSplits(splits);
+  if (!counts)
+    return tile::capi::toC(counts.takeStatus());
+  return backward(mlp, run, gate_up, nullptr, down, x, *counts, dy, dx,
+                  main_grad_gate_up, nullptr, main_grad_down, overwrite,
+                  routing, d_routing);
 }
 
 } // extern "C"

@@ -164,6 +164,31 @@ TensorView tensorOf(const MatrixView &m) {
   return view;
 }
 
+/// Rows [first, first + rows) of a [T] vector.
+TensorView rowsOfVector(const TensorView &v, int64_t first, int64_t rows) {
+  TensorView part = v;
+  part.data += static_cast<rt::cu::DevicePtr>(first) * rt::byteSize(v.dtype);
+  part.shape = {rows};
+  part.strides = {};
+  return part;
+}
+
+/// Checks the routing weights (and their gradient, where the backward
+/// writes it): both or neither, [rows] f32.
+Status checkRouting(const TensorView &routing, const TensorView *grad,
+                    int64_t rows) {
+  if (!routing.data) {
+    if (grad && grad->data)
+      return Status::error("dRouting is given without the routing weights");
+    return Status::ok();
+  }
+  if (Status s = rt::checkTensor(routing, "routing", DType::F32, {rows}); !s)
+    return s;
+  if (grad)
+    return rt::checkTensor(*grad, "dRouting", DType::F32, {rows});
+  return Status::ok();
+}
+
 Status inExpert(size_t expert, const Status &status) {
   return Status::error("expert " + std::to_string(expert) + ": " +
                        status.message());
@@ -410,9 +435,14 @@ Status GroupedSwiGLUMLP::acrossExperts(
   return !first ? first : joined;
 }
 
-Status GroupedSwiGLUMLP::product(const Shard &s, const RunOptions &run) {
+Status GroupedSwiGLUMLP::product(const Shard &s, const Routing &routing,
+                                 const RunOptions &run) {
   // h = silu(g) · u over gu, into h's buffer (h is half of gu's width: it
   // cannot be written over gu row by row).
+  if (routing.given())
+    return ops.scaledSiluAndMulForward(
+        tensorOf(s.gu), rowsOfVector(routing.weights, s.first, s.rows),
+        tensorOf(s.h), kernelRun(run));
   return ops.siluAndMulForward(tensorOf(s.gu), tensorOf(s.h), kernelRun(run));
 }
 
@@ -423,11 +453,15 @@ rt::GroupedScratch GroupedSwiGLUMLP::groupedScratch() const {
 Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
                                  const TensorView &x,
                                  const ExpertSplits &splits,
-                                 const TensorView &y, const RunOptions &run) {
+                                 const TensorView &y, const RunOptions &run,
+                                 const TensorView &routingWeights) {
   rt::StatusOr<MLPShape> checked = checkGroupedOperands(weights, x, y, "y");
   if (!checked)
     return checked.takeStatus();
   MLPShape shape = *checked;
+  if (Status s = checkRouting(routingWeights, nullptr, shape.rows); !s)
+    return s;
+  Routing routing{routingWeights, {}};
   // Before the workspace is touched: bad splits are refused with a pending
   // untiled forward's record intact.
   rt::StatusOr<ExpertGemms> experts =
@@ -455,7 +489,7 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
               experts->gateUp({x.data, H}, {s.gu.data, 2 * I, s.first}, window);
           !st)
         return st;
-      if (Status st = product(s, run); !st)
+      if (Status st = product(s, routing, run); !st)
         return st;
       if (Status st = experts->down({hs.data, I, s.first}, {y.data, H}, window);
           !st)
@@ -469,7 +503,7 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
                                   });
         !st)
       return st;
-    if (Status st = product(s, run); !st)
+    if (Status st = product(s, routing, run); !st)
       return st;
     if (Status st = acrossExperts(
             s, run,
@@ -490,9 +524,9 @@ Status GroupedSwiGLUMLP::backwardShard(
     const GroupedMLPWeights &weights, const ExpertGemms &experts,
     const Shard &s, const TensorView &x, const TensorView &dy,
     const TensorView &dx, const GroupedMLPGradients &grads, bool overwrite,
-    std::vector<bool> &written, const RunOptions &run) {
+    std::vector<bool> &written, const Routing &routing, const RunOptions &run) {
   if (experts.grouped())
-    return backwardShardGrouped(experts, s, x, dy, dx, overwrite, run);
+    return backwardShardGrouped(experts, s, x, dy, dx, overwrite, routing, run);
   int64_t H = x.shape.back();
   // beta = 0 on an expert's first segment of an overwriting call: its
   // main_grad is replaced, never read (a NaN in it is harmless). An expert
@@ -527,7 +561,7 @@ Status GroupedSwiGLUMLP::backwardShard(
           });
       !st)
     return st;
-  if (Status st = swigluBackward(s, run); !st)
+  if (Status st = swigluBackward(s, routing, run); !st)
     return st;
   return acrossExperts(
       s, run, [&](const Segment &seg, const Lane &lane) -> Status {
@@ -557,8 +591,19 @@ Status GroupedSwiGLUMLP::backwardShard(
       });
 }
 
-Status GroupedSwiGLUMLP::swigluBackward(const Shard &s, const RunOptions &run) {
+Status GroupedSwiGLUMLP::swigluBackward(const Shard &s, const Routing &routing,
+                                        const RunOptions &run) {
   TensorView gu = tensorOf(s.gu), h = tensorOf(s.h);
+  if (routing.given()) {
+    // The same passes with the rows' weights, and their gradient (a row
+    // sum of the derived backward) into the shard's rows of dRouting.
+    TensorView w = rowsOfVector(routing.weights, s.first, s.rows);
+    TensorView dw = rowsOfVector(routing.grad, s.first, s.rows);
+    if (options.recompute)
+      return ops.scaledSiluAndMulBackwardWithForward(gu, w, h, gu, dw, h,
+                                                     kernelRun(run));
+    return ops.scaledSiluAndMulBackward(gu, w, h, gu, dw, kernelRun(run));
+  }
   if (options.recompute)
     // One pass over gu and dh (the derived backward with return-primal)
     // leaves [dg du] over gu and h = silu(g) · u over dh: h costs no pass
@@ -570,7 +615,7 @@ Status GroupedSwiGLUMLP::swigluBackward(const Shard &s, const RunOptions &run) {
 Status GroupedSwiGLUMLP::backwardShardGrouped(
     const ExpertGemms &experts, const Shard &s, const TensorView &x,
     const TensorView &dy, const TensorView &dx, bool overwrite,
-    const RunOptions &run) {
+    const Routing &routing, const RunOptions &run) {
   // The per-segment step's phases, each one launch over every expert (the
   // grouped GEMM sets beta per expert: 0 on its first rows of an overwrite).
   int64_t H = x.shape.back(), I = s.g.cols;
@@ -585,7 +630,7 @@ Status GroupedSwiGLUMLP::backwardShardGrouped(
   }
   if (Status st = experts.backDown(dys, h, window); !st)
     return st;
-  if (Status st = swigluBackward(s, run); !st)
+  if (Status st = swigluBackward(s, routing, run); !st)
     return st;
   if (options.recompute)
     if (Status st = experts.weightsDown(dys, h, window, overwrite); !st)
@@ -595,12 +640,11 @@ Status GroupedSwiGLUMLP::backwardShardGrouped(
   return experts.weightsGateUp(gu, xs, window, overwrite);
 }
 
-Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
-                                  const TensorView &x,
-                                  const ExpertSplits &splits,
-                                  const TensorView &dy, const TensorView &dx,
-                                  const GroupedMLPGradients &mainGrad,
-                                  bool overwrite, const RunOptions &run) {
+Status GroupedSwiGLUMLP::backward(
+    const GroupedMLPWeights &weights, const TensorView &x,
+    const ExpertSplits &splits, const TensorView &dy, const TensorView &dx,
+    const GroupedMLPGradients &mainGrad, bool overwrite, const RunOptions &run,
+    const TensorView &routingWeights, const TensorView &dRouting) {
   rt::StatusOr<MLPShape> checked = checkGroupedOperands(weights, x, dy, "dy");
   if (!checked)
     return checked.takeStatus();
@@ -610,6 +654,9 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
   if (Status s = checkGroupedGradients(mainGrad, weights.experts.size(), shape);
       !s)
     return s;
+  if (Status s = checkRouting(routingWeights, &dRouting, shape.rows); !s)
+    return s;
+  Routing routing{routingWeights, dRouting};
   rt::StatusOr<ExpertGemms> experts = ExpertGemms::resolve(
       ops.device(), weights, &mainGrad, splits, shape, x.dtype, {&x, &dy, &dx},
       kGroupedScratchBytes, run.stream);
@@ -634,7 +681,7 @@ Status GroupedSwiGLUMLP::backward(const GroupedMLPWeights &weights,
   for (int64_t index = 0; shape.rows > 0 && index < plan.shards; ++index)
     if (Status s = backwardShard(
             weights, *experts, shard(shape, x.dtype, index, experts->offsets()),
-            x, dy, dx, mainGrad, overwrite, written, run);
+            x, dy, dx, mainGrad, overwrite, written, routing, run);
         !s)
       return s;
   // The untiled step's g, u and h are spent (now dg, du and dh).

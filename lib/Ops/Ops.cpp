@@ -186,6 +186,35 @@ Status Operators::siluAndMulBackwardWithForward(const TensorView &x,
               1, run, /*returnPrimal=*/true);
 }
 
+Status Operators::scaledSiluAndMulForward(const TensorView &x,
+                                          const TensorView &s,
+                                          const TensorView &out,
+                                          const RunOptions &run) {
+  if (Status st = checkSiluAndMulInput(x); !st)
+    return st;
+  return call("scaled_silu_and_mul", "scaled_silu_and_mul", false, {x, s},
+              {out}, 1, run);
+}
+
+Status Operators::scaledSiluAndMulBackward(
+    const TensorView &x, const TensorView &s, const TensorView &dout,
+    const TensorView &dx, const TensorView &ds, const RunOptions &run) {
+  if (Status st = checkSiluAndMulInput(x); !st)
+    return st;
+  return call("scaled_silu_and_mul", "scaled_silu_and_mul_bwd", false,
+              {x, s, dout}, {dx, ds}, 1, run);
+}
+
+Status Operators::scaledSiluAndMulBackwardWithForward(
+    const TensorView &x, const TensorView &s, const TensorView &dout,
+    const TensorView &dx, const TensorView &ds, const TensorView &out,
+    const RunOptions &run) {
+  if (Status st = checkSiluAndMulInput(x); !st)
+    return st;
+  return call("scaled_silu_and_mul", "scaled_silu_and_mul_bwd", false,
+              {x, s, dout}, {dx, ds, out}, 1, run, /*returnPrimal=*/true);
+}
+
 Status Operators::rmsNormForward(const TensorView &x, const TensorView &w,
                                  float eps, float offset, const TensorView &y,
                                  const RunOptions &run) {

@@ -437,7 +437,8 @@ def test_moe_layer_compiles_once_over_token_counts():
     grouped step, the weighted scatter back) compiled with fullgraph and
     dynamic shapes over 12 token counts: one graph, each step's output and
     gradients as eager's (Inductor's softmax may round the routing weights
-    differently by an ulp, so within bf16's error of the largest value: a
+    differently by an ulp, and the routing weights' gradient reaches x
+    through its softmax: within 2^-6 of the largest value, 2-4 bf16 ulps; a
     token routed elsewhere would be off by a whole expert's output)."""
     torch.manual_seed(0)
     experts, hidden = 8, 64
@@ -463,5 +464,5 @@ def test_moe_layer_compiles_once_over_token_counts():
         for got, want in zip(*results):
             scale = want.abs().max().item()
             torch.testing.assert_close(got, want, rtol=0,
-                                       atol=2 ** -7 * scale)
+                                       atol=2 ** -6 * scale)
     assert counters["stats"]["unique_graphs"] == 1, _recompiles_hint()

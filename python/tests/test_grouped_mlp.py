@@ -520,6 +520,17 @@ def routed(tokens, experts, choices, generator, device="cpu"):
     return index, weights / weights.sum(-1, keepdim=True)
 
 
+def scaled_experts(tokens, hidden, inter, experts, generator):
+    """float64 x [T, H] and experts gate_up [E, 2I, H], down [E, H, I],
+    scaled so that every intermediate is O(1)."""
+    x = torch.randn(tokens, hidden, generator=generator, dtype=torch.float64)
+    gate_up = torch.randn(experts, 2 * inter, hidden, generator=generator,
+                          dtype=torch.float64) * hidden ** -0.5
+    down = torch.randn(experts, hidden, inter, generator=generator,
+                       dtype=torch.float64) * inter ** -0.5
+    return x, gate_up, down
+
+
 def test_moe_experts_match_the_loop_in_float64(generator):
     x, gate_up, down = make((7, 5), 8, 12, torch.float64, generator)
     experts = 5
@@ -542,12 +553,13 @@ def test_moe_experts_match_the_loop_in_float64(generator):
         assert_close(a.grad, b.grad, torch.float64, f"d{name}")
 
 
-def test_moe_experts_keep_one_tensor_of_the_routed_rows(generator):
-    """Of size [T*K, H] the step keeps only the experts' outputs (the
-    routing weights' gradient reads them): not the tokens gathered by
-    expert (gathered again in the backward) nor the weighted outputs.
-    Three were kept before (the MLP's input, the product's two operands'
-    one and index_add_'s source)."""
+def test_moe_experts_keep_nothing_of_the_routed_rows(generator):
+    """Of size [T*K, H] the step keeps nothing: the tokens gathered by
+    expert are gathered again in the backward, and the routing weights
+    scale h inside the MLP, so their gradient needs no experts' outputs.
+    Three were kept at first (the MLP's input, the product's operands and
+    index_add_'s source), then one (the outputs, for the weights'
+    gradient)."""
     tokens, hidden, choices = 12, 8, 2
     x = torch.randn(tokens, hidden, dtype=torch.float64, generator=generator,
                     requires_grad=True)
@@ -564,25 +576,28 @@ def test_moe_experts_keep_one_tensor_of_the_routed_rows(generator):
         return t
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         y = tile.ops.moe_experts(x, index, weights, gate_up, down)
-    assert shapes.count((tokens * choices, hidden)) == 1, shapes
+    assert (tokens * choices, hidden) not in shapes, shapes
     y.sum().backward()
     assert x.grad is not None and weights.grad is not None
 
 
-@pytest.mark.gpu
+@pytest.mark.parametrize("device", [
+    "cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("recompute", [False, True],
+                         ids=["untiled", "tiled"])
 @pytest.mark.parametrize("weights_dtype", [torch.bfloat16, torch.float32])
-def test_moe_experts_bf16_against_float64(weights_dtype):
-    """bf16 experts on the GPU against the float64 loop: the output and
-    every gradient, the routing weights' included (one bmm with an fp32
-    result), with bf16 routing weights (Qwen3-MoE's) and fp32 ones
-    (DeepSeek-V3's router keeps them in fp32)."""
+def test_moe_experts_bf16_against_float64(weights_dtype, recompute, device):
+    """bf16 experts against the float64 loop: the output and every
+    gradient, the routing weights' included (a row sum of the derived
+    scaled_silu_and_mul backward), with bf16 routing weights (Qwen3-MoE's)
+    and fp32 ones (DeepSeek-V3's router keeps them in fp32), untiled and
+    tiled (four shards: each reads and writes its rows of the routing
+    weights and their gradient). On the GPU the grouped GEMM's path; on
+    the CPU the evaluator's, rounded where the GPU rounds."""
     generator = torch.Generator().manual_seed(7)
     tokens, hidden, inter, experts, choices = 300, 256, 128, 8, 2
-    x = torch.randn(tokens, hidden, generator=generator, dtype=torch.float64)
-    gate_up = torch.randn(experts, 2 * inter, hidden, generator=generator,
-                          dtype=torch.float64) * hidden ** -0.5
-    down = torch.randn(experts, hidden, inter, generator=generator,
-                       dtype=torch.float64) * inter ** -0.5
+    x, gate_up, down = scaled_experts(tokens, hidden, inter, experts,
+                                      generator)
     index, weights = routed(tokens, experts, choices, generator)
     index[5, 1] = experts  # a dropped choice
     dy = torch.randn(tokens, hidden, generator=generator).bfloat16()
@@ -592,13 +607,43 @@ def test_moe_experts_bf16_against_float64(weights_dtype):
             for t, d in zip((x, weights, gate_up, down), dtypes)]
     want = moe_reference(refs[0], index, *refs[1:])
     want.backward(dy.double())
-    args = [leaf(t.to("cuda", d)) for t, d in zip(refs, dtypes)]
-    got = tile.ops.moe_experts(args[0], index.cuda(), *args[1:])
-    got.backward(dy.cuda())
+    args = [leaf(t.to(device, d)) for t, d in zip(refs, dtypes)]
+    got = tile.ops.moe_experts(args[0], index.to(device), *args[1:],
+                               recompute=recompute,
+                               shards=4 if recompute else 0)
+    got.backward(dy.to(device))
     assert_close(got, want, torch.bfloat16, "forward")
     for a, b, name in zip(args, refs, ("x", "weights", "gate_up", "down")):
         assert a.grad.dtype == a.dtype, name
         assert_close(a.grad, b.grad, torch.bfloat16, f"d{name}")
+
+
+@pytest.mark.gpu
+def test_moe_experts_float32_takes_the_per_expert_path():
+    """fp32 experts (no grouped GEMM: cuBLASLt per expert, the device
+    splits copied to the host) with main_grad: the routing weights and
+    their gradient through the same C call, against float64."""
+    generator = torch.Generator().manual_seed(3)
+    tokens, hidden, inter, experts, choices = 64, 32, 16, 4, 2
+    x, gate_up, down = scaled_experts(tokens, hidden, inter, experts,
+                                      generator)
+    index, weights = routed(tokens, experts, choices, generator)
+    refs = [leaf(t.double()) for t in (x, weights, gate_up, down)]
+    want = moe_reference(refs[0], index, *refs[1:])
+    dy = torch.randn(tokens, hidden, generator=generator, dtype=torch.float64)
+    want.backward(dy)
+    args = [leaf(t.to("cuda", torch.float32)) for t in refs]
+    for w in args[2:]:
+        w.main_grad = torch.zeros(w.shape, device="cuda")
+    got = tile.ops.moe_experts(args[0], index.cuda(), *args[1:],
+                               main_grad=True)
+    got.backward(dy.float().cuda())
+    assert_close(got, want, torch.float32, "forward")
+    for a, b, name in zip(args[:2], refs[:2], ("x", "weights")):
+        assert_close(a.grad, b.grad, torch.float32, f"d{name}")
+    for a, b, name in zip(args[2:], refs[2:], ("gate_up", "down")):
+        assert a.grad is None, name
+        assert_close(a.main_grad, b.grad, torch.float32, f"main_grad {name}")
 
 
 def test_moe_experts_errors(generator):

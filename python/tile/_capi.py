@@ -15,7 +15,7 @@ import threading
 from collections import namedtuple
 from pathlib import Path
 
-API_VERSION = 9
+API_VERSION = 10
 
 # tile_dtype
 BF16, F16, F32, F64, I64, I32 = range(6)
@@ -201,6 +201,12 @@ SIGNATURES = {
         [_handle, _run, _tensor, _tensor, _tensor, _tensor, _tensor, _tensor],
         _status),
     "tile_mlp_backward_device_splits": (
+        [_handle, _run, _tensor, _tensor, _tensor, _tensor, _tensor, _tensor,
+         _tensor, _tensor, _tensor, _tensor, ctypes.c_int], _status),
+    "tile_mlp_forward_routed": (
+        [_handle, _run, _tensor, _tensor, _tensor, _tensor, _tensor, _tensor],
+        _status),
+    "tile_mlp_backward_routed": (
         [_handle, _run, _tensor, _tensor, _tensor, _tensor, _tensor, _tensor,
          _tensor, _tensor, _tensor, _tensor, ctypes.c_int], _status),
 }
@@ -585,6 +591,29 @@ def mlp_forward(device, options, stream, workspace, weights, x, splits, y):
     gate, up, down, px, py = _Structs(*weights, x, y).pointers()
     check(lib.tile_mlp_forward(mlp, ctypes.byref(run), gate, up, down, px,
                                _splits_array(splits), len(splits), py))
+
+
+def mlp_forward_routed(device, options, stream, workspace, weights, x,
+                       splits, routing, y):
+    """A mixture of experts' MLP forward (tile_mlp_forward_routed): weights
+    (gate_up, down); splits and routing TensorArgs of device tensors; y may
+    be x."""
+    run = _run_of(stream, workspace)
+    mlp = _mlp_of(device, *options)
+    pointers = _Structs(*weights, x, splits, routing, y).pointers()
+    check(lib.tile_mlp_forward_routed(mlp, ctypes.byref(run), *pointers))
+
+
+def mlp_backward_routed(device, options, stream, workspace, weights, x,
+                        splits, routing, dy, dx, d_routing, grads, overwrite):
+    """Its backward (tile_mlp_backward_routed): dx may be dy; d_routing and
+    grads (gate_up, down; fp32) TensorArgs, grads overwritten or added to."""
+    run = _run_of(stream, workspace)
+    mlp = _mlp_of(device, *options)
+    pointers = _Structs(*weights, x, splits, routing, dy, dx, d_routing,
+                        *grads).pointers()
+    check(lib.tile_mlp_backward_routed(mlp, ctypes.byref(run), *pointers,
+                                       int(overwrite)))
 
 
 def mlp_backward(device, options, stream, workspace, weights, x, splits, dy,

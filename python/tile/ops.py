@@ -11,7 +11,8 @@ import torch
 from .head import linear_cross_entropy, linear_loss
 from .kernel import run_backward, run_forward
 from .losses import cross_entropy
-from .mlp import grouped_swiglu_mlp, moe_experts, swiglu_mlp
+from .mlp import grouped_swiglu_mlp, swiglu_mlp
+from .moe import moe_experts
 from .operators import gated, kernel
 
 __all__ = ["swiglu", "geglu", "silu_and_mul", "rotary", "rope", "rms_norm",

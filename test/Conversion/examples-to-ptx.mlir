@@ -17,6 +17,13 @@
 // RUN: tile-translate --tile-to-ptx --tile-chip=sm_90a %t.sam.mlir -o %t.sam.90.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.sam.90.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 //
+// RUN: tile-opt %tile_src/examples/scaled_silu_and_mul.mlir -tile-differentiate -canonicalize -cse -convert-tile-to-gpu -o %t.ssam.mlir
+// RUN: tile-translate --tile-to-ptx %t.ssam.mlir -o %t.ssam.80.ptx
+// RUN: FileCheck %s --check-prefix=PTX --implicit-check-not=__nv_ < %t.ssam.80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.ssam.80.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: tile-translate --tile-to-ptx --tile-chip=sm_90a %t.ssam.mlir -o %t.ssam.90.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.ssam.90.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+//
 // RUN: tile-opt %tile_src/examples/rms_norm.mlir -tile-differentiate="policy=save-row-stats main-grad" -canonicalize -cse -convert-tile-to-gpu -o %t.rms.mlir
 // RUN: tile-translate --tile-to-ptx %t.rms.mlir -o %t.rms.80.ptx
 // RUN: FileCheck %s --check-prefix=RMS --implicit-check-not=__nv_ < %t.rms.80.ptx

@@ -6,8 +6,8 @@
 // reference computed on the host
 // from the same rounded inputs; outputs poisoned with NaN before each run;
 // dW bitwise identical across runs; main_grad accumulation gives g1 + g2;
-// SwiGLU and silu_and_mul's backward in place give the bits they give out of
-// place; the same with every
+// SwiGLU's, silu_and_mul's and scaled_silu_and_mul's backward in place give
+// the bits they give out of place; the same with every
 // buffer one element past 16-byte alignment (scalar paths). Then the tiled
 // SwiGLU MLP (MLPTests.cpp) and the grouped one (GroupedMLPTests.cpp).
 // Ends with "N passed, N failed"; exit status 1 if anything failed.
@@ -160,6 +160,59 @@ struct OperatorTest {
                  "results differ from the separate kernels");
   }
 
+  /// silu_and_mul scaled by a weight a row (the MoE step's routing
+  /// weights): against float64, and its backward in place (dx over x; the
+  /// row sums ds read x in a pass of their own, before dx is written), with
+  /// and without return-primal, the bits of the out-of-place call.
+  void testScaledSiluAndMul() {
+    Tensor s = suite.make({M}, DType::F32, true, 0.0, 1.0);
+    Tensor sout = suite.make({M, N}, dtype, false),
+           sdx = suite.make({M, 2 * N}, dtype, false),
+           sds = suite.make({M}, DType::F32, false);
+    suite.check("scaled_silu_and_mul fwd " + at,
+                suite.ops.scaledSiluAndMulForward(x2.view, s.view, sout.view));
+    suite.check("scaled_silu_and_mul bwd " + at,
+                suite.ops.scaledSiluAndMulBackward(x2.view, s.view, dc.view,
+                                                   sdx.view, sds.view));
+    Tensor ix = suite.copy(x2), ids = suite.make({M}, DType::F32, false);
+    suite.check("scaled_silu_and_mul bwd in place " + at,
+                suite.ops.scaledSiluAndMulBackward(ix.view, s.view, dc.view,
+                                                   ix.view, ids.view));
+    Tensor px = suite.copy(x2), pdc = suite.copy(dc),
+           pds = suite.make({M}, DType::F32, false);
+    suite.check("scaled_silu_and_mul bwd+fwd in place " + at,
+                suite.ops.scaledSiluAndMulBackwardWithForward(
+                    px.view, s.view, pdc.view, px.view, pds.view, pdc.view));
+    suite.check("sync " + at, rt::synchronize(suite.ops.device()));
+    std::vector<double> wout(count), wdx(2 * count), wds(M, 0.0),
+        dsTerms(M, 0.0);
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t j = 0; j < N; ++j) {
+        double g = x2.host[r * 2 * N + j], u = x2.host[r * 2 * N + N + j];
+        double sig = 1.0 / (1.0 + std::exp(-g)), d = dc.host[r * N + j];
+        double w = s.host[r];
+        wout[r * N + j] = g * sig * u * w;
+        wdx[r * 2 * N + j] = d * w * u * sig * (1.0 + g * (1.0 - sig));
+        wdx[r * 2 * N + N + j] = d * w * g * sig;
+        wds[r] += d * g * sig * u;
+        dsTerms[r] += std::fabs(d * g * sig * u);
+      }
+    suite.expect("scaled_silu_and_mul fwd " + at, suite.read(sout), wout,
+                 dtype);
+    suite.expect("scaled_silu_and_mul bwd dx " + at, suite.read(sdx), wdx,
+                 dtype);
+    suite.expect("scaled_silu_and_mul bwd ds " + at, suite.read(sds), wds,
+                 DType::F32, &dsTerms);
+    std::vector<double> dx = suite.read(sdx), ds = suite.read(sds);
+    suite.report("scaled_silu_and_mul bwd in place = out of place " + at,
+                 suite.read(ix) == dx && suite.read(ids) == ds,
+                 "results differ");
+    suite.report("scaled_silu_and_mul bwd+fwd in place = bwd, fwd " + at,
+                 suite.read(px) == dx && suite.read(pds) == ds &&
+                     suite.read(pdc) == suite.read(sout),
+                 "results differ from the separate kernels");
+  }
+
   /// RMSNorm with a Gemma-style offset: forward, backward, dW's
   /// determinism and main_grad accumulation.
   void testRMSNorm() {
@@ -257,6 +310,7 @@ void testOperators(Suite &suite, DType dtype, int64_t M, int64_t N) {
   test.testSwiGLUInPlace();
   test.testSiluAndMul();
   test.testSiluAndMulInPlace();
+  test.testScaledSiluAndMul();
   test.testRMSNorm();
 }
 

@@ -98,21 +98,32 @@ public:
   ~GroupedSwiGLUMLP();
 
   /// y [T, H] (any leading shape flattened into T rows) from x grouped by
-  /// `splits` (one per expert, ≥ 0, summing to T).
+  /// `splits` (one per expert, ≥ 0, summing to T). With `routing` (a
+  /// contiguous [T] f32 device tensor: a mixture of experts' routing weight
+  /// of each row) each row's h is scaled by its weight before the down
+  /// projection, y[t] = routing[t] · mlp(x[t]): the weighted sum over a
+  /// token's experts is then a plain sum, and the weights' gradient needs
+  /// nothing of width H kept (scaled_silu_and_mul). y may be x's buffer:
+  /// the step reads all of a shard's x before it writes the shard's y.
   Status forward(const GroupedMLPWeights &weights, const TensorView &x,
                  const ExpertSplits &splits, const TensorView &y,
-                 const RunOptions &run = {});
+                 const RunOptions &run = {}, const TensorView &routing = {});
   /// dx from dy, and every expert's main_grad (+)= its weight gradients
   /// (`overwrite`: replaced; else added). The untiled step (recompute =
   /// false) needs the forward of the same rows, with the same workspace,
   /// first (the last kMaxKeptSteps forwards are known, each by its
   /// workspace: a caller may run several forwards before their backwards).
   /// x must hold the forward's values, not be the same buffer: a caller may
-  /// gather it again rather than keep it (tile.ops.moe_experts does).
+  /// gather it again rather than keep it (tile.ops.moe_experts does). dx
+  /// may be dy's buffer: a shard's dy is read before its dx is written.
+  /// With the forward's `routing`, `dRouting` ([T] f32) is overwritten
+  /// with each row's ⟨dy[t], mlp(x[t])⟩, the routing weight's gradient.
   Status backward(const GroupedMLPWeights &weights, const TensorView &x,
                   const ExpertSplits &splits, const TensorView &dy,
                   const TensorView &dx, const GroupedMLPGradients &mainGrad,
-                  bool overwrite, const RunOptions &run = {});
+                  bool overwrite, const RunOptions &run = {},
+                  const TensorView &routing = {},
+                  const TensorView &dRouting = {});
 
   /// The plan of the last step.
   const ShardPlan &lastPlan() const { return plan; }
@@ -136,10 +147,16 @@ private:
                  const RunOptions &run);
   struct Segment; // the rows of one expert in a shard
   struct Shard;   // one shard's rows, its experts' segments, its workspace
+  /// The routing weights of a step and their gradient (data 0: none).
+  struct Routing {
+    TensorView weights, grad;
+    bool given() const { return weights.data != 0; }
+  };
   Shard shard(const MLPShape &shape, rt::DType dtype, int64_t index,
               const std::vector<int64_t> &offsets) const;
-  /// h = silu(g) · u of one shard, from gu into h.
-  Status product(const Shard &s, const RunOptions &run);
+  /// h = silu(g) · u (· the rows' routing weights, where given) of one
+  /// shard, from gu into h.
+  Status product(const Shard &s, const Routing &routing, const RunOptions &run);
   /// Where a GEMM runs: a stream, and the cuBLASLt workspace only that
   /// stream uses while the lanes run side by side.
   struct Lane {
@@ -169,15 +186,17 @@ private:
                        const TensorView &x, const TensorView &dy,
                        const TensorView &dx, const GroupedMLPGradients &grads,
                        bool overwrite, std::vector<bool> &written,
-                       const RunOptions &run);
+                       const Routing &routing, const RunOptions &run);
   /// The same, each phase one grouped GEMM over every expert.
   Status backwardShardGrouped(const ExpertGemms &experts, const Shard &s,
                               const TensorView &x, const TensorView &dy,
                               const TensorView &dx, bool overwrite,
-                              const RunOptions &run);
+                              const Routing &routing, const RunOptions &run);
   /// [dg du] (over gu) from the shard's dh (in h), and h again (over dh)
-  /// where the tiled step recomputes.
-  Status swigluBackward(const Shard &s, const RunOptions &run);
+  /// where the tiled step recomputes; the routing weights' gradient of the
+  /// shard's rows where they are given.
+  Status swigluBackward(const Shard &s, const Routing &routing,
+                        const RunOptions &run);
   /// Where the grouped GEMM's tables go: lane 0's cuBLASLt workspace,
   /// which a grouped step does not use otherwise.
   rt::GroupedScratch groupedScratch() const;

@@ -98,6 +98,24 @@ public:
                                        const TensorView &dx,
                                        const TensorView &out,
                                        const RunOptions &run = {});
+  /// silu_and_mul with one f32 weight a row: out = silu(a) · b · s, x
+  /// [rows, 2H], s [rows] (a mixture of experts' routing weights, applied
+  /// before the down projection).
+  Status scaledSiluAndMulForward(const TensorView &x, const TensorView &s,
+                                 const TensorView &out,
+                                 const RunOptions &run = {});
+  /// dx [rows, 2H] and ds [rows] (f32, the row sums Σ dout · silu(a) · b)
+  /// from dout; in place (dx over x) as siluAndMulBackward.
+  Status scaledSiluAndMulBackward(const TensorView &x, const TensorView &s,
+                                  const TensorView &dout, const TensorView &dx,
+                                  const TensorView &ds,
+                                  const RunOptions &run = {});
+  /// dx, ds and out = silu(a) · b · s as well, in one pass; may run in
+  /// place (dx over x, out over dout).
+  Status scaledSiluAndMulBackwardWithForward(
+      const TensorView &x, const TensorView &s, const TensorView &dout,
+      const TensorView &dx, const TensorView &ds, const TensorView &out,
+      const RunOptions &run = {});
   /// y = x · rsqrt(mean(x²) + eps) · (w + offset).
   Status rmsNormForward(const TensorView &x, const TensorView &w, float eps,
                         float offset, const TensorView &y,

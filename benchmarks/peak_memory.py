@@ -1,0 +1,98 @@
+"""Where a causal LM step's peak memory goes: one training step of
+causal_lm.py's model and column (after two warm-up steps) with the CUDA
+allocator's history recorded, replayed to the moment of the peak, and the
+blocks live then grouped by the first Python frame outside torch's own
+files (the line that allocated them).
+
+    python3 benchmarks/peak_memory.py --model qwen3-moe --column tile \
+        --tokens 16384
+
+The GPU machine only; one process per column (peaks are per process)."""
+
+import argparse
+import collections
+
+import causal_lm
+
+
+def frame_of(frames):
+    """'file:line function' of the first frame outside torch's files."""
+    for f in frames:
+        if "site-packages/torch/" in f["filename"]:
+            continue
+        short = f["filename"].split("site-packages/")[-1]
+        return f"{short}:{f['line']} {f['name']}"
+    return "<no Python frame: autograd's own>"
+
+
+def peak_blocks(events, before):
+    """(peak bytes, index of the event that reached it, {frame: bytes} of
+    the blocks allocated in the trace and live at the peak)."""
+    current, top, at = before, before, -1
+    for index, event in enumerate(events):
+        if event["action"] == "alloc":
+            current += event["size"]
+        elif event["action"] == "free_completed":
+            current -= event["size"]
+        if current > top:
+            top, at = current, index
+    live = {}
+    for event in events[:at + 1]:
+        if event["action"] == "alloc":
+            live[event["addr"]] = (event["size"],
+                                   frame_of(event.get("frames", [])))
+        elif event["action"] == "free_completed":
+            live.pop(event["addr"], None)
+    groups = collections.Counter()
+    for size, frame in live.values():
+        groups[frame] += size
+    return top, at, groups
+
+
+def main():
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="qwen3-moe",
+                        choices=sorted(causal_lm.MODELS))
+    parser.add_argument("--column", default="tile")
+    parser.add_argument("--tokens", type=int, default=16384)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--top", type=int, default=14)
+    options = parser.parse_args()
+    name = options.model
+    m = causal_lm.patch(causal_lm.model(name, options.layers, options.tokens),
+                        name, options.column)
+    vocab = causal_lm.MODELS[name].settings["vocab_size"]
+    ids = torch.randint(0, vocab, (1, options.tokens), device="cuda",
+                        generator=torch.Generator("cuda").manual_seed(0))
+
+    def step():
+        m(input_ids=ids, labels=ids, use_cache=False).loss.backward()
+        for p in m.parameters():
+            p.grad = None
+
+    for _ in range(2):
+        step()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    torch.cuda.memory._record_memory_history(max_entries=2_000_000,
+                                             stacks="python")
+    step()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    snapshot = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    events = snapshot["device_traces"][torch.cuda.current_device()]
+    top, at, groups = peak_blocks(events, before)
+    print(f"{name} {options.column} {options.tokens}: before the step "
+          f"{before / 2**30:.2f} GiB, peak {peak / 2**30:.2f} GiB (replayed "
+          f"{top / 2**30:.2f}), reached at "
+          f"{frame_of(events[at].get('frames', [])) if at >= 0 else '-'}; "
+          f"allocated in the step and live at the peak:")
+    for frame, size in groups.most_common(options.top):
+        print(f"  {size / 2**20:9.1f} MiB  {frame}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""A mixture of experts' experts as a router leaves them (moe_experts): the
+tokens gathered by expert on the device, the grouped MLP of mlp.py run with
+each row's routing weight applied before the down projection, and the rows
+summed back into their tokens, in one autograd node that keeps nothing of
+size [T*K, H]. CPU tensors take mlp.py's float64 reference step.
+"""
+
+import torch
+
+from . import _capi
+from .autograd import main_grads_of, mark_main_grads, stream_of, \
+    tensor_arg, tracing, workspace_of
+from .mlp import (check_grouped, check_options, cpu_backward, cpu_forward,
+                  grad_buffers, kept_or_empty, tensor_args, workspace_bytes)
+
+__all__ = ["moe_experts"]
+
+
+def moe_experts(x, top_k_index, top_k_weights, gate_up, down, *, shards=0,
+                memory_budget=None, main_grad=False, recompute=False):
+    """A mixture-of-experts layer's experts as a router leaves them (Hugging
+    Face's MoE experts' forward): x [T, H]; top_k_index [T, K] each token's
+    experts, top_k_weights [T, K] their routing weights; gate_up
+    [E, 2I, H], down [E, H, I]. Returns sum_k w[t, k] * mlp_{e[t, k]}(x[t])
+    [T, H] in x's dtype.
+
+    The tokens are gathered by expert (a stable sort of the T*K choices),
+    each expert's count made on the device, and the grouped MLP run with
+    those device splits and each row's routing weight applied to h before
+    the down projection (scaled_silu_and_mul: down is linear, so
+    w * down(h) = down(w * h)); the rows are summed back into their tokens
+    by index_add: nothing waits for the GPU. An index of E or more (a
+    dropped choice, as Hugging Face's one_hot over E + 1 allows) adds
+    nothing. recompute=False by default: PyTorch's implementations keep the
+    [T*K, I] activations too. Nothing of size [T*K, H] is kept for the
+    backward: the gathered tokens are gathered again, the experts' outputs
+    are summed and dropped (the weights' gradient is a row sum over h's
+    width, made by the derived backward), and the gathered gradient
+    becomes dx in place."""
+    if x.dim() != 2 or top_k_index.dim() != 2 or \
+            top_k_weights.shape != top_k_index.shape or \
+            top_k_index.shape[0] != x.shape[0]:
+        raise ValueError(f"moe_experts takes x [T, H], top_k_index and "
+                         f"top_k_weights [T, K]; got {list(x.shape)}, "
+                         f"{list(top_k_index.shape)}, "
+                         f"{list(top_k_weights.shape)}")
+    if top_k_index.dtype.is_floating_point:
+        raise TypeError(f"top_k_index must hold integers, got "
+                        f"{top_k_index.dtype}")
+    if not top_k_weights.dtype.is_floating_point:
+        raise TypeError(f"top_k_weights must be floating point, got "
+                        f"{top_k_weights.dtype}")
+    x = x.contiguous()
+    check_grouped(x, gate_up, down)
+    check_options(shards, memory_budget, recompute)
+    experts, choices = gate_up.shape[0], top_k_index.shape[1]
+    flat = top_k_index.reshape(-1).long()  # scatter_add_ takes int64
+    kept = flat < experts
+    # A dropped choice goes to expert 0 with weight 0 (computed, its result
+    # multiplied by 0: a router drops few, and nothing here may depend on
+    # how many on the host).
+    flat = torch.where(kept, flat, torch.zeros_like(flat))
+    weights = torch.where(kept, top_k_weights.reshape(-1),
+                          torch.zeros_like(top_k_weights.reshape(-1)))
+    order = torch.argsort(flat, stable=True)
+    token = order // choices
+    # The counts by scatter_add: bincount would read its size on the host.
+    counts = torch.zeros(experts, dtype=torch.int64, device=x.device)
+    counts.scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.int64))
+    if x.device.type == "cpu":
+        counts = counts.tolist()
+    params = (gate_up, down)
+    training = torch.is_grad_enabled() and any(
+        t.requires_grad for t in (x, top_k_weights, *params))
+    main_grads = main_grads_of(params, ("gate_up", "down")) \
+        if main_grad and training else []
+    # Without a backward to come, the tiled forward: nothing is kept.
+    options = (shards, memory_budget or 0, recompute or not training)
+    return _RoutedExperts.apply(x, weights.index_select(0, order), gate_up,
+                                down, token, counts, options, *main_grads)
+
+
+# -- the routed step: a mixture of experts' experts in one node -------------
+
+def _routing_of(w, x):
+    """The routing weights as the step takes them: f32 (float64 in an exact
+    CPU step)."""
+    return w.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+
+
+def _routed_forward(rows, gate_up, down, splits, routing, options):
+    """y of the gathered rows (written over them on the GPU, where the step
+    reads all of x before it writes y) and the untiled step's workspace."""
+    if rows.device.type == "cpu":
+        return cpu_forward(rows, gate_up, None, down, splits, routing), None
+    workspace = torch.empty(
+        workspace_bytes(rows, gate_up, None, splits, options),
+        dtype=torch.uint8, device=rows.device)
+    _capi.mlp_forward_routed(
+        rows.device.index, options, stream_of(rows.device),
+        workspace_of(workspace), tensor_args((gate_up, down)),
+        tensor_arg(rows), tensor_arg(splits), tensor_arg(routing),
+        tensor_arg(rows))
+    return rows, (None if options[2] else workspace)
+
+
+def _routed_backward(rows, gate_up, down, splits, routing, dy, options,
+                     kept, grads, overwrite):
+    """(dx, d_routing) of the gathered rows, dx written over dy on the GPU
+    (a shard's dy is read before its dx is written); the weights' fp32
+    gradients written to or added to `grads`."""
+    d_routing = torch.empty_like(routing)
+    if rows.device.type == "cpu":
+        dx = cpu_backward(rows, gate_up, None, down, dy, splits, grads,
+                           overwrite, routing, d_routing)
+        return dx, d_routing
+    if kept is None:
+        kept = torch.empty(
+            workspace_bytes(rows, gate_up, None, splits, options),
+            dtype=torch.uint8, device=rows.device)
+    _capi.mlp_backward_routed(
+        rows.device.index, options, stream_of(rows.device),
+        workspace_of(kept), tensor_args((gate_up, down)), tensor_arg(rows),
+        tensor_arg(splits), tensor_arg(routing), tensor_arg(dy),
+        tensor_arg(dy), tensor_arg(d_routing), tensor_args(grads),
+        overwrite)
+    return dy, d_routing
+
+
+@torch.library.custom_op("tile::moe_experts_forward", mutates_args=())
+def _routed_forward_op(rows: torch.Tensor, gate_up: torch.Tensor,
+                       down: torch.Tensor, splits: torch.Tensor,
+                       routing: torch.Tensor, shards: int, memory_budget: int,
+                       recompute: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The routed forward traced (torch.compile): a new y (a traced graph
+    may not write over its input) and the workspace, or an empty one."""
+    y, kept = _routed_forward(rows.clone(), gate_up, down, splits, routing,
+                              (shards, memory_budget, recompute))
+    return y, kept_or_empty(rows, kept)
+
+
+@_routed_forward_op.register_fake
+def _routed_forward_fake(rows, gate_up, down, splits, routing, shards,
+                         memory_budget, recompute):
+    size = 0 if recompute or rows.device.type == "cpu" else \
+        workspace_bytes(rows, gate_up, None, splits,
+                         (shards, memory_budget, recompute))
+    return torch.empty_like(rows), rows.new_empty(size, dtype=torch.uint8)
+
+
+@torch.library.custom_op("tile::moe_experts_backward",
+                         mutates_args=("kept", "grads"))
+def _routed_backward_op(rows: torch.Tensor, gate_up: torch.Tensor,
+                        down: torch.Tensor, splits: torch.Tensor,
+                        routing: torch.Tensor, dy: torch.Tensor, shards: int,
+                        memory_budget: int, recompute: bool,
+                        kept: torch.Tensor, grads: list[torch.Tensor],
+                        overwrite: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The routed backward traced: dx a new tensor, not dy's buffer."""
+    return _routed_backward(rows, gate_up, down, splits, routing, dy.clone(),
+                            (shards, memory_budget, recompute),
+                            kept if kept.numel() else None, grads, overwrite)
+
+
+@_routed_backward_op.register_fake
+def _routed_backward_fake(rows, gate_up, down, splits, routing, dy, shards,
+                          memory_budget, recompute, kept, grads, overwrite):
+    return torch.empty_like(rows), torch.empty_like(routing)
+
+
+class _RoutedExperts(torch.autograd.Function):
+    """apply(x, w, gate_up, down, token, splits, options, *main_grads):
+    out [T, H], out[token[r]] += w[r] * mlp_e(x[token[r]]) over the rows r
+    in expert order (splits[e] of them for expert e: a device tensor, or
+    host ints on the CPU). options: (shards, memory_budget, recompute).
+    Keeps x, token, w and the untiled step's workspace: of size [T*K, H]
+    nothing (the rows are gathered again in the backward, the gathered
+    gradient becomes dx in place). main_grads as _MLPFunction's."""
+
+    @staticmethod
+    def forward(ctx, x, w, gate_up, down, token, splits, options,
+                *main_grads):
+        routing = _routing_of(w, x)
+        rows = x.index_select(0, token)
+        on_device = isinstance(splits, torch.Tensor)
+        if tracing([x, gate_up, down]) and on_device:
+            y, kept = _routed_forward_op(rows, gate_up, down, splits,
+                                         routing, *options)
+            kept = kept if kept.numel() else None
+        else:
+            y, kept = _routed_forward(rows, gate_up, down, splits, routing,
+                                      options)
+        ctx.options, ctx.main_grads = options, main_grads
+        ctx.host_splits = None if on_device else splits
+        ctx.save_for_backward(x, w, routing, gate_up, down, token, kept,
+                              splits if on_device else None)
+        # Out of place: with index_add_ on the new tensor, torch.compile
+        # (2.11, CUDA, any backend) handed this node's backward a zero
+        # gradient (test_compile.py's MoE layer); one [T, H] more, briefly.
+        return x.new_zeros(x.shape).index_add(0, token, y)
+
+    @staticmethod
+    def backward(ctx, dout):
+        x, w, routing, gate_up, down, token, kept, device_splits = \
+            ctx.saved_tensors
+        splits = device_splits if device_splits is not None \
+            else ctx.host_splits
+        main_grads = list(ctx.main_grads)
+        weights = (gate_up, down)
+        grads = main_grads or grad_buffers(x, weights)
+        overwrite = not main_grads
+        rows = x.index_select(0, token)
+        dy = dout.contiguous().index_select(0, token)
+        if tracing([x, dout]) and device_splits is not None:
+            drows, d_routing = _routed_backward_op(
+                rows, gate_up, down, splits, routing, dy, *ctx.options,
+                kept_or_empty(x, kept), grads, overwrite)
+        else:
+            drows, d_routing = _routed_backward(
+                rows, gate_up, down, splits, routing, dy, ctx.options, kept,
+                grads, overwrite)
+        del rows
+        dx = x.new_zeros(x.shape).index_add_(0, token, drows) \
+            if ctx.needs_input_grad[0] else None
+        dw = d_routing.to(w.dtype) if ctx.needs_input_grad[1] else None
+        rest = (None,) * (3 + len(main_grads))
+        if main_grads:
+            mark_main_grads(list(weights), in_forward=False)
+            return dx, dw, None, None, *rest
+        weight_grads = [grad.to(weight.dtype)
+                        if ctx.needs_input_grad[index + 2] else None
+                        for index, (weight, grad) in
+                        enumerate(zip(weights, grads))]
+        return dx, dw, *weight_grads, *rest
