@@ -6,7 +6,9 @@ unsupported or twice-patched models named in the error; on the GPU (the
 tests marked gpu) in bf16 against float64, within twice bf16 PyTorch's own
 error. Skipped without transformers."""
 
+import copy
 import sys
+import warnings
 
 import pytest
 import torch
@@ -476,3 +478,51 @@ def test_what_a_patch_leaves_is_said():
         _, counts = tile.transformers.apply_tile(glm4)
     assert counts["mlp"] == 2 and counts["rope"] == 0
     assert isinstance(glm4.model.layers[0].mlp, tile.nn.FusedSwiGLUMLP)
+
+
+# A vision-language model's language model patched on its own (Liger's
+# instance patch reaches it so): its text stack's type, and the vision-
+# language family whose tiny test model holds one.
+TEXT_STACK_OF = {"qwen2_vl_text": "qwen2_vl", "qwen2_5_vl_text": "qwen2_5_vl",
+                 "qwen3_vl_text": "qwen3_vl",
+                 "qwen3_vl_moe_text": "qwen3_vl_moe",
+                 "mllama_text_model": "mllama"}
+
+
+def test_every_text_stack_is_tested_alone():
+    assert sorted(TEXT_STACK_OF) == sorted(tile.transformers.TEXT_STACKS)
+
+
+@pytest.mark.parametrize("model_type", sorted(TEXT_STACK_OF))
+def test_text_stack_alone_matches_unpatched(model_type):
+    """apply_tile on the language model alone (a base model: no head, no
+    loss): its norms, MLPs or experts and RoPE patched, its hidden states
+    and every gradient as the unpatched model's in float64."""
+    torch.manual_seed(0)
+    plain = _tiny(TEXT_STACK_OF[model_type]).model.language_model
+    assert plain.config.model_type == model_type
+    patched = copy.deepcopy(plain)
+    family = tile.transformers.family_of(plain.config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a RoPE left to the model's own
+        _, counts = tile.transformers.apply_tile(patched)
+    layers = plain.config.num_hidden_layers
+    assert counts["loss"] == 0 and counts["rms_norm"] >= 2 * layers + 1
+    assert counts["mlp"] + counts["experts"] >= layers
+    assert (counts["experts"] > 0) == bool(family.experts)
+    assert counts["rope"] == (0 if family.other_rope else 1)
+    ids = torch.randint(0, 64, (2, 9))
+    # A fixed cotangent of unit scale: the hidden states' gradient as a
+    # loss would give it (Hugging Face's RMSNorms round through fp32 even
+    # in a float64 model, which a squared sum would amplify past HF_RTOL).
+    cotangent = torch.randn(2, 9, plain.config.hidden_size,
+                            dtype=torch.float64) / 9
+    outputs = []
+    for model in (plain, patched):
+        torch.manual_seed(1)
+        hidden = model(input_ids=ids).last_hidden_state
+        (hidden * cotangent).sum().backward()
+        outputs.append(hidden.detach())
+    scale = outputs[0].abs().max().item()
+    assert (outputs[1] - outputs[0]).abs().max().item() <= HF_RTOL * scale
+    _assert_grads_close(patched, _grads(plain))

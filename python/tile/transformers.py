@@ -131,8 +131,9 @@ SUPPORTED = {
 
 _MROPE = "the multimodal RoPE's sections (temporal, height, width)"
 
-# The text stacks of vision-language models that are no family of SUPPORTED
-# (patched inside their vision-language model only).
+# The text stacks of vision-language models that are no family of SUPPORTED:
+# patched inside their vision-language model, or on their own (the
+# language model alone, a base model: no head, no loss).
 TEXT_STACKS = {
     "qwen3_vl_text": Family(("Qwen3VLTextRMSNorm",), ("Qwen3VLTextMLP",)),
     # Mllama: its cross-attention layers' norms are the same class.
@@ -175,11 +176,15 @@ def family_of(config):
                 f"tile.transformers.apply_tile: a {model_type} model's "
                 f"text stack of type {text!r} is not supported")
         return family
+    if model_type in TEXT_STACKS:
+        # A vision-language model's language model patched on its own (as
+        # Liger's instance patch reaches it: model.model.language_model).
+        return TEXT_STACKS[model_type]
     if model_type not in SUPPORTED:
         raise ValueError(
             f"tile.transformers.apply_tile: model type {model_type!r} "
             f"is not supported; supported: "
-            f"{', '.join(sorted((*SUPPORTED, *VISION_LANGUAGE)))}")
+            f"{', '.join(sorted((*SUPPORTED, *TEXT_STACKS, *VISION_LANGUAGE)))}")
     return SUPPORTED[model_type]
 
 
