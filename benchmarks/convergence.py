@@ -144,11 +144,14 @@ def family_config(model_type, **sizes):
     text = config.get_text_config()
     for key, value in settings.items():
         setattr(text, key, value)
-    if model_type in ("qwen2_vl", "qwen2_5_vl"):
+    if model_type in ("qwen2_vl", "qwen2_5_vl", "glm4v"):
         # The multimodal RoPE's three sections cover half the head.
         head = getattr(text, "head_dim", None) or \
             text.hidden_size // text.num_attention_heads
-        half = head // 2
+        # Of the rotated part of the head (where a partial factor is set).
+        partial = (text.rope_parameters or {}).get("partial_rotary_factor",
+                                                   1.0)
+        half = int(head * partial) // 2
         text.rope_parameters = dict(
             text.rope_parameters or {},
             mrope_section=[half - 2 * (half // 4), half // 4, half // 4])

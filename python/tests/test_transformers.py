@@ -26,7 +26,7 @@ _CONVERGENCE = load("convergence")
 HF_RTOL = 1e-5
 
 # The families whose MLP is one gate_up projection.
-FUSED_MLP = {"phi3", "glm4"}
+FUSED_MLP = {"phi3", "glm4", "glm4v"}
 
 
 def _config(model_type, head_dim, **sizes):
@@ -486,7 +486,7 @@ def test_what_a_patch_leaves_is_said():
 TEXT_STACK_OF = {"qwen2_vl_text": "qwen2_vl", "qwen2_5_vl_text": "qwen2_5_vl",
                  "qwen3_vl_text": "qwen3_vl",
                  "qwen3_vl_moe_text": "qwen3_vl_moe",
-                 "mllama_text_model": "mllama"}
+                 "mllama_text_model": "mllama", "glm4v_text": "glm4v"}
 
 
 def test_every_text_stack_is_tested_alone():

@@ -147,6 +147,12 @@ TEXT_STACKS = {
     "qwen3_vl_moe_text": Family(("Qwen3VLMoeTextRMSNorm",),
                                 ("Qwen3VLMoeTextMLP",),
                                 experts=("Qwen3VLMoeTextExperts",)),
+    # GLM-4V: GLM-4's sandwich norms and one gate_up projection; its RoPE,
+    # multimodal sections of interleaved pairs, the model's own.
+    "glm4v_text": Family(("Glm4vRMSNorm",), ("Glm4vTextMLP",),
+                         other_rope="GLM-4V's RoPE: multimodal sections of "
+                                    "interleaved pairs (Tile's is "
+                                    "rotate-half)"),
 }
 
 # Vision-language models whose language model (model.model.language_model)
@@ -155,7 +161,7 @@ TEXT_STACKS = {
 # the chunked head as a causal LM's.
 VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama", "paligemma",
                    "qwen2_vl", "qwen2_5_vl", "qwen3_5", "qwen3_5_moe",
-                   "qwen3_vl", "qwen3_vl_moe")
+                   "qwen3_vl", "qwen3_vl_moe", "glm4v")
 
 
 # The vision-language models whose forward soft-caps the logits with their
