@@ -20,11 +20,13 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/JSON.h"
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 using tile::rt::Status;
 using tile::rt::StatusOr;
@@ -64,18 +66,18 @@ tile::jit::Jit &jitFor(const std::string &cacheDir) {
   return *slot;
 }
 
-tile_dtype dtypeNamed(llvm::StringRef name) {
-  if (name == "bf16")
-    return TILE_DTYPE_BF16;
-  if (name == "f16")
-    return TILE_DTYPE_F16;
-  if (name == "f32")
-    return TILE_DTYPE_F32;
-  if (name == "f64")
-    return TILE_DTYPE_F64;
-  if (name == "i32")
-    return TILE_DTYPE_I32;
-  return TILE_DTYPE_I64; // i64 and index
+/// The C API's dtype of a signature's type name; none for a name it has no
+/// dtype for (the kernel verifier admits none such: a signature that has one
+/// is refused, not read as some other dtype).
+std::optional<tile_dtype> dtypeNamed(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<tile_dtype>>(name)
+      .Case("bf16", TILE_DTYPE_BF16)
+      .Case("f16", TILE_DTYPE_F16)
+      .Case("f32", TILE_DTYPE_F32)
+      .Case("f64", TILE_DTYPE_F64)
+      .Case("i32", TILE_DTYPE_I32)
+      .Cases("i64", "index", TILE_DTYPE_I64)
+      .Default(std::nullopt);
 }
 
 // The C API's roles are the table's (ValueRoles.h), in its order.
@@ -97,7 +99,12 @@ StatusOr<tile_value_info> describeValue(const llvm::json::Object &value,
                                         bool argument) {
   tile_value_info info{};
   info.is_tensor = value.getString("kind").value_or("") == "tensor";
-  info.dtype = dtypeNamed(value.getString("dtype").value_or(""));
+  llvm::StringRef dtypeName = value.getString("dtype").value_or("");
+  std::optional<tile_dtype> dtype = dtypeNamed(dtypeName);
+  if (!dtype)
+    return Status::error("malformed kernel signature: unknown dtype '" +
+                         dtypeName.str() + "'");
+  info.dtype = *dtype;
   if (const llvm::json::Array *shape = value.getArray("shape"))
     info.rank = static_cast<int32_t>(shape->size());
   llvm::StringRef roleName = value.getString("role").value_or("");
