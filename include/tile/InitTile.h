@@ -1,5 +1,4 @@
-//===- InitTile.h - register what the tile tools use -------------*- C++
-//-*-===//
+//===- InitTile.h - register what the tile tools use ------------*- C++ -*-===//
 //
 // Registration lives in one translation unit (lib/Registration) because the
 // headers it needs are the most expensive in the build.

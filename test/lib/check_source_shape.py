@@ -9,7 +9,9 @@ usage: check_source_shape.py DIR [--layered DIR]...
   nested ones included, from its decorators to its last line);
 - in each --layered directory, the files' includes of each other form no
   cycle (the header and source file of one name are one node), so that no
-  file calls back into another.
+  file calls back into another;
+- a C, C++ or CUDA file's banner (`//===- Name - what it is ---===//`) is
+  one line of at most 80 columns (clang-format splits a longer one in two).
 """
 
 import ast
@@ -19,6 +21,7 @@ import sys
 
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 150
+BANNER_COLUMNS = 80
 
 
 def strip(line):
@@ -118,9 +121,17 @@ def main():
     for directory, subdirectories, files in os.walk(root):
         subdirectories[:] = [d for d in subdirectories if d != "__pycache__"]
         for name in sorted(files):
+            path = os.path.join(directory, name)
+            if name.endswith((".c", ".cpp", ".h", ".cu", ".cuh")):
+                with open(path) as f:
+                    first = f.readline().rstrip("\n")
+                if first.startswith("//===-") and (
+                        not first.endswith("===//") or
+                        len(first) > BANNER_COLUMNS):
+                    failures.append(f"{path}:1: a banner not on one line of "
+                                    f"at most {BANNER_COLUMNS} columns")
             if not name.endswith((".cpp", ".h", ".py")):
                 continue
-            path = os.path.join(directory, name)
             with open(path) as f:
                 text = f.read()
             lines = text.splitlines()

@@ -1,5 +1,4 @@
-//===- RunData.h - tile-run's inputs, evaluations and output files -*- C++
-//-*-===//
+//===- RunData.h - tile-run's inputs and outputs ----------------*- C++ -*-===//
 //
 // What the evaluator and the GPU modes of tile-run share: the arguments'
 // names as the source spells them, inputs from seeded random numbers or

@@ -1,4 +1,4 @@
-//===- ClosedForms.h - gradients of the examples worked out by hand -*- C++
+//===- ClosedForms.h - gradients worked out by hand -------------*- C++ -*-===//
 //-*-//
 //
 // The reference the finite differences and the derived backward kernels are

@@ -1,5 +1,4 @@
-//===- Evaluator.h - float64 reference evaluator of tile IR ------*- C++
-//-*-===//
+//===- Evaluator.h - float64 reference evaluator of tile IR -----*- C++ -*-===//
 //
 // `tile::interp` runs a tile function on host buffers in float64. It is the
 // numerical ground truth for everything else: GPU results, derived gradients

@@ -1,5 +1,4 @@
-//===- FiniteDifferences.h - numerical gradients via the evaluator -*- C++
-//-*-===//
+//===- FiniteDifferences.h - numerical gradients, evaluated -----*- C++ -*-===//
 //
 // The ground truth for derived gradients: vector-Jacobian products of a tile
 // function computed numerically with the float64 evaluator (exact mode, no

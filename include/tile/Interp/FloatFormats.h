@@ -1,5 +1,4 @@
-//===- FloatFormats.h - bit-exact bf16 / f16 / f32 rounding ------*- C++
-//-*-===//
+//===- FloatFormats.h - bit-exact bf16 / f16 / f32 rounding -----*- C++ -*-===//
 //
 // The reference evaluator works in float64 but must round exactly where the
 // GPU does: at casts and at kernel inputs and outputs. These helpers convert

@@ -1,5 +1,4 @@
-//===- GradientCheck.h - derived gradients vs finite differences -*- C++
-//-*-===//
+//===- GradientCheck.h - derived vs numerical gradients ---------*- C++ -*-===//
 //
 // Checks a derived backward against central finite differences of its
 // forward, both in exact float64. For each differentiable argument x and a

@@ -1,5 +1,4 @@
-//===- Inputs.h - seeded inputs and result summaries -------------*- C++
-//-*-===//
+//===- Inputs.h - seeded inputs and result summaries ------------*- C++ -*-===//
 //
 // What a user needs to run a kernel without writing C++: arguments made from
 // a short spec ("7x13" for a tensor, "1e-6" for a scalar) filled with seeded

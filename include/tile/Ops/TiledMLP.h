@@ -1,5 +1,4 @@
-//===- TiledMLP.h - a sequence-tiled SwiGLU MLP -------------------*- C++
-//-*-===//
+//===- TiledMLP.h - a sequence-tiled SwiGLU MLP -----------------*- C++ -*-===//
 //
 //   y = (silu(x·gateᵀ) ⊙ (x·upᵀ)) · downᵀ,   x [S, H], gate/up [I, H], down [H,
 //   I]

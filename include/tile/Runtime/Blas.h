@@ -1,5 +1,4 @@
-//===- Blas.h - row-major GEMMs through cuBLASLt, opened at run time -*- C++
-//-*-===//
+//===- Blas.h - row-major GEMMs through cuBLASLt ----------------*- C++ -*-===//
 //
 // The tiled MLP's matrix products. cuBLASLt is opened with dlopen the way the
 // driver is (libcublasLt.so.13, or TILE_LIBCUBLASLT), so the runtime still

@@ -1,5 +1,4 @@
-//===- Status.h - errors the runtime returns instead of aborting -*- C++
-//-*-===//
+//===- Status.h - errors returned instead of aborts -------------*- C++ -*-===//
 //
 // Every runtime call that can fail returns a Status (or StatusOr<T>) whose
 // message says what went wrong in terms the caller can act on: no driver,

@@ -1,5 +1,4 @@
-//===- StreamFork.h - side streams forked from a caller's stream -*- C++
-//-*-===//
+//===- StreamFork.h - side streams of a caller's stream ---------*- C++ -*-===//
 //
 // Work that is independent (the GEMMs of a mixture of experts, one per
 // expert) but too small to fill the GPU one piece at a time can run on

@@ -1,5 +1,4 @@
-//===- KernelSignature.h - kernels' interfaces as JSON -----------*- C++
-//-*-===//
+//===- KernelSignature.h - kernels' interfaces as JSON ----------*- C++ -*-===//
 //
 // The first piece of the kernel manifest: for every `tile.kernel` function,
 // its arguments and results (kind, element type, rank, static sizes) and

@@ -1,5 +1,4 @@
-//===- ScheduleOptions.h - tile-schedule's overrides --------------*- C++
-//-*-===//
+//===- ScheduleOptions.h - tile-schedule's overrides ------------*- C++ -*-===//
 //
 // tile-schedule's overrides as one plain struct (no MLIR): the JIT's
 // CompileOptions, the pipelines' PtxOptions and the operators' overrides

@@ -1,5 +1,4 @@
-//===- CommandLine.h - what every Tile tool does to its command line -*- C++
-//-*-===//
+//===- CommandLine.h - every Tile tool's command line -----------*- C++ -*-===//
 //
 // The tools link LLVM, whose shared library registers every backend's
 // options (AMDGPU, ARM, BPF, ...): without care `--help` lists hundreds of

@@ -1,5 +1,4 @@
-//===- ToolSupport.h - what every Tile tool does before MLIR runs -*- C++
-//-*-===//
+//===- ToolSupport.h - what every Tile tool does first ----------*- C++ -*-===//
 //
 // MLIR's parser, verifier and printer recurse once per level of nesting,
 // and several of Tile's passes once per op along a use-def chain. So the

@@ -1,5 +1,4 @@
-//===- BodyEmitter.h - the loops every kernel body is made of ----*- C++
-//-*-===//
+//===- BodyEmitter.h - the loops every kernel body is made of ---*- C++ -*-===//
 //
 // The base of the body emitters (RowKernel.cpp, ResidentRows.cpp,
 // FinalizeKernel.cpp): the row loop, the strided column loops and the

@@ -1,5 +1,4 @@
-//===- Evaluator.h - a kernel's values at a point ----------------*- C++
-//-*-===//
+//===- Evaluator.h - a kernel's values at a point ---------------*- C++ -*-===//
 //
 // The evaluator computes the kernel's dataflow at a point instead of
 // materializing tensors: an element value is an expression of (row, column)

@@ -1,5 +1,4 @@
-//===- FoldedFinalize.h - the finalize in the row kernel's last CTAs -*- C++
-//-*-===//
+//===- FoldedFinalize.h - the finalize in the last CTAs ---------*- C++ -*-===//
 
 #ifndef TILE_LIB_CONVERSION_TILETOGPU_FOLDEDFINALIZE_H
 #define TILE_LIB_CONVERSION_TILETOGPU_FOLDEDFINALIZE_H

@@ -1,4 +1,4 @@
-//===- InvariantRowStatistics.h - row maxima no result depends on -*- C++ -*-//
+//===- InvariantRowStatistics.h - row maxima no result uses -----*- C++ -*-===//
 //
 // A softmax, a log-softmax or a logsumexp written without tile.stop_gradient
 // subtracts its row's maximum for stability and does not depend on it: the

@@ -1,4 +1,4 @@
-//===- QuotientResults.h - a backward through the quotient it is given -*- C++
+//===- QuotientResults.h - a backward through a quotient --------*- C++ -*-===//
 //-*-//
 //
 // A softmax returns y = e / broadcast(s), s = Σ e. Its derived backward is

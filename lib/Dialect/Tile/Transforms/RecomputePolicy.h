@@ -1,4 +1,4 @@
-//===- RecomputePolicy.h - which forward values the backward saves -*- C++ -*-//
+//===- RecomputePolicy.h - what the backward saves --------------*- C++ -*-===//
 //
 // The backward first recomputes the whole forward. The policy then picks the
 // recomputed values that the backward should rather receive from the forward

@@ -1,5 +1,4 @@
-//===- KernelVerifier.h - what a tile.kernel function may contain -*- C++
-//-*-===//
+//===- KernelVerifier.h - what a tile.kernel function holds -----*- C++ -*-===//
 
 #ifndef TILE_DIALECT_TILE_IR_KERNELVERIFIER_H
 #define TILE_DIALECT_TILE_IR_KERNELVERIFIER_H

@@ -1,5 +1,4 @@
-//===- Differentiate.h - reverse-mode differentiation of kernels -*- C++
-//-*-===//
+//===- Differentiate.h - reverse-mode differentiation -----------*- C++ -*-===//
 //
 // The C++ entry point behind the tile-differentiate pass, for tools and the
 // JIT that derive one kernel's backward without running a pass pipeline.
