@@ -16,7 +16,7 @@
 #include "tile/Interp/Evaluator.h"
 #include "tile/Interp/Inputs.h"
 #include "tile/JIT/JIT.h"
-#include "tile/Ops/Launcher.h"
+#include "tile/Launcher/Launcher.h"
 #include "tile/Runtime/HostFloat.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -14,7 +14,7 @@
 #include "tile/InitTile.h"
 #include "tile/Interp/Evaluator.h"
 #include "tile/JIT/JIT.h"
-#include "tile/Ops/Launcher.h"
+#include "tile/Launcher/Launcher.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"

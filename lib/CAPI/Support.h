@@ -10,7 +10,7 @@
 #define TILE_LIB_CAPI_SUPPORT_H
 
 #include "tile-c/Tile.h"
-#include "tile/Ops/Launcher.h"
+#include "tile/Launcher/Launcher.h"
 #include "tile/Runtime/Runtime.h"
 
 #include <initializer_list>

@@ -1,6 +1,6 @@
 //===- Launcher.cpp - launch compiled kernels by their manifest ----------===//
 
-#include "tile/Ops/Launcher.h"
+#include "tile/Launcher/Launcher.h"
 #include "Manifest.h"
 
 #include <cctype>

@@ -34,7 +34,7 @@
 
 #include "BenchTool.h"
 
-#include "tile/Ops/Launcher.h"
+#include "tile/Launcher/Launcher.h"
 #include "tile/Ops/Ops.h"
 #include "tile/Tools/CommandLine.h"
 

@@ -6,7 +6,7 @@
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "tile/Interp/Inputs.h"
 #include "tile/JIT/JIT.h"
-#include "tile/Ops/Launcher.h"
+#include "tile/Launcher/Launcher.h"
 #include "tile/Ops/Ops.h"
 #include "tile/Runtime/Runtime.h"
 

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tile/Ops/Launcher.h"
+#include "tile/Launcher/Launcher.h"
 #include "tile/Target/ManifestFormat.h"
 
 #include "gtest/gtest.h"

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tile/Ops/Launcher.h"
+#include "tile/Launcher/Launcher.h"
 #include "tile/Ops/Ops.h"
 
 #include "llvm/Support/MemoryBuffer.h"

@@ -19,7 +19,7 @@
 #define TILE_OPS_OPS_H
 
 #include "tile/JIT/JIT.h"
-#include "tile/Ops/Launcher.h"
+#include "tile/Launcher/Launcher.h"
 #include "tile/Runtime/Runtime.h"
 
 #include <map>

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TILE_OPS_LAUNCHER_H
-#define TILE_OPS_LAUNCHER_H
+#ifndef TILE_LAUNCHER_LAUNCHER_H
+#define TILE_LAUNCHER_LAUNCHER_H
 
 #include "tile/JIT/CompiledKernels.h"
 #include "tile/Runtime/Runtime.h"
@@ -208,4 +208,4 @@ private:
 
 } // namespace tile::ops
 
-#endif // TILE_OPS_LAUNCHER_H
+#endif // TILE_LAUNCHER_LAUNCHER_H
