@@ -13,7 +13,7 @@ void BodyEmitter::stridedLoop(Value start, Value end, Value stride,
   auto loop = scf::ForOp::create(b, loc, start, end, stride);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
-  Evaluator::MemoScope scope(ev);
+  PointEmitter::MemoScope scope(ev);
   body(loop.getInductionVar());
 }
 

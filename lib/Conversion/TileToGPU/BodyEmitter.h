@@ -2,14 +2,14 @@
 //
 // The base of the body emitters (RowKernel.cpp, ResidentRows.cpp,
 // FinalizeKernel.cpp): the row loop, the strided column loops and the
-// per-row outputs, built on the frame and the evaluator.
+// per-row outputs, built on the frame and the point emitter.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TILE_LIB_CONVERSION_TILETOGPU_BODYEMITTER_H
 #define TILE_LIB_CONVERSION_TILETOGPU_BODYEMITTER_H
 
-#include "Evaluator.h"
+#include "PointEmitter.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -17,8 +17,8 @@ namespace mlir::tile::gpu_lowering {
 
 class BodyEmitter {
 public:
-  BodyEmitter(KernelFrame &frame, Evaluator &evaluator)
-      : f(frame), ev(evaluator), b(frame.b), loc(frame.loc) {}
+  BodyEmitter(KernelFrame &frame, PointEmitter &points)
+      : f(frame), ev(points), b(frame.b), loc(frame.loc) {}
 
 protected:
   /// One strided loop at the current lane count; what `body` evaluates is
@@ -32,7 +32,7 @@ protected:
   void columnLoop(Value end, function_ref<void(Value)> body);
   /// The row loop: the CTA walks blocks of rowsPerCta rows, and each group
   /// of threads its row of the block. The loop carries `inits` and, last,
-  /// the exchange parity; its body must yield Evaluator::finishRow() last.
+  /// the exchange parity; its body must yield PointEmitter::finishRow() last.
   scf::ForOp createRowLoop(ValueRange inits);
   /// Writes the per-row results of the current row (the group's first
   /// thread).
@@ -47,7 +47,7 @@ protected:
                     Value column);
 
   KernelFrame &f;
-  Evaluator &ev;
+  PointEmitter &ev;
   OpBuilder &b;
   Location loc;
 };

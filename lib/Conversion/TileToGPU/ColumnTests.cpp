@@ -1,13 +1,13 @@
 //===- ColumnTests.cpp - a per-row label's column, tested and picked -----===//
 //
-// The Evaluator's handling of iota == broadcast(L), the one-hot test of a
+// The PointEmitter's handling of iota == broadcast(L), the one-hot test of a
 // loss with integer labels: a row sum of select(test, x, 0) reads the one
 // element at column L (a pick), and the test itself, where it is needed
 // per element (the one-hot term of the backward), compares integers.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Evaluator.h"
+#include "PointEmitter.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
@@ -45,7 +45,7 @@ std::optional<ColumnTest> matchColumnTest(arith::CmpFOp test,
   return ColumnTest{broadcast.getInput(), iota, equal};
 }
 
-/// The parts of a pick (Evaluator::isPick): the select's column test and
+/// The parts of a pick (PointEmitter::isPick): the select's column test and
 /// the picked value.
 struct Pick {
   ColumnTest test;
@@ -71,11 +71,11 @@ std::optional<Pick> matchPick(ReduceOp reduce, const KernelModel &model) {
 }
 } // namespace
 
-bool Evaluator::isPick(ReduceOp reduce) {
+bool PointEmitter::isPick(ReduceOp reduce) {
   return matchPick(reduce, f.model).has_value();
 }
 
-std::pair<Value, Value> Evaluator::labelColumn(Value label, Value width) {
+std::pair<Value, Value> PointEmitter::labelColumn(Value label, Value width) {
   // Only a whole number in [0, width) names a column (NaN does not).
   Value whole = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, label,
                                       math::FloorOp::create(b, loc, label));
@@ -92,11 +92,11 @@ std::pair<Value, Value> Evaluator::labelColumn(Value label, Value width) {
   return {inRange, column};
 }
 
-bool Evaluator::isColumnTest(arith::CmpFOp test) {
+bool PointEmitter::isColumnTest(arith::CmpFOp test) {
   return matchColumnTest(test, f.model).has_value();
 }
 
-Lanes Evaluator::columnTest(arith::CmpFOp test, Value base) {
+Lanes PointEmitter::columnTest(arith::CmpFOp test, Value base) {
   ColumnTest parts = *matchColumnTest(test, f.model);
   auto [inRange, column] =
       labelColumn(rowValue(parts.label), widthOf(parts.iota.getResult()));
@@ -117,7 +117,7 @@ Lanes Evaluator::columnTest(arith::CmpFOp test, Value base) {
   return result;
 }
 
-Value Evaluator::pickRow(ReduceOp reduce) {
+Value PointEmitter::pickRow(ReduceOp reduce) {
   Pick pick = *matchPick(reduce, f.model);
   Type f32Type = b.getF32Type();
   // The sum of selects is 0 for a label that names no column.

@@ -25,7 +25,7 @@ public:
 private:
   /// Sums, cooperatively over the whole CTA, every cross-row reduction's
   /// partial rows at this thread's column, and gives the totals to the
-  /// evaluator.
+  /// points.
   void sumPartials(Value col, Value lane, Value slice);
   /// This warp's sum of its share of `reduce`'s partial rows at `column`.
   Value sumWarpRows(ReduceOp reduce, Value width, Value column, Value slice);
@@ -109,7 +109,7 @@ void FinalizeKernel::emit() {
     Value result = returnOp.getOperand(number);
     Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col,
                                          ev.widthOf(result));
-    Evaluator::MemoScope scope(ev);
+    PointEmitter::MemoScope scope(ev);
     f.emitIf(f.andOf(firstWarp, inside), [&] {
       memref::StoreOp::create(b, loc, ev.elementAt(result, col),
                               f.resultPointers[number], ValueRange{col});
@@ -117,6 +117,6 @@ void FinalizeKernel::emit() {
   }
 }
 
-void gpu_lowering::emitFinalizeBody(KernelFrame &frame, Evaluator &evaluator) {
-  FinalizeKernel(frame, evaluator).emit();
+void gpu_lowering::emitFinalizeBody(KernelFrame &frame, PointEmitter &points) {
+  FinalizeKernel(frame, points).emit();
 }

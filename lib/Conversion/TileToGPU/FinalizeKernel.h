@@ -3,13 +3,13 @@
 #ifndef TILE_LIB_CONVERSION_TILETOGPU_FINALIZEKERNEL_H
 #define TILE_LIB_CONVERSION_TILETOGPU_FINALIZEKERNEL_H
 
-#include "Evaluator.h"
+#include "PointEmitter.h"
 
 namespace mlir::tile::gpu_lowering {
 
 /// The finalize kernel's body: the sums of the row kernel's partial rows,
 /// and the results that read them.
-void emitFinalizeBody(KernelFrame &frame, Evaluator &evaluator);
+void emitFinalizeBody(KernelFrame &frame, PointEmitter &points);
 
 } // namespace mlir::tile::gpu_lowering
 

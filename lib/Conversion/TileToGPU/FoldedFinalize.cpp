@@ -152,7 +152,7 @@ void gpu_lowering::emitFoldedFinalize(const KernelFrame &rows) {
   Value ticket = takeTicket(f, threadZero, counter);
 
   // The columns the finalize covers: the widest of its results.
-  Evaluator ev(f);
+  PointEmitter ev(f);
   (void)ev.evaluateUniforms(); // it succeeded for the row body
   auto returnOp = f.returnOp();
   Value columns;
@@ -175,7 +175,7 @@ void gpu_lowering::emitFoldedFinalize(const KernelFrame &rows) {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
-      Evaluator::MemoScope scope(ev);
+      PointEmitter::MemoScope scope(ev);
       f.bid = loop.getInductionVar(); // ev reads the frame's slice from f
       emitFinalizeBody(f, ev);
     }

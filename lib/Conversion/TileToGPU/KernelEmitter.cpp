@@ -2,14 +2,14 @@
 //
 // Plans a kernel (KernelPlan.cpp), then emits its row kernel and, where the
 // plan has one, its finalize kernel: the gpu.func and its parameters here,
-// the body through the evaluator and the body emitters.
+// the body through the point emitter and the body emitters.
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelEmitter.h"
-#include "Evaluator.h"
 #include "FinalizeKernel.h"
 #include "FoldedFinalize.h"
+#include "PointEmitter.h"
 #include "RowKernel.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -30,7 +30,7 @@ MemRefType flatBuffer(Type elementType) {
 
 /// Creates the gpu.func of `f.mode` with the plan's launch facts, and maps
 /// its parameters into the frame.
-void createKernel(KernelFrame &f, Evaluator &ev, gpu::GPUModuleOp module) {
+void createKernel(KernelFrame &f, PointEmitter &ev, gpu::GPUModuleOp module) {
   using Kind = KernelParam::Kind;
   OpBuilder &b = f.b;
   func::FuncOp func = f.func;
@@ -140,7 +140,7 @@ void setUpThreads(KernelFrame &f) {
 }
 
 /// The offsets of the plan's workspace blocks.
-void layOutWorkspace(KernelFrame &f, Evaluator &ev) {
+void layOutWorkspace(KernelFrame &f, PointEmitter &ev) {
   OpBuilder &b = f.b;
   Location loc = f.loc;
   Value offset = f.index(0);
@@ -164,7 +164,7 @@ LogicalResult emitKernel(const KernelModel &model, const WidthClasses &widths,
                          Mode mode, gpu::GPUModuleOp module) {
   OpBuilder b(module.getContext());
   KernelFrame f(model, widths, plan, schedule, mode, b);
-  Evaluator ev(f);
+  PointEmitter ev(f);
   createKernel(f, ev, module);
   setUpThreads(f);
   // The finalize is launched with programmatic stream serialization (the

@@ -20,7 +20,7 @@
 //   ResidentRows.cpp    the resident rows;
 //   FinalizeKernel.cpp  the finalize's sums
 //   BodyEmitter.cpp     row and column loops
-//   Evaluator.cpp       values at a point (RowExchange.cpp: row reductions)
+//   PointEmitter.cpp       values at a point (RowExchange.cpp: row reductions)
 //   KernelFrame.cpp     the kernel's parameters and builder helpers
 //   KernelPlan.cpp      the decisions, made before any IR (also the manifest's)
 //   KernelModel.cpp     the kinds of the values and the shape rules

@@ -85,7 +85,7 @@ struct KernelFrame {
   /// `sum` (of exp(x - from)) rescaled to the max `to`: sum * exp(from -
   /// to), unchanged where from == to (no exp(-inf - -inf)). An online
   /// sum's step (RowKernel.cpp) and its rescale to the row's max
-  /// (Evaluator.cpp).
+  /// (PointEmitter.cpp).
   Value rescaleSum(Value sum, Value from, Value to,
                    arith::FastMathFlags expFlags);
   /// `into[l] = into[l] ⊕ values[l]` for every lane, `into` first.

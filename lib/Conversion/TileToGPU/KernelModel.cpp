@@ -328,7 +328,7 @@ FailureOr<KernelModel> KernelModel::analyze(func::FuncOp func) {
     if (auto constant = dyn_cast<arith::ConstantOp>(op);
         constant && isTensor(constant.getResult())) {
       // A non-splat constant becomes a table in the kernel's global memory
-      // (Evaluator.cpp): it must be dense, of floats, and small.
+      // (PointEmitter.cpp): it must be dense, of floats, and small.
       auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (!dense)
         return op.emitOpError("has a tensor constant the GPU lowering cannot "

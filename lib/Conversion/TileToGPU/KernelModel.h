@@ -101,7 +101,7 @@ struct KernelModel {
   SmallVector<ReduceOp> acrossRowReductions;
 
   /// Non-splat tensor constants, in program order: each is read from a
-  /// table in the GPU module (Evaluator.cpp), and the manifest pins the
+  /// table in the GPU module (PointEmitter.cpp), and the manifest pins the
   /// rows of those read per row.
   llvm::SetVector<arith::ConstantOp> constantTables;
 

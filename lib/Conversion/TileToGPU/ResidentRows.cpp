@@ -22,9 +22,9 @@ using namespace mlir::tile::gpu_lowering;
 namespace {
 class ResidentRows : public BodyEmitter, public RowFolder {
 public:
-  ResidentRows(KernelFrame &frame, Evaluator &evaluator,
+  ResidentRows(KernelFrame &frame, PointEmitter &points,
                const KernelPlan::Resident &resident)
-      : BodyEmitter(frame, evaluator), resident(resident),
+      : BodyEmitter(frame, points), resident(resident),
         vector(frame.schedule.vectorWidth) {}
   void emit();
   /// The chunks in the looped body's order, lane by lane: the same sum. The
@@ -122,7 +122,7 @@ void ResidentRows::emit() {
   auto lanes = ev.withLanes(vector);
   SmallVector<Value> partials;
   {
-    Evaluator::MemoScope scope(ev, /*rowsToo=*/true);
+    PointEmitter::MemoScope scope(ev, /*rowsToo=*/true);
     // The inputs a chunk reads at its own columns. Pipelined, the column
     // inputs (weights), the same on every row, are loaded once, here, and
     // the row inputs one row ahead; otherwise both at the top of each row.
@@ -276,7 +276,7 @@ Value ResidentRows::fold(ReduceOp reduce) {
   return acc;
 }
 
-void gpu_lowering::emitResidentRows(KernelFrame &frame, Evaluator &evaluator,
+void gpu_lowering::emitResidentRows(KernelFrame &frame, PointEmitter &points,
                                     const KernelPlan::Resident &resident) {
-  ResidentRows(frame, evaluator, resident).emit();
+  ResidentRows(frame, points, resident).emit();
 }

@@ -3,13 +3,13 @@
 #ifndef TILE_LIB_CONVERSION_TILETOGPU_RESIDENTROWS_H
 #define TILE_LIB_CONVERSION_TILETOGPU_RESIDENTROWS_H
 
-#include "Evaluator.h"
+#include "PointEmitter.h"
 
 namespace mlir::tile::gpu_lowering {
 
 /// The resident body, for aligned buffers: every row of the plan's constant
 /// width held in registers by the chunks of each thread.
-void emitResidentRows(KernelFrame &frame, Evaluator &evaluator,
+void emitResidentRows(KernelFrame &frame, PointEmitter &points,
                       const KernelPlan::Resident &resident);
 
 } // namespace mlir::tile::gpu_lowering

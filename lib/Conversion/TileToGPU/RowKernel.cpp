@@ -39,7 +39,7 @@ using Sink = KernelPlan::Sink;
 /// is written before all of its inputs are read. A result that needs fewer
 /// inputs (a primal result next to gradients) would otherwise overwrite an
 /// input another result still has to load.
-SmallVector<Lanes> computeChunk(Evaluator &ev, ArrayRef<Sink> sinks,
+SmallVector<Lanes> computeChunk(PointEmitter &ev, ArrayRef<Sink> sinks,
                                 ArrayRef<Value> columns) {
   for (auto [sink, col] : llvm::zip(sinks, columns))
     ev.prefetch(sink.value, col);
@@ -128,7 +128,7 @@ void ElementGrid::emit() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(branch.thenBlock());
   {
-    Evaluator::MemoScope scope(ev);
+    PointEmitter::MemoScope scope(ev);
     auto lanes = ev.withLanes(vector);
     chunk(first);
   }
@@ -312,7 +312,7 @@ SmallVector<Value> LoopedRows::foldPass(ArrayRef<ReduceOp> members,
     auto loop = scf::ForOp::create(b, loc, start, end, stride, accs);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    Evaluator::MemoScope scope(ev);
+    PointEmitter::MemoScope scope(ev);
     auto lanes = ev.withLanes(width);
     Value base = loop.getInductionVar();
     if (width > 1)
@@ -349,20 +349,20 @@ SmallVector<Value> LoopedRows::foldPass(ArrayRef<ReduceOp> members,
   return fold(start, end, f.groupSize, 1);
 }
 
-void gpu_lowering::emitRowBody(KernelFrame &frame, Evaluator &evaluator) {
+void gpu_lowering::emitRowBody(KernelFrame &frame, PointEmitter &points) {
   if (frame.schedule.elementGrid)
-    return ElementGrid(frame, evaluator).emit();
+    return ElementGrid(frame, points).emit();
   if (!frame.plan.resident)
-    return LoopedRows(frame, evaluator).emit();
+    return LoopedRows(frame, points).emit();
   OpBuilder &b = frame.b;
   auto branch =
       scf::IfOp::create(b, frame.loc, frame.aligned, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(branch.thenBlock());
-  emitResidentRows(frame, evaluator, *frame.plan.resident);
+  emitResidentRows(frame, points, *frame.plan.resident);
   // Misaligned buffers: the looped body, whose vector paths fold away.
   b.setInsertionPointToStart(branch.elseBlock());
   llvm::SaveAndRestore misaligned(
       frame.aligned, Value(arith::ConstantIntOp::create(b, frame.loc, 0, 1)));
-  LoopedRows(frame, evaluator).emit();
+  LoopedRows(frame, points).emit();
 }

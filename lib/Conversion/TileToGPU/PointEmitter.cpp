@@ -1,12 +1,12 @@
-//===- Evaluator.cpp - a kernel's values at a point ----------------------===//
+//===- PointEmitter.cpp - a kernel's values at a point --------------------===//
 //
-// See Evaluator.h. Every value is memoized where it is computed: uniform
+// See PointEmitter.h. Every value is memoized where it is computed: uniform
 // ones for the kernel, per-row ones for the row, element ones for the
 // chunk of columns and the region being emitted (MemoScope).
 //
 //===----------------------------------------------------------------------===//
 
-#include "Evaluator.h"
+#include "PointEmitter.h"
 
 #include "tile/Dialect/Tile/IR/KernelVerifier.h"
 
@@ -20,7 +20,7 @@ using namespace mlir;
 using namespace mlir::tile;
 using namespace mlir::tile::gpu_lowering;
 
-Evaluator::Evaluator(KernelFrame &frame)
+PointEmitter::PointEmitter(KernelFrame &frame)
     : f(frame), b(frame.b), loc(frame.loc), exchange(frame),
       maxEvaluations(
           kEvaluationAllowance +
@@ -32,7 +32,7 @@ Evaluator::Evaluator(KernelFrame &frame)
 // Set-up
 //===----------------------------------------------------------------------===//
 
-LogicalResult Evaluator::evaluateUniforms() {
+LogicalResult PointEmitter::evaluateUniforms() {
   // Uniform values and every width, once, at kernel entry, in program order.
   for (Operation &op : f.func.getBody().front()) {
     if (isa<func::ReturnOp>(op))
@@ -64,7 +64,7 @@ LogicalResult Evaluator::evaluateUniforms() {
   return success();
 }
 
-Value Evaluator::alignmentTest() {
+Value PointEmitter::alignmentTest() {
   // Rows go `lanes` at a time only if every buffer is 16-byte aligned and
   // every row, slice and pad starts at a multiple of the vector width.
   Value ok = arith::ConstantIntOp::create(b, loc, 1, 1);
@@ -122,7 +122,7 @@ Value Evaluator::alignmentTest() {
 // Widths
 //===----------------------------------------------------------------------===//
 
-Value Evaluator::widthOf(Value value) {
+Value PointEmitter::widthOf(Value value) {
   if (Value known = widths.lookup(value))
     return known;
   WidthRule rule = f.model.widthRule(value);
@@ -152,11 +152,11 @@ Value Evaluator::widthOf(Value value) {
   return width;
 }
 
-Value Evaluator::widthOfSource(Value source) {
+Value PointEmitter::widthOfSource(Value source) {
   return isTensor(source) ? widthOf(source) : uniformValue(source);
 }
 
-Value Evaluator::loopWidth(Value value) {
+Value PointEmitter::loopWidth(Value value) {
   return widthOfSource(f.widthClasses.loopBound(value));
 }
 
@@ -164,7 +164,7 @@ Value Evaluator::loopWidth(Value value) {
 // Scalars
 //===----------------------------------------------------------------------===//
 
-Value Evaluator::convert(Value value, Type to) {
+Value PointEmitter::convert(Value value, Type to) {
   Type from = value.getType();
   if (from == to)
     return value;
@@ -191,8 +191,8 @@ Value Evaluator::convert(Value value, Type to) {
   return arith::TruncFOp::create(b, loc, to, value);
 }
 
-Value Evaluator::widenFromWord(Value vector, int64_t lane, Type to,
-                               bool opaque) {
+Value PointEmitter::widenFromWord(Value vector, int64_t lane, Type to,
+                                  bool opaque) {
   // The lane is cut out of its word after an xor with a zero that neither
   // LLVM nor ptxas can prove is zero: the row count's sign, spread over
   // all bits, so that no bit of it is known to either. Without it, both
@@ -237,7 +237,7 @@ Value Evaluator::widenFromWord(Value vector, int64_t lane, Type to,
   return arith::ExtFOp::create(b, loc, to, narrow);
 }
 
-Value Evaluator::emitScalarOp(Operation *op, ArrayRef<Value> operands) {
+Value PointEmitter::emitScalarOp(Operation *op, ArrayRef<Value> operands) {
   if (auto sigmoid = dyn_cast<SigmoidOp>(op)) {
     Value e =
         math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, operands[0]));
@@ -281,7 +281,7 @@ Value Evaluator::emitScalarOp(Operation *op, ArrayRef<Value> operands) {
   return b.create(state)->getResult(0);
 }
 
-Value Evaluator::constantTable(arith::ConstantOp constant) {
+Value PointEmitter::constantTable(arith::ConstantOp constant) {
   Value &table = constantTables[constant];
   if (table)
     return table;
@@ -313,14 +313,14 @@ Value Evaluator::constantTable(arith::ConstantOp constant) {
 // Per-row values
 //===----------------------------------------------------------------------===//
 
-void Evaluator::beginRow(Value index, Value valid, Value parity) {
+void PointEmitter::beginRow(Value index, Value valid, Value parity) {
   rowIndex = index;
   rowExists = valid;
   rowMemo.clear();
   exchange.beginRow(parity);
 }
 
-bool Evaluator::inputsReduced(Value value) {
+bool PointEmitter::inputsReduced(Value value) {
   SmallVector<Value> worklist{value};
   llvm::DenseSet<Value> seen;
   while (!worklist.empty()) {
@@ -337,7 +337,7 @@ bool Evaluator::inputsReduced(Value value) {
   return true;
 }
 
-ReduceOp Evaluator::onlineSumOf(ReduceOp max) {
+ReduceOp PointEmitter::onlineSumOf(ReduceOp max) {
   if (max.getKind() != ReductionKind::Max || max.getInit())
     return {};
   Value x = max.getInput();
@@ -364,7 +364,7 @@ ReduceOp Evaluator::onlineSumOf(ReduceOp max) {
   return {};
 }
 
-Value Evaluator::reduceRow(ReduceOp reduce) {
+Value PointEmitter::reduceRow(ReduceOp reduce) {
   // Every row reduction whose inputs are ready joins this one, so that
   // independent reductions (RMSNorm's backward has two) share one exchange
   // and, in a looped body, one pass over the row.
@@ -421,7 +421,7 @@ Value Evaluator::reduceRow(ReduceOp reduce) {
   return rowMemo.lookup(reduce.getResult());
 }
 
-Value Evaluator::rowValue(Value value) {
+Value PointEmitter::rowValue(Value value) {
   if (Value known = rowMemo.lookup(value))
     return known;
   Value result;
@@ -451,7 +451,7 @@ Value Evaluator::rowValue(Value value) {
   return result;
 }
 
-void Evaluator::prepareRowValues(Value value) {
+void PointEmitter::prepareRowValues(Value value) {
   // Per-row values must exist before the column loops that read them, so
   // that each is computed once per row and stays in scope.
   SmallVector<Value> worklist{value};
@@ -477,7 +477,7 @@ void Evaluator::prepareRowValues(Value value) {
 // Element values
 //===----------------------------------------------------------------------===//
 
-Value Evaluator::acrossRowsTotal(ReduceOp reduce, Value col) {
+Value PointEmitter::acrossRowsTotal(ReduceOp reduce, Value col) {
   // The finalize summed the partials at this thread's column (sumPartials)
   // before any thread branched on its column.
   Value total = acrossRowsTotals.lookup(reduce);
@@ -489,7 +489,7 @@ Value Evaluator::acrossRowsTotal(ReduceOp reduce, Value col) {
   return total;
 }
 
-void Evaluator::prefetch(Value value, Value base) {
+void PointEmitter::prefetch(Value value, Value base) {
   // Evaluated lazily, a chunk issues its second load only after the math
   // on its first: one load in flight per thread, and the warps stall on
   // memory latency (ncu: SwiGLU's forward at 0.63 of DRAM bandwidth). All
@@ -498,27 +498,27 @@ void Evaluator::prefetch(Value value, Value base) {
     (void)group(input, base);
 }
 
-Lanes Evaluator::loadGroup(Value buffer, Value at) {
+Lanes PointEmitter::loadGroup(Value buffer, Value at) {
   if (laneCount == 1)
     return {memref::LoadOp::create(b, loc, buffer, ValueRange{at})};
   return extractLanes(loadVector(buffer, at));
 }
 
-Value Evaluator::loadVector(Value buffer, Value at) {
+Value PointEmitter::loadVector(Value buffer, Value at) {
   Type element = cast<MemRefType>(buffer.getType()).getElementType();
   return vector::LoadOp::create(b, loc, VectorType::get({laneCount}, element),
                                 buffer, ValueRange{at},
                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
 }
 
-Lanes Evaluator::extractLanes(Value vector) {
+Lanes PointEmitter::extractLanes(Value vector) {
   Lanes values;
   for (int64_t l = 0; l < laneCount; ++l)
     values.push_back(vector::ExtractOp::create(b, loc, vector, l));
   return values;
 }
 
-void Evaluator::storeGroup(ArrayRef<Value> values, Value buffer, Value at) {
+void PointEmitter::storeGroup(ArrayRef<Value> values, Value buffer, Value at) {
   if (values.size() == 1) {
     memref::StoreOp::create(b, loc, values[0], buffer, ValueRange{at});
     return;
@@ -530,7 +530,7 @@ void Evaluator::storeGroup(ArrayRef<Value> values, Value buffer, Value at) {
                           /*nontemporal=*/false, llvm::MaybeAlign(16));
 }
 
-void Evaluator::forgetComputed(bool columns) {
+void PointEmitter::forgetComputed(bool columns) {
   // (Erasing from a DenseMap leaves its other iterators valid.)
   for (auto it = elementMemo.begin(); it != elementMemo.end(); ++it)
     if (!isa<BlockArgument>(it->first.first) ||
@@ -538,8 +538,8 @@ void Evaluator::forgetComputed(bool columns) {
       elementMemo.erase(it);
 }
 
-Lanes Evaluator::branch(Value condition, function_ref<Lanes()> then,
-                        function_ref<Lanes()> otherwise, Type type) {
+Lanes PointEmitter::branch(Value condition, function_ref<Lanes()> then,
+                           function_ref<Lanes()> otherwise, Type type) {
   SmallVector<Type> types(laneCount, type);
   auto ifOp = scf::IfOp::create(b, loc, types, condition,
                                 /*withElseRegion=*/true);
@@ -555,7 +555,7 @@ Lanes Evaluator::branch(Value condition, function_ref<Lanes()> then,
   return Lanes(ifOp.getResults().begin(), ifOp.getResults().end());
 }
 
-Lanes Evaluator::group(Value value, Value base) {
+Lanes PointEmitter::group(Value value, Value base) {
   if (!isTensor(value))
     return Lanes(laneCount, uniformValue(value));
   ValueKind kind = f.model.kindOf(value);
@@ -657,7 +657,7 @@ Lanes Evaluator::group(Value value, Value base) {
   return result;
 }
 
-Value Evaluator::inputColumn(Operation *def, Value base) {
+Value PointEmitter::inputColumn(Operation *def, Value base) {
   if (isa<BroadcastOp>(def))
     return base;
   if (auto slice = dyn_cast<SliceOp>(def))
@@ -681,12 +681,12 @@ Value Evaluator::inputColumn(Operation *def, Value base) {
   return {};
 }
 
-Value Evaluator::halfBlock(SwapHalvesOp swap) {
+Value PointEmitter::halfBlock(SwapHalvesOp swap) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   return arith::ShRUIOp::create(b, loc, uniformValue(swap.getBlock()), one);
 }
 
-Lanes Evaluator::emitConcat(ValueRange inputs, Value base) {
+Lanes PointEmitter::emitConcat(ValueRange inputs, Value base) {
   if (inputs.size() == 1)
     return group(inputs.front(), base);
   Value width = widthOf(inputs.front());

@@ -1,6 +1,6 @@
-//===- Evaluator.h - a kernel's values at a point ---------------*- C++ -*-===//
+//===- PointEmitter.h - a kernel's values at a point ------------*- C++ -*-===//
 //
-// The evaluator computes the kernel's dataflow at a point instead of
+// The point emitter builds the kernel's dataflow at a point instead of
 // materializing tensors: an element value is an expression of (row, column)
 // built inside the loop that needs it, a per-row value a scalar computed
 // once per row before the loops that read it, a uniform value a scalar
@@ -10,13 +10,13 @@
 //
 // The bodies (RowKernel.cpp, ResidentRows.cpp, FinalizeKernel.cpp) drive
 // it: they open rows and loops, set the lanes of the loop they emit and
-// scope what the evaluator remembers, each through an RAII object, and
+// scope what the point emitter remembers, each through an RAII object, and
 // tell it how a thread folds its columns of a row (RowFolder).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TILE_LIB_CONVERSION_TILETOGPU_EVALUATOR_H
-#define TILE_LIB_CONVERSION_TILETOGPU_EVALUATOR_H
+#ifndef TILE_LIB_CONVERSION_TILETOGPU_POINTEMITTER_H
+#define TILE_LIB_CONVERSION_TILETOGPU_POINTEMITTER_H
 
 #include "KernelFrame.h"
 #include "RowExchange.h"
@@ -27,7 +27,7 @@
 
 namespace mlir::tile::gpu_lowering {
 
-/// Element evaluations (Evaluator::group) a kernel may take before the
+/// Element evaluations (PointEmitter::group) a kernel may take before the
 /// lowering gives up with an error: a fixed allowance plus a multiple of
 /// its op count. A kernel evaluates each op a few times (the vector loop,
 /// the scalar tail, each loop over the row); the bound keeps a pathological
@@ -74,9 +74,9 @@ public:
   virtual bool foldsOnline() const { return false; }
 };
 
-class Evaluator {
+class PointEmitter {
 public:
-  explicit Evaluator(KernelFrame &frame);
+  explicit PointEmitter(KernelFrame &frame);
 
   //--- Set-up, at kernel entry -------------------------------------------//
   /// A scalar argument's value inside the kernel.
@@ -140,22 +140,21 @@ public:
   /// ones.
   class MemoScope {
   public:
-    explicit MemoScope(Evaluator &evaluator, bool rowsToo = false)
-        : evaluator(evaluator), elements(evaluator.elementMemo),
-          rowsToo(rowsToo) {
+    explicit MemoScope(PointEmitter &points, bool rowsToo = false)
+        : points(points), elements(points.elementMemo), rowsToo(rowsToo) {
       if (rowsToo)
-        rows = evaluator.rowMemo;
+        rows = points.rowMemo;
     }
     ~MemoScope() {
-      evaluator.elementMemo = std::move(elements);
+      points.elementMemo = std::move(elements);
       if (rowsToo)
-        evaluator.rowMemo = std::move(rows);
+        points.rowMemo = std::move(rows);
     }
     MemoScope(const MemoScope &) = delete;
     MemoScope &operator=(const MemoScope &) = delete;
 
   private:
-    Evaluator &evaluator;
+    PointEmitter &points;
     DenseMap<std::pair<Value, Value>, Lanes> elements;
     DenseMap<Value, Value> rows;
     bool rowsToo;
@@ -258,4 +257,4 @@ private:
 
 } // namespace mlir::tile::gpu_lowering
 
-#endif // TILE_LIB_CONVERSION_TILETOGPU_EVALUATOR_H
+#endif // TILE_LIB_CONVERSION_TILETOGPU_POINTEMITTER_H
