@@ -113,3 +113,14 @@ def test_each_module_imports_alone(name):
     loaded = {m[5:] for m in done.stdout.split()}
     below = set(LAYERS[:LAYERS.index(name) + 1])
     assert loaded <= below, f"importing {name} loaded {loaded - below}"
+
+
+def test_nn_holds_modules_only():
+    """tile.nn is modules: a step with its own backward (an
+    autograd.Function) belongs to the ops below it, where tile.ops and the
+    modules share it."""
+    for node in ast.walk(_tree("nn")):
+        if isinstance(node, ast.ClassDef):
+            bases = [ast.unparse(base) for base in node.bases]
+            assert not any(base.endswith("Function") for base in bases), \
+                f"nn.py:{node.lineno}: {node.name}({', '.join(bases)})"

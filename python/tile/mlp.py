@@ -38,6 +38,7 @@ a GPU, exactly (gradcheck) in float64.
 from typing import Optional
 
 import torch
+from torch.nn import functional as F
 
 from . import _capi
 from . import operators
@@ -106,6 +107,54 @@ def _matmul_into_op(d: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
 @_matmul_into_op.register_fake
 def _matmul_into_fake(d, a, b, trans_a, trans_b, beta):
     return None
+
+
+# -- the gated MLP of torch GEMMs, its weight gradients into main_grad ------
+
+class _MainGradGatedMLP(torch.autograd.Function):
+    """The gated MLP's step with the weight gradients added to main_grad:
+    the GEMMs' dgrads in torch, the wgrads by GEMMs with beta = 1 straight
+    into fp32, the activation's backward derived by tile-differentiate.
+    apply(x, gate, up, down, activation, *main_grads): the main_grads are
+    inputs of the node so that a traced backward sees them."""
+
+    @staticmethod
+    def forward(ctx, x, gate, up, down, activation, *main_grads):
+        g = F.linear(x, gate)
+        u = F.linear(x, up)
+        h = operators.kernel(operators.ACTIVATIONS[activation])(g, u)
+        ctx.activation = activation
+        ctx.save_for_backward(x, gate, up, down, g, u, h)
+        ctx.main_grads = main_grads  # the main_grad contract (autograd.py)
+        return F.linear(h, down)
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, gate, up, down, g, u, h = ctx.saved_tensors
+        into_gate, into_up, into_down = ctx.main_grads
+        x2 = x.reshape(-1, x.shape[-1])
+        dy2 = dy.reshape(-1, dy.shape[-1]).contiguous()
+        h2 = h.reshape(-1, h.shape[-1])
+        matmul_into(into_down, dy2, h2, trans_a=True)
+        dh = dy2 @ down
+        # Written over g and u: the projections' outputs, private to this
+        # node (their backward needs inputs and weights, not outputs).
+        dg, du = operators.gated_backward_in_place(
+            operators.ACTIVATIONS[ctx.activation], g.reshape(dh.shape),
+            u.reshape(dh.shape), dh)
+        matmul_into(into_gate, dg, x2, trans_a=True)
+        matmul_into(into_up, du, x2, trans_a=True)
+        dx = dg @ gate + du @ up
+        mark_main_grads((gate, up, down), in_forward=False)
+        return dx.view(x.shape), *(None,) * 7
+
+
+def gated_mlp_into_main_grads(x, gate, up, down, activation, main_grads):
+    """tile.nn.GatedMLP's step with accumulate_into_main_grad: the weights'
+    gradients added to `main_grads` (gate, up, down; fp32), None to
+    autograd."""
+    return _MainGradGatedMLP.apply(x, gate, up, down, activation,
+                                   *main_grads)
 
 
 # -- the float64 reference (the CPU's step) ----------------------------------

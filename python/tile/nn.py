@@ -16,13 +16,12 @@ never a view of main_grad.
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from . import ops
-from .autograd import main_grads_of, mark_main_grads
+from .autograd import main_grads_of
 from .distributed import refuse_ddp_without_hook, refuse_unreduced_main_grad
-from .mlp import matmul_into
-from .operators import gated, gated_backward_in_place, kernel
+from .mlp import gated_mlp_into_main_grads
+from .operators import ACTIVATIONS, gated
 
 __all__ = ["RMSNorm", "SwiGLU", "SiluAndMul", "GatedMLP", "SwiGLUMLP",
            "FusedSwiGLUMLP",
@@ -149,55 +148,12 @@ class SiluAndMul(nn.Module):
         return ops.silu_and_mul(x.contiguous())
 
 
-# Hugging Face's activation names -> the gated kernel (operators.py).
-ACTIVATIONS = {"silu": "swiglu", "swish": "swiglu",
-                "gelu_pytorch_tanh": "geglu", "gelu_tanh": "geglu"}
-
-
 def _add_projections(module, **factory):
     """gate_proj, up_proj and down_proj as Hugging Face names them."""
     hidden, inter = module.hidden_size, module.intermediate_size
     module.gate_proj = nn.Linear(hidden, inter, **factory)
     module.up_proj = nn.Linear(hidden, inter, **factory)
     module.down_proj = nn.Linear(inter, hidden, **factory)
-
-
-class _MainGradGatedMLP(torch.autograd.Function):
-    """The gated MLP's step with the weight gradients added to main_grad:
-    the GEMMs' dgrads in torch, the wgrads by GEMMs with beta = 1 straight
-    into fp32, the activation's backward derived by tile-differentiate.
-    apply(x, gate, up, down, activation, *main_grads): the main_grads are
-    inputs of the node so that a traced backward sees them."""
-
-    @staticmethod
-    def forward(ctx, x, gate, up, down, activation, *main_grads):
-        g = F.linear(x, gate)
-        u = F.linear(x, up)
-        h = kernel(ACTIVATIONS[activation])(g, u)
-        ctx.activation = activation
-        ctx.save_for_backward(x, gate, up, down, g, u, h)
-        ctx.main_grads = main_grads  # the main_grad contract (autograd.py)
-        return F.linear(h, down)
-
-    @staticmethod
-    def backward(ctx, dy):
-        x, gate, up, down, g, u, h = ctx.saved_tensors
-        into_gate, into_up, into_down = ctx.main_grads
-        x2 = x.reshape(-1, x.shape[-1])
-        dy2 = dy.reshape(-1, dy.shape[-1]).contiguous()
-        h2 = h.reshape(-1, h.shape[-1])
-        matmul_into(into_down, dy2, h2, trans_a=True)
-        dh = dy2 @ down
-        # Written over g and u: the projections' outputs, private to this
-        # node (their backward needs inputs and weights, not outputs).
-        dg, du = gated_backward_in_place(
-            ACTIVATIONS[ctx.activation], g.reshape(dh.shape),
-            u.reshape(dh.shape), dh)
-        matmul_into(into_gate, dg, x2, trans_a=True)
-        matmul_into(into_up, du, x2, trans_a=True)
-        dx = dg @ gate + du @ up
-        mark_main_grads((gate, up, down), in_forward=False)
-        return dx.view(x.shape), *(None,) * 7
 
 
 class GatedMLP(nn.Module):
@@ -228,8 +184,8 @@ class GatedMLP(nn.Module):
                        self.down_proj.weight)
             _prepare_main_grads(self, weights)
             main_grads = main_grads_of(weights, ("gate", "up", "down"))
-            return _MainGradGatedMLP.apply(x, *weights, self.activation,
-                                           *main_grads)
+            return gated_mlp_into_main_grads(x, *weights, self.activation,
+                                             main_grads)
         g, u = self.gate_proj(x), self.up_proj(x)
         # The backward writes dg and du over g and u, which are private to
         # this module: the projections' backward needs their inputs and

@@ -38,6 +38,11 @@ def _operator_kernels():
 _kernels = _operator_kernels()
 
 
+# Hugging Face's activation names -> the gated kernel.
+ACTIVATIONS = {"silu": "swiglu", "swish": "swiglu",
+               "gelu_pytorch_tanh": "geglu", "gelu_tanh": "geglu"}
+
+
 def kernel(name, main_grad=False):
     """The operator's Kernel (a plain dict: torch.compile traces through
     it)."""
