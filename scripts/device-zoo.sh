@@ -6,7 +6,7 @@
 # --bench also each kernel's GB/s at 4096x4096 next to the stream kernel
 # (small enough for the float64 check that precedes the timing).
 # Each Zoo kernel's argument specs come from its own --gradient-check RUN
-# line (geglu's and rope's from test/Examples/). Ends with "N runs, N failed"; exit status 0, 1 on a failure, 77
+# line (geglu's, rope's and squared_relu's from test/Examples/). Ends with "N runs, N failed"; exit status 0, 1 on a failure, 77
 # without a GPU.
 #   scripts/device-zoo.sh [--bench] [BIN_DIR]     (default build/bin)
 set -uo pipefail
@@ -20,9 +20,9 @@ for file in "$root"/test/Zoo/*.mlir; do
   specs=$(grep -m1 -o -- '--gradient-check.*--args=[^ ]*' "$file" | sed 's/.*--args=//')
   kernels+=("$file|$specs|13,1000,4096")
 done
-# The operators' geglu and rope kernels (once Zoo kernels) keep their RUN
-# lines in test/Examples/<name>.test.
-for name in geglu rope; do
+# The operators' geglu, rope and squared_relu kernels (once Zoo kernels)
+# keep their RUN lines in test/Examples/<name>.test.
+for name in geglu rope squared_relu; do
   specs=$(grep -m1 -o -- '--gradient-check.*--args=[^ ]*' \
     "$root/test/Examples/$name.test" | sed 's/.*--args=//')
   kernels+=("$root/examples/$name.mlir|$specs|13,1000,4096")

@@ -18,7 +18,7 @@ EXAMPLES = ROOT / "examples"
 
 def zoo_kernel(name):
     """The source of a Zoo case: test/Zoo/<name>.mlir, or examples/ for the
-    kernels the operators embed (geglu, rope)."""
+    kernels the operators embed (geglu, rope, squared_relu)."""
     path = ZOO / f"{name}.mlir"
     return path if path.exists() else EXAMPLES / f"{name}.mlir"
 

@@ -27,6 +27,8 @@ HF_RTOL = 1e-5
 
 # The families whose MLP is one gate_up projection.
 FUSED_MLP = {"phi3", "glm4", "glm4v"}
+# Families whose MLP is not gated (Nemotron's relu²): not tiled either.
+NOT_GATED = {"nemotron"}
 
 
 def _config(model_type, head_dim, **sizes):
@@ -64,11 +66,13 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     params = dict(model.named_parameters())
     family = tile.transformers.family_of(model.config)
     fused = model_type in FUSED_MLP
+    untileable = tiled and (fused or model_type in NOT_GATED)
     kinds = [type(m).__name__ for m in model.modules()]
     mlps = sum(kinds.count(k) for k in family.mlps)
     experts = sum(kinds.count(k) for k in family.experts)
-    if tiled and fused:
-        with pytest.warns(UserWarning, match="tiled MLP takes separate"):
+    if untileable:
+        match = "tiled MLP takes separate" if fused else "take gated SwiGLU"
+        with pytest.warns(UserWarning, match=match):
             _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     elif family.other_rope or family.own:
         with pytest.warns(UserWarning, match="apply_tile left to"):
@@ -77,13 +81,13 @@ def test_patched_model_matches_unpatched(model_type, tiled):
         _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     layers = model.config.get_text_config().num_hidden_layers
     assert mlps + experts >= layers and (experts > 0) == bool(family.experts)
-    assert counts["mlp"] == (0 if tiled and fused else mlps)
+    assert counts["mlp"] == (0 if untileable else mlps)
     assert counts["experts"] == experts
     assert counts["rope"] == (0 if family.other_rope else 1)
     weightless = any(type(m).__name__ in family.norms and
                      getattr(m, "weight", None) is None
                      for m in model.modules())
-    assert len(counts["skipped"]) == (tiled and fused) + bool(
+    assert len(counts["skipped"]) == untileable + bool(
         family.other_rope) + len(family.own) + weightless
     # Phi-MoE's norms are LayerNorms (the model's own).
     assert counts["rms_norm"] >= (2 * layers + 1 if family.norms else 0)

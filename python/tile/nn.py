@@ -21,10 +21,10 @@ from . import ops
 from .autograd import main_grads_of
 from .distributed import refuse_ddp_without_hook, refuse_unreduced_main_grad
 from .mlp import gated_mlp_into_main_grads
-from .operators import ACTIVATIONS, gated
+from .operators import ACTIVATIONS, gated, kernel
 
 __all__ = ["RMSNorm", "SwiGLU", "SiluAndMul", "GatedMLP", "SwiGLUMLP",
-           "FusedSwiGLUMLP",
+           "FusedSwiGLUMLP", "SquaredReLUMLP",
            "TiledSwiGLUMLP", "GroupedSwiGLUMLP", "MoEExperts",
            "attach_main_grads",
            "adopt_main_grad_module", "prepare_main_grads"]
@@ -214,6 +214,26 @@ class FusedSwiGLUMLP(nn.Module):
     def forward(self, x):
         return self.down_proj(ops.silu_and_mul(self.gate_up_proj(x)))
 
+
+class SquaredReLUMLP(nn.Module):
+    """down_proj(relu(up_proj(x))²): Nemotron's MLP, not gated. The
+    projections are torch's GEMMs; the activation and its derived backward
+    are the squared_relu kernel (examples/squared_relu.mlir)."""
+
+    def __init__(self, hidden_size, intermediate_size, *, bias=False,
+                 device=None, dtype=None):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        factory = dict(bias=bias, device=device, dtype=dtype)
+        self.up_proj = nn.Linear(hidden_size, intermediate_size, **factory)
+        self.down_proj = nn.Linear(intermediate_size, hidden_size, **factory)
+
+    def forward(self, x):
+        u = self.up_proj(x)
+        # The kernel takes rows: any leading shape flattened.
+        h = kernel("squared_relu")(u.reshape(-1, u.shape[-1]).contiguous())
+        return self.down_proj(h.view(u.shape))
 
 class SwiGLUMLP(GatedMLP):
     """down_proj(silu(gate_proj(x)) * up_proj(x)) (Llama, Qwen, Mistral)."""

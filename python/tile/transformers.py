@@ -121,6 +121,10 @@ SUPPORTED = {
     "qwen3_5_moe_text": Family(("Qwen3_5MoeRMSNorm",), ("Qwen3_5MoeMLP",),
                                1.0, experts=("Qwen3_5MoeExperts",),
                                own=_GATED_DELTA_NET),
+    # Nemotron: LayerNorms with 1 + w and a bias (the model's own); its MLP
+    # is not gated: up, relu², down (tile.nn.SquaredReLUMLP).
+    "nemotron": Family((), ("NemotronMLP",),
+                       own=("Nemotron's LayerNorm1P norms (with biases)",)),
     "llama4_text": Family(("Llama4TextRMSNorm",), ("Llama4TextMLP",),
                           other_rope="Llama 4's RoPE multiplies complex "
                                      "pairs",
@@ -236,6 +240,8 @@ def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
     """The module's tile.nn counterpart, or a string: why it stays."""
     if hasattr(module, "gate_up_proj"):
         return _fused_mlp(module, config, tiled_mlp, main_grad)
+    if not hasattr(module, "gate_proj"):
+        return _plain_mlp(module, config, tiled_mlp, main_grad)
     gate, up, down = module.gate_proj, module.up_proj, module.down_proj
     if any(p.bias is not None for p in (gate, up, down)) and (
             tiled_mlp or main_grad):
@@ -284,6 +290,23 @@ def _experts(module, config, main_grad):
                              accumulate_into_main_grad=main_grad,
                              device="meta")
     patched.gate_up_proj, patched.down_proj = gate_up, down
+    return patched
+
+
+def _plain_mlp(module, config, tiled_mlp, main_grad):
+    """Nemotron's MLP (up, relu², down; not gated) as
+    tile.nn.SquaredReLUMLP (the same Linear modules), or why it stays."""
+    name = type(module).__name__
+    activation = getattr(config, "hidden_act", None)
+    if activation != "relu2":
+        return f"{name}: an MLP that is not gated, with {activation!r}"
+    if tiled_mlp or main_grad:
+        return (f"{name}: the tiled MLP and main_grad take gated SwiGLU "
+                "MLPs; this one is not gated")
+    up, down = module.up_proj, module.down_proj
+    patched = _nn.SquaredReLUMLP(up.in_features, up.out_features,
+                                 device="meta")
+    patched.up_proj, patched.down_proj = up, down  # the same modules
     return patched
 
 

@@ -29,8 +29,8 @@
 // RUN: %ptx-check %tile_src/test/Zoo/layer_norm.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
 // RUN: %ptx-check %tile_src/test/Zoo/softmax.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
 // RUN: %ptx-check %tile_src/test/Zoo/softmax.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
-// RUN: %ptx-check %tile_src/test/Zoo/squared_relu.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
-// RUN: %ptx-check %tile_src/test/Zoo/squared_relu.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
+// RUN: %ptx-check %tile_src/examples/squared_relu.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
+// RUN: %ptx-check %tile_src/examples/squared_relu.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
 // RUN: %ptx-check %tile_src/test/Zoo/residual_rms_norm.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
 // RUN: %ptx-check %tile_src/test/Zoo/residual_rms_norm.mlir sm_90a bf16 policy=save-row-stats | FileCheck %s
 // RUN: %ptx-check %tile_src/test/Zoo/three_uses.mlir sm_80 bf16 policy=save-row-stats | FileCheck %s
