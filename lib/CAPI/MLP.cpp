@@ -94,6 +94,11 @@ routingViews(std::vector<std::pair<const char *, const tile_tensor *>> named) {
     auto v = tile::capi::toViews({named[i]});
     if (!v)
       return v.takeStatus();
+    // A given tensor's data is never "none" (that is a null tensor): a
+    // null pointer would run the step without the weights.
+    if (!(*v)[0].data && (*v)[0].numElements() > 0)
+      return Status::error(std::string(named[i].first) +
+                           " has a null data pointer");
     views[i] = (*v)[0];
   }
   return views;
@@ -279,6 +284,8 @@ tile_mlp_forward_routed(tile_mlp mlp, const tile_run *run,
                         const tile_tensor *gate_up, const tile_tensor *down,
                         const tile_tensor *x, const tile_tensor *splits,
                         const tile_tensor *routing, const tile_tensor *y) {
+  if (!mlp)
+    return tile::capi::error("tile_mlp_forward_routed: a null tile_mlp");
   if (!routing)
     return tile::capi::error("tile_mlp_forward_routed: routing is null");
   auto counts = deviceSplits(splits);
@@ -293,6 +300,8 @@ tile_status tile_mlp_backward_routed(
     const tile_tensor *routing, const tile_tensor *dy, const tile_tensor *dx,
     const tile_tensor *d_routing, const tile_tensor *main_grad_gate_up,
     const tile_tensor *main_grad_down, int overwrite) {
+  if (!mlp)
+    return tile::capi::error("tile_mlp_backward_routed: a null tile_mlp");
   if (!routing || !d_routing)
     return tile::capi::error(
         "tile_mlp_backward_routed: routing and d_routing must not be null");

@@ -265,14 +265,14 @@ void GroupedSwiGLUMLP::releaseWorkspace() {
   base = 0;
 }
 
-void GroupedSwiGLUMLP::remember(int64_t rows) {
+void GroupedSwiGLUMLP::remember(int64_t rows, bool routed) {
   forget(base);
   // Bounded: a forward whose backward never comes (an abandoned graph)
   // must not make the record grow. A backward whose forward was dropped
   // here fails with a message, never runs on stale g, u and h.
   if (kept.size() >= kMaxKeptSteps)
     kept.erase(kept.begin());
-  kept.push_back({base, rows});
+  kept.push_back({base, rows, routed});
 }
 
 std::vector<GroupedSwiGLUMLP::Kept>::iterator
@@ -516,7 +516,7 @@ Status GroupedSwiGLUMLP::forward(const GroupedMLPWeights &weights,
       return st;
   }
   if (keep)
-    remember(shape.rows);
+    remember(shape.rows, routing.given());
   return Status::ok();
 }
 
@@ -672,6 +672,12 @@ Status GroupedSwiGLUMLP::backward(
         return Status::error("the untiled backward (recompute = false) needs "
                              "the forward of the same x, with the same "
                              "workspace, first: it keeps g, u and h");
+      if (it->routed != routing.given())
+        return Status::error(
+            std::string("the untiled backward (recompute = false) takes "
+                        "routing weights exactly where its forward did: "
+                        "the kept h is ") +
+            (it->routed ? "scaled by them" : "not scaled"));
     }
   }
   rt::ContextScope scope(ops.device());

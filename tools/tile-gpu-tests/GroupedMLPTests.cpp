@@ -316,6 +316,17 @@ void testGroupedErrors(Suite &suite) {
             "the untiled backward (recompute = false) needs the forward of "
             "the same x, with the same workspace, first: it keeps g, u and "
             "h");
+    // A forward with routing weights keeps h scaled by them: a backward
+    // without them would be off by them, and is refused.
+    Tensor routing = suite.make({5}, DType::F32, true, 0.0, 1.0);
+    suite.check("grouped mlp untiled routed forward",
+                (*keeping)->forward(p.weights, p.x.view, splits, p.y.view, {},
+                                    routing.view));
+    refuses("an untiled backward without its forward's routing weights",
+            (*keeping)->backward(p.weights, p.x.view, splits, p.dy.view,
+                                 p.dx.view, p.grads, true),
+            "the untiled backward (recompute = false) takes routing weights "
+            "exactly where its forward did: the kept h is scaled by them");
   }
   Tensor wrong = suite.make({3, 128, 64}, DType::BF16, false);
   auto bf16Grads = ops::GroupedMLPGradients::stacked(wrong.view, wrong.view,

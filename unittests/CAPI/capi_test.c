@@ -295,10 +295,12 @@ static void test_mlp_plan(void) {
              "splits", "a backward without its device splits");
   fails_with(
       tile_mlp_forward_routed(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
-      "routing is null", "a routed forward without its weights");
+      "tile_mlp_forward_routed: a null tile_mlp",
+      "a routed forward without an MLP");
   fails_with(tile_mlp_backward_routed(NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                       NULL, NULL, NULL, NULL, NULL, 1),
-             "must not be null", "a routed backward without its weights");
+             "tile_mlp_backward_routed: a null tile_mlp",
+             "a routed backward without an MLP");
   /* Destroying nothing is allowed, as free(NULL). */
   tile_mlp_destroy(NULL);
   tile_operators_destroy(NULL);

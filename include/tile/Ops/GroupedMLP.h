@@ -202,15 +202,18 @@ private:
   rt::GroupedScratch groupedScratch() const;
   static constexpr size_t kGroupedScratchBytes = rt::Blas::kWorkspaceBytes;
   /// Records that the workspace at `base` holds the untiled forward of
-  /// `rows` rows; forget() drops a workspace's record, keptIn() finds it
-  /// (kept.end(): none).
-  void remember(int64_t rows);
+  /// `rows` rows (`routed`: its h scaled by routing weights); forget()
+  /// drops a workspace's record, keptIn() finds it (kept.end(): none).
+  void remember(int64_t rows, bool routed);
   void forget(rt::cu::DevicePtr workspaceBase);
   /// An untiled step's forward: the workspace whose g, u, h hold the
   /// forward of `rows` rows.
   struct Kept {
     rt::cu::DevicePtr workspace;
     int64_t rows;
+    /// Whether its h is scaled by routing weights: the backward must take
+    /// them too (and not otherwise), or its gradients are off by them.
+    bool routed;
   };
   std::vector<Kept>::iterator keptIn(rt::cu::DevicePtr workspaceBase);
 
