@@ -191,20 +191,14 @@ def _gate_up(x64, gate, up, dtype):
             _round(x64 @ up.to(f64).T, dtype).to(dtype))
 
 
-def _routing_rows(routing, rows, dtype):
-    """The rows' routing weights as scaled_silu_and_mul takes them: f32, or
-    float64 in an exact (float64) step."""
-    return routing[rows].to(torch.float64 if dtype == torch.float64
-                            else torch.float32)
-
-
 def _product(g, u, routing, rows):
-    """h = silu(g) * u (* the rows' routing weights) by the operators'
-    kernels, in g's storage dtype."""
+    """h = silu(g) * u (* the rows' routing weights, f32, or float64 in an
+    exact step: moe.py's _routing_of) by the operators' kernels, in g's
+    storage dtype."""
     if routing is None:
         return operators.kernel("swiglu")(g, u)
     return operators.kernel("scaled_silu_and_mul")(
-        torch.cat([g, u], 1), _routing_rows(routing, rows, g.dtype))
+        torch.cat([g, u], 1), routing[rows])
 
 
 def cpu_forward(x, gate, up, down, splits, routing=None):
@@ -242,7 +236,7 @@ def cpu_backward(x, gate, up, down, dy, splits, grads, overwrite,
             dg, du = (t.to(f64)
                       for t in run_backward(swiglu, [g, u], (dh,), []))
         else:
-            gu, w = torch.cat([g, u], 1), _routing_rows(routing, rows, dtype)
+            gu, w = torch.cat([g, u], 1), routing[rows]
             dgu, dw = run_backward(scaled, [gu, w], (dh,), [])
             dg, du = dgu.to(f64).chunk(2, 1)
             d_routing[rows] = dw.to(d_routing.dtype)

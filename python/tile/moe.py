@@ -173,9 +173,10 @@ class _RoutedExperts(torch.autograd.Function):
     out [T, H], out[token[r]] += w[r] * mlp_e(x[token[r]]) over the rows r
     in expert order (splits[e] of them for expert e: a device tensor, or
     host ints on the CPU). options: (shards, memory_budget, recompute).
-    Keeps x, token, w and the untiled step's workspace: of size [T*K, H]
-    nothing (the rows are gathered again in the backward, the gathered
-    gradient becomes dx in place). main_grads as _MLPFunction's."""
+    Keeps x, token, the routing weights (f32) and the untiled step's
+    workspace: of size [T*K, H] nothing (the rows are gathered again in the
+    backward, the gathered gradient becomes dx in place). main_grads as
+    _MLPFunction's."""
 
     @staticmethod
     def forward(ctx, x, w, gate_up, down, token, splits, options,
@@ -192,7 +193,8 @@ class _RoutedExperts(torch.autograd.Function):
                                       options)
         ctx.options, ctx.main_grads = options, main_grads
         ctx.host_splits = None if on_device else splits
-        ctx.save_for_backward(x, w, routing, gate_up, down, token, kept,
+        ctx.weights_dtype = w.dtype  # routing is w in f32: w is not kept
+        ctx.save_for_backward(x, routing, gate_up, down, token, kept,
                               splits if on_device else None)
         # Out of place: with index_add_ on the new tensor, torch.compile
         # (2.11, CUDA, any backend) handed this node's backward a zero
@@ -201,7 +203,7 @@ class _RoutedExperts(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout):
-        x, w, routing, gate_up, down, token, kept, device_splits = \
+        x, routing, gate_up, down, token, kept, device_splits = \
             ctx.saved_tensors
         splits = device_splits if device_splits is not None \
             else ctx.host_splits
@@ -222,7 +224,8 @@ class _RoutedExperts(torch.autograd.Function):
         del rows
         dx = x.new_zeros(x.shape).index_add_(0, token, drows) \
             if ctx.needs_input_grad[0] else None
-        dw = d_routing.to(w.dtype) if ctx.needs_input_grad[1] else None
+        dw = d_routing.to(ctx.weights_dtype) if ctx.needs_input_grad[1] \
+            else None
         rest = (None,) * (3 + len(main_grads))
         if main_grads:
             mark_main_grads(list(weights), in_forward=False)

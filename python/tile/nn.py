@@ -148,11 +148,13 @@ class SiluAndMul(nn.Module):
         return ops.silu_and_mul(x.contiguous())
 
 
-def _add_projections(module, **factory):
-    """gate_proj, up_proj and down_proj as Hugging Face names them."""
+def _add_projections(module, inputs=("gate_proj", "up_proj"), width=1,
+                     **factory):
+    """The projections as Hugging Face names them: each of `inputs` from
+    hidden to `width` times intermediate, and down_proj back."""
     hidden, inter = module.hidden_size, module.intermediate_size
-    module.gate_proj = nn.Linear(hidden, inter, **factory)
-    module.up_proj = nn.Linear(hidden, inter, **factory)
+    for name in inputs:
+        setattr(module, name, nn.Linear(hidden, width * inter, **factory))
     module.down_proj = nn.Linear(inter, hidden, **factory)
 
 
@@ -206,10 +208,8 @@ class FusedSwiGLUMLP(nn.Module):
         super().__init__()
         self.hidden_size = hidden_size
         self.intermediate_size = intermediate_size
-        factory = dict(bias=bias, device=device, dtype=dtype)
-        self.gate_up_proj = nn.Linear(hidden_size, 2 * intermediate_size,
-                                      **factory)
-        self.down_proj = nn.Linear(intermediate_size, hidden_size, **factory)
+        _add_projections(self, ("gate_up_proj",), 2, bias=bias, device=device,
+                         dtype=dtype)
 
     def forward(self, x):
         return self.down_proj(ops.silu_and_mul(self.gate_up_proj(x)))
@@ -225,9 +225,8 @@ class SquaredReLUMLP(nn.Module):
         super().__init__()
         self.hidden_size = hidden_size
         self.intermediate_size = intermediate_size
-        factory = dict(bias=bias, device=device, dtype=dtype)
-        self.up_proj = nn.Linear(hidden_size, intermediate_size, **factory)
-        self.down_proj = nn.Linear(intermediate_size, hidden_size, **factory)
+        _add_projections(self, ("up_proj",), bias=bias, device=device,
+                         dtype=dtype)
 
     def forward(self, x):
         u = self.up_proj(x)

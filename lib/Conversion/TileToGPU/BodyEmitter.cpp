@@ -98,6 +98,11 @@ scf::ForOp BodyEmitter::createRowLoop(ValueRange inits) {
   return rowLoop;
 }
 
+void BodyEmitter::prepareRowOutputs() {
+  for (const KernelPlan::RowOutput &output : f.plan.rowOutputs)
+    ev.prepareRowValues(output.value);
+}
+
 void BodyEmitter::storeRowOutputs() {
   if (f.plan.rowOutputs.empty())
     return;

@@ -34,6 +34,12 @@ protected:
   /// of threads its row of the block. The loop carries `inits` and, last,
   /// the exchange parity; its body must yield PointEmitter::finishRow() last.
   scf::ForOp createRowLoop(ValueRange inits);
+  /// Computes the per-row results of the current row, before any column
+  /// loop stores: a result's reduction that no column loop needs
+  /// (scaled_silu_and_mul's ds) would otherwise be a pass after the
+  /// stores, reading again an input that a kernel run in place (dx over x)
+  /// has written over.
+  void prepareRowOutputs();
   /// Writes the per-row results of the current row (the group's first
   /// thread).
   void storeRowOutputs();

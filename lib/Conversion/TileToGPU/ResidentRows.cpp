@@ -172,10 +172,7 @@ SmallVector<Value> ResidentRows::emitRows(SmallVector<Value> inits) {
     (void)ev.group(load.input, load.chunk->base);
   for (const KernelPlan::Sink &sink : f.plan.allSinks())
     ev.prepareRowValues(sink.value);
-  // The row results' passes too before any store (RowKernel.cpp's looped
-  // body says why).
-  for (const KernelPlan::RowOutput &output : f.plan.rowOutputs)
-    ev.prepareRowValues(output.value);
+  prepareRowOutputs();
   emitChunks(accs);
   storeRowOutputs();
   llvm::append_range(accs, nextLoads);

@@ -174,12 +174,7 @@ void LoopedRows::zeroPartials() {
 
 void LoopedRows::emitRows() {
   createRowLoop({});
-  // The row results' reductions before any column loop stores: one that no
-  // column loop needs (scaled_silu_and_mul's backward, the routing
-  // weight's ds) would otherwise be a pass after the stores, reading again
-  // an input that a kernel run in place (dx over x) has written over.
-  for (const KernelPlan::RowOutput &output : f.plan.rowOutputs)
-    ev.prepareRowValues(output.value);
+  prepareRowOutputs();
   for (const KernelPlan::ColumnLoop &loop : f.plan.columnLoops) {
     ArrayRef<Sink> sinks = loop.sinks;
     Value width = ev.loopWidth(loop.width);
