@@ -346,7 +346,9 @@ TILE_C_EXPORT tile_status tile_mlp_forward(
     const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,
     const int64_t *splits, int64_t experts, const tile_tensor *y);
 /* dx from dy; main_grad_* (fp32, stacked as the weights) are overwritten
-   when `overwrite` is non-zero (the first micro-batch), else added to. */
+   when `overwrite` is non-zero (the first micro-batch), else added to.
+   An overwrite call of the untiled step (recompute = 0) may take them in
+   the weights' dtype instead (written once, rounded from fp32). */
 TILE_C_EXPORT tile_status tile_mlp_backward(
     tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
     const tile_tensor *up, const tile_tensor *down, const tile_tensor *x,

@@ -160,6 +160,7 @@ ExpertGemms::resolve(const rt::Device &device, const GroupedMLPWeights &weights,
       g.gradGate = *gg;
       g.gradUp = *gu;
       g.gradDown = *gd;
+      g.gradType = grads->experts[0].gate.dtype;
     }
   }
   // TMA's 16-byte alignment, of the token rows and of every stack (a
@@ -173,7 +174,8 @@ ExpertGemms::resolve(const rt::Device &device, const GroupedMLPWeights &weights,
   if (grads && stacked)
     for (const rt::ExpertMatrices *stack :
          {&g.gradGate, &g.gradUp, &g.gradDown})
-      aligned = aligned && rt::GroupedGemm::aligned(*stack, 4);
+      aligned =
+          aligned && rt::GroupedGemm::aligned(*stack, rt::byteSize(g.gradType));
   // One expert on host splits is the dense MLP: cuBLASLt serves it as well.
   // An empty batch has nothing to compute (an overwrite's zeroing is the
   // step's own).
@@ -274,7 +276,8 @@ Status ExpertGemms::weightsDown(const RowsOf &dy, const RowsOf &h,
                                 rt::RowWindow window, bool overwrite) const {
   rt::WeightOperands p{dy, h, gradDown};
   return rt::GroupedGemm::weights(*device, counts(), window, &p, 1, hidden,
-                                  intermediate, overwrite, scratch, stream);
+                                  intermediate, overwrite, gradType, scratch,
+                                  stream);
 }
 
 Status ExpertGemms::weightsGateUp(const RowsOf &dgu, const RowsOf &x,
@@ -285,7 +288,7 @@ Status ExpertGemms::weightsGateUp(const RowsOf &dgu, const RowsOf &x,
   rt::WeightOperands p[2] = {{half(dgu, 0), x, gradGate},
                              {half(dgu, intermediate), x, gradUp}};
   return rt::GroupedGemm::weights(*device, counts(), window, p, 2, intermediate,
-                                  hidden, overwrite, scratch, stream);
+                                  hidden, overwrite, gradType, scratch, stream);
 }
 
 } // namespace tile::ops

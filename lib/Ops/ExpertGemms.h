@@ -91,6 +91,9 @@ private:
   rt::DType deviceType = rt::DType::I64;
   int64_t experts = 0, rows = 0, hidden = 0, intermediate = 0;
   rt::ExpertMatrices gate, up, downW, gradGate, gradUp, gradDown;
+  /// The weight gradients' dtype: f32 (main_grad), or bf16 for the
+  /// untiled step's own (GroupedSwiGLUMLP::backward says when).
+  rt::DType gradType = rt::DType::F32;
   /// gate and up as one [2I, H] matrix per expert, where up's rows follow
   /// gate's in one stack.
   std::optional<rt::ExpertMatrices> gateUpWeights;

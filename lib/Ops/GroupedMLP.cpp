@@ -222,14 +222,21 @@ rt::StatusOr<MLPShape> checkGroupedOperands(const GroupedMLPWeights &weights,
 }
 
 Status checkGroupedGradients(const GroupedMLPGradients &grads, size_t experts,
-                             const MLPShape &shape) {
+                             const MLPShape &shape, DType dtype) {
   if (grads.experts.size() != experts)
     return Status::error("main_grad has " +
                          std::to_string(grads.experts.size()) +
                          " experts, the weights " + std::to_string(experts));
-  for (size_t e = 0; e < experts; ++e)
-    if (Status s = checkMLPGradients(grads.experts[e], shape); !s)
+  for (size_t e = 0; e < experts; ++e) {
+    Status s = checkMLPGradients(grads.experts[e], shape, dtype);
+    if (s && grads.experts[e].gate.dtype != grads.experts[0].gate.dtype)
+      s = Status::error("main_grad is " +
+                        std::string(name(grads.experts[e].gate.dtype)) +
+                        " but expert 0's is " +
+                        name(grads.experts[0].gate.dtype));
+    if (!s)
       return experts == 1 ? s : inExpert(e, s);
+  }
   return Status::ok();
 }
 
@@ -651,9 +658,18 @@ Status GroupedSwiGLUMLP::backward(
   MLPShape shape = *checked;
   if (Status s = rt::checkTensor(dx, "dx", x.dtype, x.shape); !s)
     return s;
-  if (Status s = checkGroupedGradients(mainGrad, weights.experts.size(), shape);
+  if (Status s = checkGroupedGradients(mainGrad, weights.experts.size(), shape,
+                                       x.dtype);
       !s)
     return s;
+  // Gradients in the weights' dtype are written once, never added to.
+  bool ownDtype = mainGrad.experts[0].gate.dtype != DType::F32;
+  if (ownDtype && (!overwrite || options.recompute))
+    return Status::error(
+        std::string("main_grad in ") + name(x.dtype) +
+        " is written only by an overwrite call of the untiled step "
+        "(recompute = false): a sum over shards or micro-batches needs "
+        "f32 main_grad");
   if (Status s = checkRouting(routingWeights, &dRouting, shape.rows); !s)
     return s;
   Routing routing{routingWeights, dRouting};
@@ -704,7 +720,9 @@ Status GroupedSwiGLUMLP::backward(
     for (const TensorView *g : {&mg.gate, &mg.up, &mg.down})
       if (Status s =
               rt::check(ops.device().driver().memsetD8Async(
-                            g->data, 0, g->numElements() * 4, run.stream),
+                            g->data, 0,
+                            g->numElements() * rt::byteSize(g->dtype),
+                            run.stream),
                         "cuMemsetD8Async (main_grad)");
           !s)
         return s;

@@ -183,17 +183,20 @@ rt::StatusOr<MLPShape> checkMLPOperands(const MLPWeights &weights,
   return shape;
 }
 
-Status checkMLPGradients(const MLPGradients &grads, const MLPShape &shape) {
+Status checkMLPGradients(const MLPGradients &grads, const MLPShape &shape,
+                         DType dtype) {
   int64_t H = shape.hidden, I = shape.intermediate;
+  // fp32, or the weights' dtype: gate's decides, the others follow it.
+  DType type = grads.gate.dtype == dtype ? dtype : DType::F32;
   if (Status s = rt::checkTensor(grads.gate, "main_grad of the gate weight",
-                                 DType::F32, {I, H});
+                                 type, {I, H});
       !s)
     return s;
-  if (Status s = rt::checkTensor(grads.up, "main_grad of the up weight",
-                                 DType::F32, {I, H});
+  if (Status s = rt::checkTensor(grads.up, "main_grad of the up weight", type,
+                                 {I, H});
       !s)
     return s;
-  return rt::checkTensor(grads.down, "main_grad of the down weight", DType::F32,
+  return rt::checkTensor(grads.down, "main_grad of the down weight", type,
                          {H, I});
 }
 

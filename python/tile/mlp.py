@@ -350,9 +350,14 @@ def tensor_args(tensors):
     return [None if t is None else tensor_arg(t) for t in tensors]
 
 
-def grad_buffers(x, weights):
-    """New weight-gradient tensors as the backward writes them."""
-    return [torch.empty(w.shape, dtype=grad_dtype(x.dtype), device=x.device)
+def grad_buffers(x, weights, untiled):
+    """New weight-gradient tensors as the backward writes them: in the
+    weights' dtype for the untiled step on the GPU (one overwrite, rounded
+    once from the GEMM's fp32 accumulator: what a cast of fp32 gradients
+    gives, without their bytes or the cast), else fp32 (float64 on the
+    CPU), added over the shards."""
+    return [torch.empty(w.shape, dtype=w.dtype if untiled and x.is_cuda
+                        else grad_dtype(x.dtype), device=x.device)
             for w in weights if w is not None]
 
 
@@ -464,7 +469,7 @@ class _MLPFunction(torch.autograd.Function):
         weights = [_stacked(w) for w in (gate, up, down)]
         main_grads = list(ctx.main_grads)
         grads = [_stacked(g) for g in main_grads] if main_grads \
-            else grad_buffers(x, weights)
+            else grad_buffers(x, weights, untiled=kept is not None)
         dy = dy.contiguous()
         overwrite = not main_grads
         if tracing([x, dy]):

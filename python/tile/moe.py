@@ -209,7 +209,8 @@ class _RoutedExperts(torch.autograd.Function):
             else ctx.host_splits
         main_grads = list(ctx.main_grads)
         weights = (gate_up, down)
-        grads = main_grads or grad_buffers(x, weights)
+        grads = main_grads or grad_buffers(x, weights,
+                                           untiled=kept is not None)
         overwrite = not main_grads
         rows = x.index_select(0, token)
         dy = dout.contiguous().index_select(0, token)

@@ -85,8 +85,10 @@ struct Problem {
   bool fused = false;
   Tensor x, dy, dy2, gate, up, down; // gate: [E, 2I, H] when fused
   Tensor y, dx, gradGate, gradUp, gradDown;
+  /// The untiled step's own gradients, in the weights' dtype (not f32).
+  Tensor ownGate, ownUp, ownDown;
   ops::GroupedMLPWeights weights;
-  ops::GroupedMLPGradients grads;
+  ops::GroupedMLPGradients grads, ownGrads;
   HostExperts host;
 
   Problem(Suite &suite, DType dtype, const std::vector<int64_t> &splits,
@@ -106,6 +108,9 @@ struct Problem {
     gradGate = suite.make({e, fused ? 2 * I : I, H}, DType::F32, false);
     gradUp = suite.make({e, I, H}, DType::F32, false);
     gradDown = suite.make({e, H, I}, DType::F32, false);
+    ownGate = suite.make({e, fused ? 2 * I : I, H}, dtype, false);
+    ownUp = suite.make({e, I, H}, dtype, false);
+    ownDown = suite.make({e, H, I}, dtype, false);
     weights =
         fused ? *ops::GroupedMLPWeights::fusedStacked(gate.view, down.view)
               : *ops::GroupedMLPWeights::stacked(gate.view, up.view, down.view);
@@ -113,6 +118,10 @@ struct Problem {
                                                             gradDown.view)
                   : *ops::GroupedMLPGradients::stacked(
                         gradGate.view, gradUp.view, gradDown.view);
+    ownGrads = fused ? *ops::GroupedMLPGradients::fusedStacked(ownGate.view,
+                                                               ownDown.view)
+                     : *ops::GroupedMLPGradients::stacked(
+                           ownGate.view, ownUp.view, ownDown.view);
     size_t block = I * H, gateBlock = fused ? 2 * block : block;
     for (size_t k = 0; k < E; ++k) {
       auto at = gate.host.begin() + k * gateBlock;
@@ -126,21 +135,23 @@ struct Problem {
   }
 
   void poison() {
-    for (Tensor *t : {&y, &dx, &gradGate, &gradUp, &gradDown})
+    for (Tensor *t : {&y, &dx, &gradGate, &gradUp, &gradDown, &ownGate,
+                      &ownUp, &ownDown})
       (void)t->buffer.fill(0xFF);
   }
 
-  /// dx and the stacked main_grad as the GPU left them.
-  Gradients read(Suite &suite) const {
+  /// dx and the stacked main_grad (or the own-dtype gradients) as the GPU
+  /// left them.
+  Gradients read(Suite &suite, bool own = false) const {
     Gradients got;
     got.dx = suite.read(dx);
-    got.down = suite.read(gradDown);
+    got.down = suite.read(own ? ownDown : gradDown);
     if (!fused) {
-      got.gate = suite.read(gradGate);
-      got.up = suite.read(gradUp);
+      got.gate = suite.read(own ? ownGate : gradGate);
+      got.up = suite.read(own ? ownUp : gradUp);
       return got;
     }
-    std::vector<double> both = suite.read(gradGate);
+    std::vector<double> both = suite.read(own ? ownGate : gradGate);
     size_t block = I * H;
     for (size_t k = 0; k < E; ++k) {
       auto at = both.begin() + 2 * k * block;
@@ -240,6 +251,20 @@ void testGroupedShape(Suite &suite, DType dtype,
                        got.gate == forked.gate && got.up == forked.up &&
                        got.down == forked.down,
                    "one stream and several gave different bits");
+    if (!options.recompute && dtype != DType::F32) {
+      // The autograd step's own gradients, in the weights' dtype: written
+      // once from the fp32 accumulator (the grouped GEMM's bf16 form, or
+      // cuBLASLt's), every expert's replaced or zeroed.
+      p.poison();
+      suite.check(what + " forward again",
+                  (*mlp)->forward(p.weights, p.x.view, given, p.y.view));
+      suite.check(what + " backward into " + rt::name(dtype) + " gradients",
+                  (*mlp)->backward(p.weights, p.x.view, given, p.dy.view,
+                                   p.dx.view, p.ownGrads, true));
+      suite.check(what + " own-dtype sync", rt::synchronize(suite.ops.device()));
+      expectGradients(suite, what + " " + rt::name(dtype) + " gradients",
+                      p.read(suite, true), ref.grads, ref.terms, dtype);
+    }
     if (options.shards != 3)
       continue;
     // Then + g2 (three shards; an expert without tokens keeps g1's zero).
@@ -328,14 +353,39 @@ void testGroupedErrors(Suite &suite) {
             "the untiled backward (recompute = false) takes routing weights "
             "exactly where its forward did: the kept h is scaled by them");
   }
-  Tensor wrong = suite.make({3, 128, 64}, DType::BF16, false);
-  auto bf16Grads = ops::GroupedMLPGradients::stacked(wrong.view, wrong.view,
-                                                     p.gradDown.view);
-  refuses("a bf16 main_grad",
+  // main_grad is f32, or in the weights' dtype for the untiled step's
+  // overwrite alone (nothing is ever added to bf16).
+  Tensor half = suite.make({3, 128, 64}, DType::F16, false);
+  auto f16Grads = ops::GroupedMLPGradients::stacked(half.view, half.view,
+                                                    p.gradDown.view);
+  refuses("an f16 main_grad for bf16 weights",
           (*mlp)->backward(p.weights, p.x.view, splits, p.dy.view, p.dx.view,
-                           *bf16Grads, true),
-          "expert 0: main_grad of the gate weight has dtype bf16, expected "
+                           *f16Grads, true),
+          "expert 0: main_grad of the gate weight has dtype f16, expected "
           "f32");
+  auto mixedGrads = ops::GroupedMLPGradients::stacked(
+      p.ownGate.view, p.ownUp.view, p.gradDown.view);
+  refuses("a main_grad of two dtypes",
+          (*mlp)->backward(p.weights, p.x.view, splits, p.dy.view, p.dx.view,
+                           *mixedGrads, true),
+          "expert 0: main_grad of the down weight has dtype f32, expected "
+          "bf16");
+  refuses("a bf16 main_grad of the tiled step",
+          (*mlp)->backward(p.weights, p.x.view, splits, p.dy.view, p.dx.view,
+                           p.ownGrads, true),
+          "main_grad in bf16 is written only by an overwrite call of the "
+          "untiled step (recompute = false): a sum over shards or "
+          "micro-batches needs f32 main_grad");
+  if (keeping) {
+    suite.check("grouped mlp untiled forward before adding to bf16",
+                (*keeping)->forward(p.weights, p.x.view, splits, p.y.view));
+    refuses("adding to a bf16 main_grad",
+            (*keeping)->backward(p.weights, p.x.view, splits, p.dy.view,
+                                 p.dx.view, p.ownGrads, false),
+            "main_grad in bf16 is written only by an overwrite call of the "
+            "untiled step (recompute = false): a sum over shards or "
+            "micro-batches needs f32 main_grad");
+  }
 }
 
 } // namespace

@@ -131,7 +131,12 @@ TEST(MLPCheckTest, ARightCallHasItsSizes) {
   MLPGradients grads{tensor({300, 100}, DType::F32),
                      tensor({300, 100}, DType::F32),
                      tensor({100, 300}, DType::F32)};
-  EXPECT_TRUE(checkMLPGradients(grads, *shape));
+  EXPECT_TRUE(checkMLPGradients(grads, *shape, DType::BF16));
+  // Or all three in the weights' dtype (the untiled step's own).
+  MLPGradients own{tensor({300, 100}, DType::BF16),
+                   tensor({300, 100}, DType::BF16),
+                   tensor({100, 300}, DType::BF16)};
+  EXPECT_TRUE(checkMLPGradients(own, *shape, DType::BF16));
 }
 
 TEST(MLPCheckTest, AWrongCallIsToldWhatIsWrong) {
@@ -161,12 +166,21 @@ TEST(MLPCheckTest, AWrongCallIsToldWhatIsWrong) {
   MLPGradients grads{tensor({300, 100}, DType::F32),
                      tensor({300, 100}, DType::BF16),
                      tensor({100, 300}, DType::F32)};
-  rt::Status refused = checkMLPGradients(grads, shape);
+  rt::Status refused = checkMLPGradients(grads, shape, DType::BF16);
   EXPECT_EQ(refused.message(),
             "main_grad of the up weight has dtype bf16, expected f32");
+  // The gate's dtype decides: bf16 gate, f32 up.
+  grads.gate.dtype = DType::BF16;
   grads.up.dtype = DType::F32;
+  EXPECT_EQ(checkMLPGradients(grads, shape, DType::BF16).message(),
+            "main_grad of the up weight has dtype f32, expected bf16");
+  // Neither f32 nor the weights' dtype.
+  grads.gate.dtype = DType::F16;
+  EXPECT_EQ(checkMLPGradients(grads, shape, DType::BF16).message(),
+            "main_grad of the gate weight has dtype f16, expected f32");
+  grads.gate.dtype = DType::F32;
   grads.down.shape = {100, 301};
-  EXPECT_EQ(checkMLPGradients(grads, shape).message(),
+  EXPECT_EQ(checkMLPGradients(grads, shape, DType::BF16).message(),
             "main_grad of the down weight has shape [100, 301], expected "
             "[100, 300]");
 }

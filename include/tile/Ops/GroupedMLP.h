@@ -24,7 +24,10 @@
 // buffers (one [E, …] allocation or one per expert) by GEMMs with beta = 1,
 // or beta = 0 on an expert's first segment of an `overwrite` call; an
 // expert without tokens has zero gradient: nothing is added to its
-// main_grad, or it is zeroed by an `overwrite` call.
+// main_grad, or it is zeroed by an `overwrite` call. An overwrite of one
+// shard (the untiled step, recompute = false) may take them in the
+// weights' dtype instead (the autograd step's own .grad: half the bytes of
+// fp32, and no cast after), rounded once from the fp32 accumulator.
 //
 // On an H100/H200 (compute capability 9.0) with bf16 and H, I multiples of
 // 8, each phase's GEMMs for every expert are one launch of the grouped GEMM

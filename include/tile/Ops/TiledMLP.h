@@ -20,7 +20,9 @@
 // (through Operators); the GEMMs go through cuBLASLt with fp32 accumulation.
 // Weight gradients are accumulated in fp32 straight into the caller's main_grad
 // buffers by GEMMs with beta = 1 (beta = 0 on the first shard of an
-// `overwrite` call): no weight-gradient tensor exists on its own.
+// `overwrite` call): no weight-gradient tensor exists on its own. An
+// overwrite of one shard (the untiled step) may take them in the weights'
+// dtype instead: rounded once from the fp32 accumulator, nothing added.
 //
 // Memory: one workspace holds g, u and h for one shard (3·I elements per
 // row) plus cuBLASLt's workspace. It is allocated on the first step that
@@ -144,8 +146,11 @@ rt::StatusOr<MLPShape> checkMLPOperands(const MLPWeights &weights,
 /// rows). checkMLPOperands's weight half, for callers that checked x.
 rt::StatusOr<int64_t> checkMLPWeights(const MLPWeights &weights, int64_t hidden,
                                       rt::DType dtype);
-/// Checks fp32 main_grad buffers shaped like the weights.
-Status checkMLPGradients(const MLPGradients &grads, const MLPShape &shape);
+/// Checks main_grad buffers shaped like the weights: all fp32, or all in
+/// the weights' `dtype` (the untiled step's own gradients, which only an
+/// overwrite of one shard may write: GroupedSwiGLUMLP::backward checks).
+Status checkMLPGradients(const MLPGradients &grads, const MLPShape &shape,
+                         rt::DType dtype);
 
 /// Checks the options alone (no GPU).
 Status checkMLPOptions(const MLPOptions &options);

@@ -16,12 +16,14 @@
 //
 //   project:  D[t] = A[t] · B_eᵀ             the forward (x·Wᵀ); B [E][N, K]
 //   back:     D[t] = A[t] · B_e (+ D[t])     the data gradient (dy·W)
-//   weights:  D_e (+)= Σ_t A[t]ᵀ ⊗ B[t]      the weight gradient, fp32 D
+//   weights:  D_e (+)= Σ_t A[t]ᵀ ⊗ B[t]      the weight gradient
 //
 // A and B (bf16) and the bf16 D of project/back are row-major; weights'
 // D is fp32 (main_grad): added to (beta = 1), or on an `overwrite` call
 // replaced without being read (beta = 0 on the expert's first rows; an
-// expert with no rows at all is zeroed). A call may cover a window of the
+// expert with no rows at all is zeroed). An overwrite of every token row
+// may take a bf16 D instead (the untiled step's own gradients: rounded
+// once from the fp32 accumulator, as a cast of fp32 D would be). A call may cover a window of the
 // token rows (one shard of a sequence-tiled step): each expert then
 // contributes the rows it has in the window.
 //
@@ -80,7 +82,7 @@ struct RowOperands {
   TokenRows d;
 };
 /// One projection of `weights`: D_e [m, n] (+)= A_eᵀ · B_e, A [*, m],
-/// B [*, n] token rows, D fp32.
+/// B [*, n] token rows, D fp32 (or bf16: see `weights`).
 struct WeightOperands {
   TokenRows a;
   TokenRows b;
@@ -123,11 +125,13 @@ public:
                      const GroupedScratch &scratch, cu::Stream stream);
   /// D_e [m, n] += A_eᵀ · B_e, or (`overwrite`) replaced; an expert with
   /// no rows is left alone, or zeroed by an overwrite call whose window
-  /// starts at row 0.
+  /// starts at row 0. `gradType` is D's: F32, or BF16 for an overwrite
+  /// whose window is every token row (nothing to add to).
   static Status weights(const Device &device, const ExpertCounts &counts,
                         RowWindow window, const WeightOperands *projections,
                         int count, int64_t m, int64_t n, bool overwrite,
-                        const GroupedScratch &scratch, cu::Stream stream);
+                        DType gradType, const GroupedScratch &scratch,
+                        cu::Stream stream);
 };
 
 } // namespace tile::rt

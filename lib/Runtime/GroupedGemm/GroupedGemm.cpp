@@ -27,9 +27,11 @@ static Status notBuilt() {
 Status launchProject(const Launch &) { return notBuilt(); }
 Status launchBack(const Launch &) { return notBuilt(); }
 Status launchWeights(const Launch &) { return notBuilt(); }
+Status launchWeightsBf16(const Launch &) { return notBuilt(); }
 size_t scratchProject(int, int) { return 0; }
 size_t scratchBack(int, int) { return 0; }
 size_t scratchWeights(int, int) { return 0; }
+size_t scratchWeightsBf16(int, int) { return 0; }
 } // namespace tile::rt::grouped
 #endif
 
@@ -184,7 +186,8 @@ size_t GroupedGemm::scratchBytes(const Device &device, int64_t experts,
   int sms = device.multiprocessors();
   return std::max({grouped::scratchProject(groups, sms),
                    grouped::scratchBack(groups, sms),
-                   grouped::scratchWeights(groups, sms)});
+                   grouped::scratchWeights(groups, sms),
+                   grouped::scratchWeightsBf16(groups, sms)});
 }
 
 namespace {
@@ -256,13 +259,22 @@ Status GroupedGemm::back(const Device &device, const ExpertCounts &counts,
 Status GroupedGemm::weights(const Device &device, const ExpertCounts &counts,
                             RowWindow window, const WeightOperands *projections,
                             int count, int64_t m, int64_t n, bool overwrite,
-                            const GroupedScratch &scratch, cu::Stream stream) {
+                            DType gradType, const GroupedScratch &scratch,
+                            cu::Stream stream) {
   StatusOr<Launch> l = common(grouped::Form::Weights, device, counts, window,
                               count, scratch, stream);
   if (!l)
     return l.takeStatus();
   if (Status s = checkSizes({m, n}); !s)
     return s;
+  if (gradType != DType::F32 && gradType != DType::BF16)
+    return fail(std::string("the weight gradients must be f32 or bf16, not ") +
+                name(gradType));
+  bool bf16 = gradType == DType::BF16;
+  if (bf16 && (!overwrite || window.begin != 0 || window.end != counts.rows))
+    return fail("bf16 weight gradients are written only by an overwrite of "
+                "every token row (nothing is added to bf16); use f32 for "
+                "a window or an accumulation");
   grouped::Groups &g = l->groups;
   for (int q = 0; q < count; ++q) {
     const WeightOperands &p = projections[q];
@@ -270,7 +282,7 @@ Status GroupedGemm::weights(const Device &device, const ExpertCounts &counts,
       return s;
     if (Status s = checkMatrix("B", p.b.data, p.b.ld, n, 2); !s)
       return s;
-    if (Status s = checkExperts("D", p.d, m, n, 4); !s)
+    if (Status s = checkExperts("D", p.d, m, n, byteSize(gradType)); !s)
       return s;
     for (auto [what, rows] : {std::pair{"A", &p.a}, {"B", &p.b}})
       if (Status s = checkFirstRow(what, *rows, window); !s)
@@ -282,7 +294,8 @@ Status GroupedGemm::weights(const Device &device, const ExpertCounts &counts,
   g.m = m;
   g.n = n;
   g.overwrite = overwrite;
-  return launchIn(device, *l, grouped::launchWeights);
+  return launchIn(device, *l,
+                  bf16 ? grouped::launchWeightsBf16 : grouped::launchWeights);
 }
 
 } // namespace tile::rt

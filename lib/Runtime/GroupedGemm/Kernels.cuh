@@ -256,21 +256,23 @@ __global__ void __launch_bounds__(kSetupThreads)
   }
 }
 
-/// Zeroes D_e (fp32 [m, n], every projection) of each expert with no rows.
-/// (A template, as every kernel here: each form's unit has its own.)
+/// Zeroes D_e ([m, n] of the form's D element, every projection) of each
+/// expert with no rows. (A template, as every kernel here: each form's
+/// unit has its own.)
 template <class Kind>
 __global__ void zeroEmptyExperts(const long long *counts, Operand d0,
                                  Operand d1, int experts, long long m,
                                  long long n) {
+  using ElementD = typename Kind::ElementOut;
   int g = blockIdx.y, e = g % experts;
   if (counts[e] != 0)
     return;
   const Operand &d = g < experts ? d0 : d1;
-  float *base = reinterpret_cast<float *>(d.data) + e * d.step;
+  ElementD *base = reinterpret_cast<ElementD *>(d.data) + e * d.step;
   long long size = m * n;
   for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < size;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
-    base[(i / n) * d.ld + i % n] = 0.0f;
+    base[(i / n) * d.ld + i % n] = ElementD(0.0f);
 }
 
 inline Status cudaStatus(cudaError_t error, const char *what) {
@@ -309,7 +311,8 @@ typename Kind::Gemm::Arguments arguments(int groups, char *tables,
   fusion.beta = beta;
   fusion.beta_ptr = nullptr;
   if constexpr (std::is_same_v<ElementD, float>) {
-    // Weights: one beta per group (0 where the group replaces D).
+    // fp32 weights: one beta per group (0 where the group replaces D).
+    // (bf16 weights have no C: every group replaces D.)
     fusion.beta_ptr_array = static_cast<const float *const *>(at_(at.beta));
     fusion.dBeta = {cute::_0{}, cute::_0{}, 1};
   } else {

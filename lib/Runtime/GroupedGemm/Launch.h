@@ -58,9 +58,11 @@ struct Launch {
 Status launchProject(const Launch &launch);
 Status launchBack(const Launch &launch);
 Status launchWeights(const Launch &launch);
+Status launchWeightsBf16(const Launch &launch);
 size_t scratchProject(int groups, int smCount);
 size_t scratchBack(int groups, int smCount);
 size_t scratchWeights(int groups, int smCount);
+size_t scratchWeightsBf16(int groups, int smCount);
 
 } // namespace tile::rt::grouped
 
