@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped when a struct or a signature below changes or a function is
    added. */
-#define TILE_C_API_VERSION 10
+#define TILE_C_API_VERSION 11
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -391,6 +391,24 @@ TILE_C_EXPORT tile_status tile_mlp_backward_routed(
     const tile_tensor *down, const tile_tensor *x, const tile_tensor *splits,
     const tile_tensor *routing, const tile_tensor *dy, const tile_tensor *dx,
     const tile_tensor *d_routing, const tile_tensor *main_grad_gate_up,
+    const tile_tensor *main_grad_down, int overwrite);
+/* The untiled routed backward (recompute = 0) in two calls, for a caller
+   that makes x's rows only once dy is spent (gathering them into dy's
+   buffer: the step then never holds both). _down reads dy: down's
+   main_grad, d_routing, and [dg du] kept in the workspace; _gate_up, next,
+   reads x and writes dx (dx may be x's buffer: each row's x is read before
+   its dx is written): gate_up's main_grad. Both take the same main_grad
+   tensors, overwrite and workspace as tile_mlp_backward_routed. */
+TILE_C_EXPORT tile_status tile_mlp_backward_routed_down(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate_up,
+    const tile_tensor *down, const tile_tensor *splits,
+    const tile_tensor *routing, const tile_tensor *dy,
+    const tile_tensor *d_routing, const tile_tensor *main_grad_gate_up,
+    const tile_tensor *main_grad_down, int overwrite);
+TILE_C_EXPORT tile_status tile_mlp_backward_routed_gate_up(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate_up,
+    const tile_tensor *down, const tile_tensor *x, const tile_tensor *splits,
+    const tile_tensor *dx, const tile_tensor *main_grad_gate_up,
     const tile_tensor *main_grad_down, int overwrite);
 
 #ifdef __cplusplus

@@ -133,7 +133,9 @@ backward(tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
          const tile_tensor *dx, const tile_tensor *main_grad_gate,
          const tile_tensor *main_grad_up, const tile_tensor *main_grad_down,
          int overwrite, const tile_tensor *routing = nullptr,
-         const tile_tensor *d_routing = nullptr) {
+         const tile_tensor *d_routing = nullptr,
+         tile::ops::GroupedSwiGLUMLP::Part part =
+             tile::ops::GroupedSwiGLUMLP::Part::Whole) {
   if (!mlp)
     return tile::capi::error("tile_mlp_backward: a null tile_mlp");
   auto weights =
@@ -144,16 +146,28 @@ backward(tile_mlp mlp, const tile_run *run, const tile_tensor *gate,
       "main_grad_", main_grad_gate, main_grad_up, main_grad_down);
   if (!grads)
     return tile::capi::toC(grads.takeStatus());
-  auto v = tile::capi::toViews({{"x", x}, {"dy", dy}, {"dx", dx}});
-  if (!v)
-    return tile::capi::toC(v.takeStatus());
+  // A part's unused tensors are null (empty views), its used ones not.
+  using Part = tile::ops::GroupedSwiGLUMLP::Part;
+  std::vector<std::pair<const char *, const tile_tensor *>> named = {
+      {"x", part == Part::Down ? nullptr : x},
+      {"dy", part == Part::GateUp ? nullptr : dy},
+      {"dx", part == Part::Down ? nullptr : dx}};
+  std::vector<tile::rt::TensorView> v(named.size());
+  for (size_t i = 0; i < named.size(); ++i) {
+    if (!named[i].second)
+      continue;
+    auto view = tile::capi::toViews({named[i]});
+    if (!view)
+      return tile::capi::toC(view.takeStatus());
+    v[i] = (*view)[0];
+  }
   auto w = routingViews({{"routing", routing}, {"d_routing", d_routing}});
   if (!w)
     return tile::capi::toC(w.takeStatus());
   std::lock_guard<std::mutex> lock(mlp->mutex);
   return tile::capi::toC(mlp->mlp->backward(
-      *weights, (*v)[0], splits, (*v)[1], (*v)[2], *grads, overwrite != 0,
-      tile::capi::toRun(run), (*w)[0], (*w)[1]));
+      *weights, v[0], splits, v[1], v[2], *grads, overwrite != 0,
+      tile::capi::toRun(run), (*w)[0], (*w)[1], part));
 }
 
 /// The MLP's dtypes: bf16, f16 or f32.
@@ -311,6 +325,45 @@ tile_status tile_mlp_backward_routed(
   return backward(mlp, run, gate_up, nullptr, down, x, *counts, dy, dx,
                   main_grad_gate_up, nullptr, main_grad_down, overwrite,
                   routing, d_routing);
+}
+
+tile_status tile_mlp_backward_routed_down(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate_up,
+    const tile_tensor *down, const tile_tensor *splits,
+    const tile_tensor *routing, const tile_tensor *dy,
+    const tile_tensor *d_routing, const tile_tensor *main_grad_gate_up,
+    const tile_tensor *main_grad_down, int overwrite) {
+  if (!mlp)
+    return tile::capi::error("tile_mlp_backward_routed_down: a null tile_mlp");
+  if (!routing || !d_routing || !dy)
+    return tile::capi::error("tile_mlp_backward_routed_down: routing, dy and "
+                             "d_routing must not be null");
+  auto counts = deviceSplits(splits);
+  if (!counts)
+    return tile::capi::toC(counts.takeStatus());
+  return backward(mlp, run, gate_up, nullptr, down, nullptr, *counts, dy,
+                  nullptr, main_grad_gate_up, nullptr, main_grad_down,
+                  overwrite, routing, d_routing,
+                  tile::ops::GroupedSwiGLUMLP::Part::Down);
+}
+
+tile_status tile_mlp_backward_routed_gate_up(
+    tile_mlp mlp, const tile_run *run, const tile_tensor *gate_up,
+    const tile_tensor *down, const tile_tensor *x, const tile_tensor *splits,
+    const tile_tensor *dx, const tile_tensor *main_grad_gate_up,
+    const tile_tensor *main_grad_down, int overwrite) {
+  if (!mlp)
+    return tile::capi::error(
+        "tile_mlp_backward_routed_gate_up: a null tile_mlp");
+  if (!x || !dx)
+    return tile::capi::error(
+        "tile_mlp_backward_routed_gate_up: x and dx must not be null");
+  auto counts = deviceSplits(splits);
+  if (!counts)
+    return tile::capi::toC(counts.takeStatus());
+  return backward(mlp, run, gate_up, nullptr, down, x, *counts, nullptr, dx,
+                  main_grad_gate_up, nullptr, main_grad_down, overwrite,
+                  nullptr, nullptr, tile::ops::GroupedSwiGLUMLP::Part::GateUp);
 }
 
 } // extern "C"

@@ -531,10 +531,13 @@ Status GroupedSwiGLUMLP::backwardShard(
     const GroupedMLPWeights &weights, const ExpertGemms &experts,
     const Shard &s, const TensorView &x, const TensorView &dy,
     const TensorView &dx, const GroupedMLPGradients &grads, bool overwrite,
-    std::vector<bool> &written, const Routing &routing, const RunOptions &run) {
+    std::vector<bool> &written, const Routing &routing, const RunOptions &run,
+    Part part) {
   if (experts.grouped())
-    return backwardShardGrouped(experts, s, x, dy, dx, overwrite, routing, run);
-  int64_t H = x.shape.back();
+    return backwardShardGrouped(experts, s, x, dy, dx, overwrite, routing, run,
+                                part);
+  // H from the weights: a part's x or dy may be an empty view.
+  int64_t H = weights.experts[0].down.shape[0];
   // beta = 0 on an expert's first segment of an overwriting call: its
   // main_grad is replaced, never read (a NaN in it is harmless). An expert
   // has one segment per shard.
@@ -543,33 +546,37 @@ Status GroupedSwiGLUMLP::backwardShard(
     betas[seg.expert] = overwrite && !written[seg.expert] ? 0.0f : 1.0f;
     written[seg.expert] = true;
   }
-  if (Status st = acrossExperts(
-          s, run,
-          [&](const Segment &seg, const Lane &lane) -> Status {
-            const MLPWeights &w = weights.experts[seg.expert];
-            MatrixView dys = rowsOf(dy, seg.first, seg.rows, H);
-            MatrixView hs = s.of(s.h, seg);
-            if (options.recompute) {
-              // The gate/up projections again (not the down projection,
-              // whose output the backward never needs), and dh = dy · down
-              // into h's buffer.
-              if (Status st = gateUp(w, x, s, seg, lane); !st)
-                return st;
-            } else {
-              // The untiled step kept h: main_grad(down) += dyᵀ · h before
-              // dh takes h's place.
-              if (Status st = gemm({dys, true}, {hs},
-                                   matrix(grads.experts[seg.expert].down),
-                                   betas[seg.expert], lane);
-                  !st)
-                return st;
-            }
-            return gemm({dys}, {matrix(w.down)}, hs, 0.0f, lane);
-          });
-      !st)
-    return st;
-  if (Status st = swigluBackward(s, routing, run); !st)
-    return st;
+  if (part != Part::GateUp) {
+    if (Status st = acrossExperts(
+            s, run,
+            [&](const Segment &seg, const Lane &lane) -> Status {
+              const MLPWeights &w = weights.experts[seg.expert];
+              MatrixView dys = rowsOf(dy, seg.first, seg.rows, H);
+              MatrixView hs = s.of(s.h, seg);
+              if (options.recompute) {
+                // The gate/up projections again (not the down projection,
+                // whose output the backward never needs), and dh = dy ·
+                // down into h's buffer.
+                if (Status st = gateUp(w, x, s, seg, lane); !st)
+                  return st;
+              } else {
+                // The untiled step kept h: main_grad(down) += dyᵀ · h
+                // before dh takes h's place.
+                if (Status st = gemm({dys, true}, {hs},
+                                     matrix(grads.experts[seg.expert].down),
+                                     betas[seg.expert], lane);
+                    !st)
+                  return st;
+              }
+              return gemm({dys}, {matrix(w.down)}, hs, 0.0f, lane);
+            });
+        !st)
+      return st;
+    if (Status st = swigluBackward(s, routing, run); !st)
+      return st;
+  }
+  if (part == Part::Down)
+    return Status::ok();
   return acrossExperts(
       s, run, [&](const Segment &seg, const Lane &lane) -> Status {
         const MLPWeights &w = weights.experts[seg.expert];
@@ -585,16 +592,17 @@ Status GroupedSwiGLUMLP::backwardShard(
                                {s.of(s.h, seg)}, matrix(mg.down), beta, lane);
               !st)
             return st;
-        // dx = dg · gate + du · up; main_grad(gate) [I, H] += dgᵀ · x,
-        // main_grad(up) += duᵀ · x.
-        if (Status st = gemm({dg}, {matrix(w.gate)}, dxs, 0.0f, lane); !st)
-          return st;
-        if (Status st = gemm({du}, {matrix(w.up)}, dxs, 1.0f, lane); !st)
-          return st;
+        // main_grad(gate) [I, H] += dgᵀ · x, main_grad(up) += duᵀ · x, then
+        // dx = dg · gate + du · up (dx may be x's buffer: its rows are read
+        // first).
         if (Status st = gemm({dg, true}, {xs}, matrix(mg.gate), beta, lane);
             !st)
           return st;
-        return gemm({du, true}, {xs}, matrix(mg.up), beta, lane);
+        if (Status st = gemm({du, true}, {xs}, matrix(mg.up), beta, lane); !st)
+          return st;
+        if (Status st = gemm({dg}, {matrix(w.gate)}, dxs, 0.0f, lane); !st)
+          return st;
+        return gemm({du}, {matrix(w.up)}, dxs, 1.0f, lane);
       });
 }
 
@@ -622,79 +630,116 @@ Status GroupedSwiGLUMLP::swigluBackward(const Shard &s, const Routing &routing,
 Status GroupedSwiGLUMLP::backwardShardGrouped(
     const ExpertGemms &experts, const Shard &s, const TensorView &x,
     const TensorView &dy, const TensorView &dx, bool overwrite,
-    const Routing &routing, const RunOptions &run) {
+    const Routing &routing, const RunOptions &run, Part part) {
   // The per-segment step's phases, each one launch over every expert (the
   // grouped GEMM sets beta per expert: 0 on its first rows of an overwrite).
-  int64_t H = x.shape.back(), I = s.g.cols;
+  int64_t I = s.g.cols, H = (part == Part::Down ? dy : x).shape.back();
   rt::RowWindow window{s.first, s.first + s.rows};
   RowsOf xs{x.data, H}, dys{dy.data, H}, dxs{dx.data, H};
   RowsOf gu{s.gu.data, 2 * I, s.first}, h{s.h.data, I, s.first};
-  if (options.recompute) {
-    if (Status st = experts.gateUp(xs, gu, window); !st)
+  if (part != Part::GateUp) {
+    if (options.recompute) {
+      if (Status st = experts.gateUp(xs, gu, window); !st)
+        return st;
+    } else if (Status st = experts.weightsDown(dys, h, window, overwrite);
+               !st) {
       return st;
-  } else if (Status st = experts.weightsDown(dys, h, window, overwrite); !st) {
-    return st;
+    }
+    if (Status st = experts.backDown(dys, h, window); !st)
+      return st;
+    if (Status st = swigluBackward(s, routing, run); !st)
+      return st;
+    if (options.recompute)
+      if (Status st = experts.weightsDown(dys, h, window, overwrite); !st)
+        return st;
   }
-  if (Status st = experts.backDown(dys, h, window); !st)
+  if (part == Part::Down)
+    return Status::ok();
+  // The gate/up gradients read x before dx is written (dx may be x's
+  // buffer).
+  if (Status st = experts.weightsGateUp(gu, xs, window, overwrite); !st)
     return st;
-  if (Status st = swigluBackward(s, routing, run); !st)
-    return st;
-  if (options.recompute)
-    if (Status st = experts.weightsDown(dys, h, window, overwrite); !st)
-      return st;
-  if (Status st = experts.backGateUp(gu, dxs, window); !st)
-    return st;
-  return experts.weightsGateUp(gu, xs, window, overwrite);
+  return experts.backGateUp(gu, dxs, window);
+}
+
+Status GroupedSwiGLUMLP::checkKept(int64_t rows, const Routing &routing,
+                                   Part part) {
+  auto it = keptIn(base);
+  if (it == kept.end() || it->rows != rows)
+    return Status::error("the untiled backward (recompute = false) needs "
+                         "the forward of the same x, with the same "
+                         "workspace, first: it keeps g, u and h");
+  if (part != Part::GateUp && it->routed != routing.given())
+    return Status::error(
+        std::string("the untiled backward (recompute = false) takes "
+                    "routing weights exactly where its forward did: "
+                    "the kept h is ") +
+        (it->routed ? "scaled by them" : "not scaled"));
+  if (part == Part::GateUp && !it->downDone)
+    return Status::error("the gate/up part of the untiled backward needs its "
+                         "down part first, on the same forward");
+  if (part != Part::GateUp && it->downDone)
+    return Status::error("the down part of this forward's backward already "
+                         "ran: g, u and h hold its gradients now; the "
+                         "gate/up part comes next");
+  if (part == Part::Down)
+    it->downDone = true;
+  return Status::ok();
 }
 
 Status GroupedSwiGLUMLP::backward(
     const GroupedMLPWeights &weights, const TensorView &x,
     const ExpertSplits &splits, const TensorView &dy, const TensorView &dx,
     const GroupedMLPGradients &mainGrad, bool overwrite, const RunOptions &run,
-    const TensorView &routingWeights, const TensorView &dRouting) {
-  rt::StatusOr<MLPShape> checked = checkGroupedOperands(weights, x, dy, "dy");
+    const TensorView &routingWeights, const TensorView &dRouting, Part part) {
+  if (part != Part::Whole && options.recompute)
+    return Status::error("the backward in two parts is the untiled step's "
+                         "(recompute = false): the tiled step reads x and "
+                         "dy together, shard by shard");
+  // What the part reads and writes: Down dy (for dh and [dg du]), GateUp x
+  // and dx, Whole all three.
+  rt::StatusOr<MLPShape> checked =
+      part == Part::Down     ? checkGroupedOperands(weights, dy, dy, "dy")
+      : part == Part::GateUp ? checkGroupedOperands(weights, x, dx, "dx")
+                             : checkGroupedOperands(weights, x, dy, "dy");
   if (!checked)
     return checked.takeStatus();
   MLPShape shape = *checked;
-  if (Status s = rt::checkTensor(dx, "dx", x.dtype, x.shape); !s)
-    return s;
+  if (part == Part::Whole)
+    if (Status s = rt::checkTensor(dx, "dx", x.dtype, x.shape); !s)
+      return s;
+  DType dtype = (part == Part::Down ? dy : x).dtype;
   if (Status s = checkGroupedGradients(mainGrad, weights.experts.size(), shape,
-                                       x.dtype);
+                                       dtype);
       !s)
     return s;
   // Gradients in the weights' dtype are written once, never added to.
   bool ownDtype = mainGrad.experts[0].gate.dtype != DType::F32;
   if (ownDtype && (!overwrite || options.recompute))
     return Status::error(
-        std::string("main_grad in ") + name(x.dtype) +
+        std::string("main_grad in ") + name(dtype) +
         " is written only by an overwrite call of the untiled step "
         "(recompute = false): a sum over shards or micro-batches needs "
         "f32 main_grad");
-  if (Status s = checkRouting(routingWeights, &dRouting, shape.rows); !s)
-    return s;
-  Routing routing{routingWeights, dRouting};
+  // The routing weights act in the down part (GateUp reads only [dg du]).
+  Routing routing;
+  if (part != Part::GateUp) {
+    if (Status s = checkRouting(routingWeights, &dRouting, shape.rows); !s)
+      return s;
+    routing = {routingWeights, dRouting};
+  }
   rt::StatusOr<ExpertGemms> experts = ExpertGemms::resolve(
-      ops.device(), weights, &mainGrad, splits, shape, x.dtype, {&x, &dy, &dx},
+      ops.device(), weights, &mainGrad, splits, shape, dtype, {&x, &dy, &dx},
       kGroupedScratchBytes, run.stream);
   if (!experts)
     return experts.takeStatus();
   if (shape.rows > 0) {
-    if (Status s = prepare(shape, x.dtype, weights.experts.size(), run); !s)
+    if (Status s = prepare(shape, dtype, weights.experts.size(), run); !s)
       return s;
     experts->placeScratch(groupedScratch());
-    if (!options.recompute) {
-      auto it = keptIn(base);
-      if (it == kept.end() || it->rows != shape.rows)
-        return Status::error("the untiled backward (recompute = false) needs "
-                             "the forward of the same x, with the same "
-                             "workspace, first: it keeps g, u and h");
-      if (it->routed != routing.given())
-        return Status::error(
-            std::string("the untiled backward (recompute = false) takes "
-                        "routing weights exactly where its forward did: "
-                        "the kept h is ") +
-            (it->routed ? "scaled by them" : "not scaled"));
-    }
+    if (!options.recompute)
+      if (Status s = checkKept(shape.rows, routing, part); !s)
+        return s;
   }
   rt::ContextScope scope(ops.device());
   if (!scope.status())
@@ -702,22 +747,27 @@ Status GroupedSwiGLUMLP::backward(
   std::vector<bool> written(weights.experts.size(), false);
   for (int64_t index = 0; shape.rows > 0 && index < plan.shards; ++index)
     if (Status s = backwardShard(
-            weights, *experts, shard(shape, x.dtype, index, experts->offsets()),
-            x, dy, dx, mainGrad, overwrite, written, routing, run);
+            weights, *experts, shard(shape, dtype, index, experts->offsets()),
+            x, dy, dx, mainGrad, overwrite, written, routing, run, part);
         !s)
       return s;
   // The untiled step's g, u and h are spent (now dg, du and dh).
-  if (!options.recompute && shape.rows > 0)
+  if (!options.recompute && shape.rows > 0 && part != Part::Down)
     forget(base);
   // The grouped GEMM zeroed (on an overwrite) the experts without tokens.
   if (!overwrite || experts->grouped())
     return Status::ok();
-  // An expert without tokens has zero gradients.
+  // An expert without tokens has zero gradients (those of this part).
   for (size_t e = 0; e < written.size(); ++e) {
     if (written[e])
       continue;
     const MLPGradients &mg = mainGrad.experts[e];
-    for (const TensorView *g : {&mg.gate, &mg.up, &mg.down})
+    std::vector<const TensorView *> zeroed;
+    if (part != Part::GateUp)
+      zeroed.push_back(&mg.down);
+    if (part != Part::Down)
+      zeroed.insert(zeroed.end(), {&mg.gate, &mg.up});
+    for (const TensorView *g : zeroed)
       if (Status s =
               rt::check(ops.device().driver().memsetD8Async(
                             g->data, 0,

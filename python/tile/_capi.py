@@ -15,7 +15,7 @@ import threading
 from collections import namedtuple
 from pathlib import Path
 
-API_VERSION = 10
+API_VERSION = 11
 
 # tile_dtype
 BF16, F16, F32, F64, I64, I32 = range(6)
@@ -209,6 +209,12 @@ SIGNATURES = {
     "tile_mlp_backward_routed": (
         [_handle, _run, _tensor, _tensor, _tensor, _tensor, _tensor, _tensor,
          _tensor, _tensor, _tensor, _tensor, ctypes.c_int], _status),
+    "tile_mlp_backward_routed_down": (
+        [_handle, _run, _tensor, _tensor, _tensor, _tensor, _tensor, _tensor,
+         _tensor, _tensor, ctypes.c_int], _status),
+    "tile_mlp_backward_routed_gate_up": (
+        [_handle, _run, _tensor, _tensor, _tensor, _tensor, _tensor, _tensor,
+         _tensor, ctypes.c_int], _status),
 }
 # The version first: a library of another version may lack a symbol.
 lib.tile_api_version.argtypes, lib.tile_api_version.restype = [], ctypes.c_int
@@ -614,6 +620,31 @@ def mlp_backward_routed(device, options, stream, workspace, weights, x,
                         *grads).pointers()
     check(lib.tile_mlp_backward_routed(mlp, ctypes.byref(run), *pointers,
                                        int(overwrite)))
+
+
+def mlp_backward_routed_down(device, options, stream, workspace, weights,
+                             splits, routing, dy, d_routing, grads,
+                             overwrite):
+    """The untiled routed backward's first call
+    (tile_mlp_backward_routed_down): dy read, d_routing and down's grad
+    written; then mlp_backward_routed_gate_up."""
+    run = _run_of(stream, workspace)
+    mlp = _mlp_of(device, *options)
+    pointers = _Structs(*weights, splits, routing, dy, d_routing,
+                        *grads).pointers()
+    check(lib.tile_mlp_backward_routed_down(mlp, ctypes.byref(run),
+                                            *pointers, int(overwrite)))
+
+
+def mlp_backward_routed_gate_up(device, options, stream, workspace, weights,
+                                x, splits, dx, grads, overwrite):
+    """Its second call (tile_mlp_backward_routed_gate_up): x read, dx
+    (which may be x) and gate_up's grad written."""
+    run = _run_of(stream, workspace)
+    mlp = _mlp_of(device, *options)
+    pointers = _Structs(*weights, x, splits, dx, *grads).pointers()
+    check(lib.tile_mlp_backward_routed_gate_up(mlp, ctypes.byref(run),
+                                               *pointers, int(overwrite)))
 
 
 def mlp_backward(device, options, stream, workspace, weights, x, splits, dy,

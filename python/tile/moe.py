@@ -104,27 +104,41 @@ def _routed_forward(rows, gate_up, down, splits, routing, options):
     return rows, (None if options[2] else workspace)
 
 
-def _routed_backward(rows, gate_up, down, splits, routing, dy, options,
+def _routed_backward(x, token, gate_up, down, splits, routing, dy, options,
                      kept, grads, overwrite):
-    """(dx, d_routing) of the gathered rows, dx written over dy on the GPU
-    (a shard's dy is read before its dx is written); the weights' fp32
-    gradients written to or added to `grads`."""
+    """(dx, d_routing) of the rows x[token], dx written over dy on the GPU
+    (a shard's dy is read before its dx is written); the weights' gradients
+    written to or added to `grads`. The untiled step (kept given) gathers
+    x's rows only once its first call is done with dy, into dy's buffer,
+    and its second call writes dx over them: of size [T*K, H] the
+    backward holds dy's buffer alone."""
     d_routing = torch.empty_like(routing)
-    if rows.device.type == "cpu":
-        dx = cpu_backward(rows, gate_up, None, down, dy, splits, grads,
-                           overwrite, routing, d_routing)
+    if x.device.type == "cpu":
+        dx = cpu_backward(x.index_select(0, token), gate_up, None, down, dy,
+                          splits, grads, overwrite, routing, d_routing)
         return dx, d_routing
-    if kept is None:
+    device, stream = x.device.index, stream_of(x.device)
+    weights = tensor_args((gate_up, down))
+    if kept is None:  # the tiled step reads x's rows and dy shard by shard
         kept = torch.empty(
-            workspace_bytes(rows, gate_up, None, splits, options),
-            dtype=torch.uint8, device=rows.device)
-    _capi.mlp_backward_routed(
-        rows.device.index, options, stream_of(rows.device),
-        workspace_of(kept), tensor_args((gate_up, down)), tensor_arg(rows),
+            workspace_bytes(dy, gate_up, None, splits, options),
+            dtype=torch.uint8, device=x.device)
+        _capi.mlp_backward_routed(
+            device, options, stream, workspace_of(kept), weights,
+            tensor_arg(x.index_select(0, token)), tensor_arg(splits),
+            tensor_arg(routing), tensor_arg(dy), tensor_arg(dy),
+            tensor_arg(d_routing), tensor_args(grads), overwrite)
+        return dy, d_routing
+    _capi.mlp_backward_routed_down(
+        device, options, stream, workspace_of(kept), weights,
         tensor_arg(splits), tensor_arg(routing), tensor_arg(dy),
-        tensor_arg(dy), tensor_arg(d_routing), tensor_args(grads),
-        overwrite)
-    return dy, d_routing
+        tensor_arg(d_routing), tensor_args(grads), overwrite)
+    rows = torch.index_select(x, 0, token, out=dy)
+    _capi.mlp_backward_routed_gate_up(
+        device, options, stream, workspace_of(kept), weights,
+        tensor_arg(rows), tensor_arg(splits), tensor_arg(rows),
+        tensor_args(grads), overwrite)
+    return rows, d_routing
 
 
 @torch.library.custom_op("tile::moe_experts_forward", mutates_args=())
@@ -150,22 +164,24 @@ def _routed_forward_fake(rows, gate_up, down, splits, routing, shards,
 
 @torch.library.custom_op("tile::moe_experts_backward",
                          mutates_args=("kept", "grads"))
-def _routed_backward_op(rows: torch.Tensor, gate_up: torch.Tensor,
-                        down: torch.Tensor, splits: torch.Tensor,
-                        routing: torch.Tensor, dy: torch.Tensor, shards: int,
-                        memory_budget: int, recompute: bool,
-                        kept: torch.Tensor, grads: list[torch.Tensor],
+def _routed_backward_op(x: torch.Tensor, token: torch.Tensor,
+                        gate_up: torch.Tensor, down: torch.Tensor,
+                        splits: torch.Tensor, routing: torch.Tensor,
+                        dy: torch.Tensor, shards: int, memory_budget: int,
+                        recompute: bool, kept: torch.Tensor,
+                        grads: list[torch.Tensor],
                         overwrite: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """The routed backward traced: dx a new tensor, not dy's buffer."""
-    return _routed_backward(rows, gate_up, down, splits, routing, dy.clone(),
-                            (shards, memory_budget, recompute),
+    return _routed_backward(x, token, gate_up, down, splits, routing,
+                            dy.clone(), (shards, memory_budget, recompute),
                             kept if kept.numel() else None, grads, overwrite)
 
 
 @_routed_backward_op.register_fake
-def _routed_backward_fake(rows, gate_up, down, splits, routing, dy, shards,
-                          memory_budget, recompute, kept, grads, overwrite):
-    return torch.empty_like(rows), torch.empty_like(routing)
+def _routed_backward_fake(x, token, gate_up, down, splits, routing, dy,
+                          shards, memory_budget, recompute, kept, grads,
+                          overwrite):
+    return torch.empty_like(dy), torch.empty_like(routing)
 
 
 class _RoutedExperts(torch.autograd.Function):
@@ -212,17 +228,15 @@ class _RoutedExperts(torch.autograd.Function):
         grads = main_grads or grad_buffers(x, weights,
                                            untiled=kept is not None)
         overwrite = not main_grads
-        rows = x.index_select(0, token)
         dy = dout.contiguous().index_select(0, token)
         if tracing([x, dout]) and device_splits is not None:
             drows, d_routing = _routed_backward_op(
-                rows, gate_up, down, splits, routing, dy, *ctx.options,
+                x, token, gate_up, down, splits, routing, dy, *ctx.options,
                 kept_or_empty(x, kept), grads, overwrite)
         else:
             drows, d_routing = _routed_backward(
-                rows, gate_up, down, splits, routing, dy, ctx.options, kept,
-                grads, overwrite)
-        del rows
+                x, token, gate_up, down, splits, routing, dy, ctx.options,
+                kept, grads, overwrite)
         dx = x.new_zeros(x.shape).index_add_(0, token, drows) \
             if ctx.needs_input_grad[0] else None
         dw = d_routing.to(ctx.weights_dtype) if ctx.needs_input_grad[1] \

@@ -264,6 +264,24 @@ void testGroupedShape(Suite &suite, DType dtype,
       suite.check(what + " own-dtype sync", rt::synchronize(suite.ops.device()));
       expectGradients(suite, what + " " + rt::name(dtype) + " gradients",
                       p.read(suite, true), ref.grads, ref.terms, dtype);
+      // The same backward in two parts, x's rows given only to the second,
+      // in the buffer its dx overwrites (as tile.ops.moe_experts calls it).
+      p.poison();
+      Tensor xThenDx = suite.copy(p.x);
+      std::swap(p.dx, xThenDx);
+      using Part = ops::GroupedSwiGLUMLP::Part;
+      suite.check(what + " forward before two parts",
+                  (*mlp)->forward(p.weights, p.x.view, given, p.y.view));
+      suite.check(what + " backward down part",
+                  (*mlp)->backward(p.weights, {}, given, p.dy.view, {},
+                                   p.grads, true, {}, {}, {}, Part::Down));
+      suite.check(what + " backward gate/up part, dx over x",
+                  (*mlp)->backward(p.weights, p.dx.view, given, {}, p.dx.view,
+                                   p.grads, true, {}, {}, {}, Part::GateUp));
+      suite.check(what + " two parts sync", rt::synchronize(suite.ops.device()));
+      expectGradients(suite, what + " in two parts", p.read(suite), ref.grads,
+                      ref.terms, dtype);
+      std::swap(p.dx, xThenDx);
     }
     if (options.shards != 3)
       continue;
@@ -352,6 +370,36 @@ void testGroupedErrors(Suite &suite) {
                                  p.dx.view, p.grads, true),
             "the untiled backward (recompute = false) takes routing weights "
             "exactly where its forward did: the kept h is scaled by them");
+  }
+  // The backward in two parts is the untiled step's, down part first,
+  // once per forward.
+  using Part = ops::GroupedSwiGLUMLP::Part;
+  refuses("a tiled backward in two parts",
+          (*mlp)->backward(p.weights, {}, splits, p.dy.view, {}, p.grads, true,
+                           {}, {}, {}, Part::Down),
+          "the backward in two parts is the untiled step's (recompute = "
+          "false): the tiled step reads x and dy together, shard by shard");
+  if (keeping) {
+    suite.check("grouped mlp untiled forward before its parts",
+                (*keeping)->forward(p.weights, p.x.view, splits, p.y.view));
+    refuses("a gate/up part before the down part",
+            (*keeping)->backward(p.weights, p.x.view, splits, {}, p.dx.view,
+                                 p.grads, true, {}, {}, {}, Part::GateUp),
+            "the gate/up part of the untiled backward needs its down part "
+            "first, on the same forward");
+    suite.check("grouped mlp untiled down part",
+                (*keeping)->backward(p.weights, {}, splits, p.dy.view, {},
+                                     p.grads, true, {}, {}, {}, Part::Down));
+    refuses("a second down part",
+            (*keeping)->backward(p.weights, {}, splits, p.dy.view, {},
+                                 p.grads, true, {}, {}, {}, Part::Down),
+            "the down part of this forward's backward already ran: g, u and "
+            "h hold its gradients now; the gate/up part comes next");
+    refuses("a whole backward after the down part",
+            (*keeping)->backward(p.weights, p.x.view, splits, p.dy.view,
+                                 p.dx.view, p.grads, true),
+            "the down part of this forward's backward already ran: g, u and "
+            "h hold its gradients now; the gate/up part comes next");
   }
   // main_grad is f32, or in the weights' dtype for the untiled step's
   // overwrite alone (nothing is ever added to bf16).

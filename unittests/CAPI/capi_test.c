@@ -301,6 +301,14 @@ static void test_mlp_plan(void) {
                                       NULL, NULL, NULL, NULL, NULL, 1),
              "tile_mlp_backward_routed: a null tile_mlp",
              "a routed backward without an MLP");
+  fails_with(tile_mlp_backward_routed_down(NULL, NULL, NULL, NULL, NULL, NULL,
+                                           NULL, NULL, NULL, NULL, 1),
+             "tile_mlp_backward_routed_down: a null tile_mlp",
+             "a routed backward's down part without an MLP");
+  fails_with(tile_mlp_backward_routed_gate_up(NULL, NULL, NULL, NULL, NULL,
+                                              NULL, NULL, NULL, NULL, 1),
+             "tile_mlp_backward_routed_gate_up: a null tile_mlp",
+             "a routed backward's gate/up part without an MLP");
   /* Destroying nothing is allowed, as free(NULL). */
   tile_mlp_destroy(NULL);
   tile_operators_destroy(NULL);

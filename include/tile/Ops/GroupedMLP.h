@@ -121,12 +121,21 @@ public:
   /// may be dy's buffer: a shard's dy is read before its dx is written.
   /// With the forward's `routing`, `dRouting` ([T] f32) is overwritten
   /// with each row's ⟨dy[t], mlp(x[t])⟩, the routing weight's gradient.
+  ///
+  /// The untiled step's backward may come in two calls (`part`), for a
+  /// caller that makes x's rows only once dy is spent: tile.ops.moe_experts
+  /// gathers them into dy's buffer, so the step never holds both. `Down`
+  /// reads dy (x and dx unused: empty views): down's gradient, dh and
+  /// [dg du] (kept for the second call), dRouting. `GateUp` reads x and
+  /// writes dx, which may be x's buffer (each row's x is read by the gate
+  /// and up gradients before its dx is written): their gradients and dx.
+  enum class Part { Whole, Down, GateUp };
   Status backward(const GroupedMLPWeights &weights, const TensorView &x,
                   const ExpertSplits &splits, const TensorView &dy,
                   const TensorView &dx, const GroupedMLPGradients &mainGrad,
                   bool overwrite, const RunOptions &run = {},
                   const TensorView &routing = {},
-                  const TensorView &dRouting = {});
+                  const TensorView &dRouting = {}, Part part = Part::Whole);
 
   /// The plan of the last step.
   const ShardPlan &lastPlan() const { return plan; }
@@ -182,19 +191,25 @@ private:
   Status acrossExperts(
       const Shard &s, const RunOptions &run,
       const std::function<Status(const Segment &, const Lane &)> &each);
-  /// The backward's GEMMs and kernels for one shard; `written` says which
-  /// experts' main_grad already holds this call's gradients.
+  /// The backward's GEMMs and kernels (of `part`) for one shard;
+  /// `written` says which experts' main_grad already holds this call's
+  /// gradients.
   Status backwardShard(const GroupedMLPWeights &weights,
                        const ExpertGemms &experts, const Shard &s,
                        const TensorView &x, const TensorView &dy,
                        const TensorView &dx, const GroupedMLPGradients &grads,
                        bool overwrite, std::vector<bool> &written,
-                       const Routing &routing, const RunOptions &run);
+                       const Routing &routing, const RunOptions &run,
+                       Part part);
   /// The same, each phase one grouped GEMM over every expert.
   Status backwardShardGrouped(const ExpertGemms &experts, const Shard &s,
                               const TensorView &x, const TensorView &dy,
                               const TensorView &dx, bool overwrite,
-                              const Routing &routing, const RunOptions &run);
+                              const Routing &routing, const RunOptions &run,
+                              Part part);
+  /// Checks an untiled backward (`part` of it) against the forward kept in
+  /// the workspace at `base`, and notes a `Down` part done.
+  Status checkKept(int64_t rows, const Routing &routing, Part part);
   /// [dg du] (over gu) from the shard's dh (in h), and h again (over dh)
   /// where the tiled step recomputes; the routing weights' gradient of the
   /// shard's rows where they are given.
@@ -217,6 +232,8 @@ private:
     /// Whether its h is scaled by routing weights: the backward must take
     /// them too (and not otherwise), or its gradients are off by them.
     bool routed;
+    /// Whether a `Down` part ran: g, u hold [dg du], h holds dh.
+    bool downDone = false;
   };
   std::vector<Kept>::iterator keptIn(rt::cu::DevicePtr workspaceBase);
 
