@@ -18,7 +18,8 @@ attention, LM head and loss included, every step on a new batch of tokens
   129280), every layer a mixture of experts.
 
 Columns, each in a process of its own (its peak memory its own; Liger
-patches the model's classes for the process):
+patches the model's classes for the process), which runs every token
+count, smallest first (the model built and the kernels compiled once):
 - unpatched: the model as Hugging Face gives it;
 - tile: tile.transformers.apply_tile(model), its defaults (RMSNorm, MLP
   and experts, RoPE, and the LM head with the loss in chunks:
@@ -35,8 +36,7 @@ memory torch allocated during the timed steps, the loss of the first step
 (torch.profiler's kernel time by kind: GEMMs, attention, the loss...)
 and what autograd keeps from its forward to its backward (the largest
 tensors by shape and dtype).
---runs repeats every cell (in fresh processes) and the table gives each
-run. A cell that runs out of memory
+--runs repeats every column's process and the table gives each run. A cell that runs out of memory
 says OOM. Carry Liger's wheel (benchmarks/README.md); --without-liger
 leaves its columns out.
 
@@ -165,12 +165,22 @@ def breakdown(step):
     return kinds
 
 
-def worker(name, column, tokens, layers, steps, warmup):
-    """One cell, in this process: prints its result as a JSON line."""
+def worker(name, column, counts, layers, steps, warmup):
+    """One column at each token count, in this process (its model built
+    and patched once, its kernels compiled once): prints each count's
+    result as a JSON line, smallest count first."""
     import torch
-    m = patch(model(name, layers, tokens), name, column)
-    g = torch.Generator("cuda").manual_seed(tokens)
+    m = patch(model(name, layers, max(counts)), name, column)
     vocab = MODELS[name].settings["vocab_size"]
+    for tokens in sorted(counts):
+        print(json.dumps(dict(measure(m, vocab, tokens, steps, warmup),
+                              tokens=tokens)), flush=True)
+        torch.cuda.empty_cache()
+
+
+def measure(m, vocab, tokens, steps, warmup):
+    import torch
+    g = torch.Generator("cuda").manual_seed(tokens)
     # A new batch each step (the same batches in every column).
     batches = [torch.randint(0, vocab, (1, tokens), device="cuda",
                              generator=g)
@@ -197,29 +207,30 @@ def worker(name, column, tokens, layers, steps, warmup):
         torch.cuda.synchronize()
         seconds = (time.perf_counter() - start) / steps
     except torch.OutOfMemoryError:
-        print(json.dumps({"oom": True}))
-        return
+        for p in m.parameters():
+            p.grad = None
+        return {"oom": True}
     peak = torch.cuda.max_memory_allocated() / 2**30
-    print(json.dumps({
-        "tokens_per_s": tokens / seconds, "ms": seconds * 1e3,
-        "peak_gib": peak, "loss": losses[0].item(),
-        "kernel_ms": breakdown(step), "saved": saved_tensors(step)}))
+    return {"tokens_per_s": tokens / seconds, "ms": seconds * 1e3,
+            "peak_gib": peak, "loss": losses[0].item(),
+            "kernel_ms": breakdown(step), "saved": saved_tensors(step)}
 
 
-def run_cell(column, tokens, options):
+def run_column(column, counts, options):
+    """{tokens: cell} of one column's process."""
     command = [sys.executable, __file__, "--worker", column,
                "--model", options.model,
-               "--tokens", str(tokens), "--layers", str(options.layers),
+               "--tokens", ",".join(map(str, counts)),
+               "--layers", str(options.layers),
                "--steps", str(options.steps), "--warmup",
                str(options.warmup)]
     out = subprocess.run(command, capture_output=True, text=True)
-    lines = [line for line in out.stdout.splitlines()
+    cells = [json.loads(line) for line in out.stdout.splitlines()
              if line.startswith("{")]
-    if out.returncode != 0 or not lines:
+    if out.returncode != 0 or len(cells) != len(counts):
         tail = (out.stderr or out.stdout).strip().splitlines()[-5:]
-        raise SystemExit(f"{column} at {tokens} tokens failed:\n"
-                         + "\n".join(tail))
-    return json.loads(lines[-1])
+        raise SystemExit(f"{column} failed:\n" + "\n".join(tail))
+    return {cell.pop("tokens"): cell for cell in cells}
 
 
 def main():
@@ -235,9 +246,9 @@ def main():
     parser.add_argument("--worker")
     parser.add_argument("--json")
     options = parser.parse_args()
+    counts = [int(t) for t in options.tokens.split(",")]
     if options.worker:
-        worker(options.model, options.worker, int(options.tokens),
-               options.layers,
+        worker(options.model, options.worker, counts, options.layers,
                options.steps, options.warmup)
         return
     columns = options.columns.split(",")
@@ -257,10 +268,19 @@ def main():
     print(f"{'column':10} {'tokens':>6} {'run':>3} {'k tok/s':>8} "
           f"{'ms':>8} {'peak GiB':>8} {'loss':>8}", flush=True)
     rows = []
-    for tokens in map(int, options.tokens.split(",")):
+    # A column's process runs every count: its model is built and its
+    # kernels compiled (Tile's JIT, Liger's Triton) once, not per cell.
+    cells = {}
+    for run in range(options.runs):
+        for column in columns:
+            started = time.perf_counter()
+            cells[column, run] = run_column(column, counts, options)
+            print(f"({column} run {run}: {time.perf_counter() - started:.0f}"
+                  f" s in its process)", flush=True)
+    for tokens in counts:
         for run in range(options.runs):
             for column in columns:
-                cell = run_cell(column, tokens, options)
+                cell = cells[column, run][tokens]
                 rows.append(dict(cell, case=f"{column} {tokens} run{run}",
                                  model=options.model, column=column,
                                  tokens=tokens, run=run))

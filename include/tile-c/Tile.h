@@ -263,6 +263,12 @@ typedef struct {
   void *stream;
   void *workspace;
   size_t workspace_bytes;
+  /* Memory only this call uses (NULL: none), apart from a workspace the
+     caller keeps until a later call: the untiled MLP's (recompute 0)
+     workspace then holds only its kept buffers (tile_mlp_workspace_layout's
+     kept_buffers), the scratch the rest. */
+  void *scratch;
+  size_t scratch_bytes;
 } tile_run;
 
 /*===-- GEMM --------------------------------------------------------------===*/
@@ -330,12 +336,15 @@ TILE_C_EXPORT tile_status tile_mlp_plan(const tile_mlp_options *options,
                                             alignment).
    The untiled step (recompute 0) is one shard of all its rows, so its
    workspace is that of rows_per_shard = rows: a caller can size it for a
-   row count it does not know yet (torch.compile's symbolic shapes). Host
+   row count it does not know yet (torch.compile's symbolic shapes). Its
+   forward keeps the first kept_buffers buffers for its backward; with
+   run->scratch given, the workspace holds only those and the scratch
+   fixed_bytes and the other buffers (freed between the calls). Host
    only. */
 TILE_C_EXPORT tile_status tile_mlp_workspace_layout(
     const tile_mlp_options *options, int64_t intermediate, int64_t experts,
     tile_dtype dtype, size_t *fixed_bytes, int64_t *buffers, size_t *row_bytes,
-    size_t *alignment);
+    size_t *alignment, int64_t *kept_buffers);
 /* NULL options: recompute, automatic shards, 1 GiB, the default streams. */
 TILE_C_EXPORT tile_status tile_mlp_create(tile_operators ops,
                                           const tile_mlp_options *options,

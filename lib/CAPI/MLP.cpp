@@ -207,7 +207,8 @@ tile_status tile_mlp_workspace_layout(const tile_mlp_options *options,
                                       int64_t intermediate, int64_t experts,
                                       tile_dtype dtype, size_t *fixed_bytes,
                                       int64_t *buffers, size_t *row_bytes,
-                                      size_t *alignment) {
+                                      size_t *alignment,
+                                      int64_t *kept_buffers) {
   StatusOr<tile::rt::DType> type = mlpDType(dtype);
   if (!type)
     return tile::capi::toC(type.takeStatus());
@@ -223,6 +224,8 @@ tile_status tile_mlp_workspace_layout(const tile_mlp_options *options,
     *row_bytes = layout->rowBytes;
   if (alignment)
     *alignment = layout->alignment;
+  if (kept_buffers)
+    *kept_buffers = layout->keptBuffers;
   return nullptr;
 }
 

@@ -111,6 +111,8 @@ ops::RunOptions toRun(const tile_run *run) {
   options.workspace = reinterpret_cast<rt::cu::DevicePtr>(run->workspace);
   options.workspaceBytes = run->workspace_bytes;
   options.callerWorkspace = run->workspace != nullptr;
+  options.scratch = reinterpret_cast<rt::cu::DevicePtr>(run->scratch);
+  options.scratchBytes = run->scratch_bytes;
   return options;
 }
 

@@ -9,6 +9,7 @@
 #include "tile/Ops/GroupedMLP.h"
 
 #include "ExpertGemms.h"
+#include "GroupedMLPOperands.h"
 
 #include <algorithm>
 
@@ -17,111 +18,6 @@ namespace tile::ops {
 using rt::DType;
 using rt::MatrixView;
 using rt::Operand;
-
-namespace {
-
-/// Expert `index` of a stacked [E, rows, cols] tensor, as a [rows, cols]
-/// view.
-TensorView expertOf(const TensorView &stacked, int64_t index) {
-  TensorView view = stacked;
-  view.shape = {stacked.shape[1], stacked.shape[2]};
-  view.strides = {};
-  view.data += static_cast<rt::cu::DevicePtr>(index * stacked.shape[1] *
-                                              stacked.shape[2]) *
-               rt::byteSize(stacked.dtype);
-  return view;
-}
-
-/// Checks that the stacked tensors are contiguous [E, rows, cols] with one
-/// E; returns E.
-rt::StatusOr<int64_t> stackedExperts(
-    const std::vector<std::pair<const char *, const TensorView *>> &named) {
-  int64_t experts = -1;
-  for (const auto &[name, view] : named) {
-    if (view->shape.size() != 3)
-      return Status::error(std::string("the stacked ") + name +
-                           " must be [E, rows, cols], got " +
-                           rt::formatShape(view->shape));
-    if (!view->isContiguous())
-      return Status::error(std::string("the stacked ") + name +
-                           " is not contiguous");
-    if (experts >= 0 && view->shape[0] != experts)
-      return Status::error(std::string("the stacked ") + name + " has " +
-                           std::to_string(view->shape[0]) + " experts, not " +
-                           std::to_string(experts) + " as the others");
-    experts = view->shape[0];
-  }
-  if (experts <= 0)
-    return Status::error("a grouped MLP needs at least one expert");
-  return experts;
-}
-
-/// The per-expert triples (gate, up, down) of stacked tensors, each built
-/// by `make` from the expert's views: the weights' and the gradients'.
-template <typename Grouped, typename Make>
-rt::StatusOr<Grouped>
-perExpert(const std::vector<std::pair<const char *, const TensorView *>> &named,
-          Make make) {
-  rt::StatusOr<int64_t> experts = stackedExperts(named);
-  if (!experts)
-    return experts.takeStatus();
-  Grouped grouped;
-  for (int64_t e = 0; e < *experts; ++e) {
-    std::vector<TensorView> views;
-    for (const auto &entry : named)
-      views.push_back(expertOf(*entry.second, e));
-    auto triple = make(views);
-    if (!triple)
-      return triple.takeStatus();
-    grouped.experts.push_back(*triple);
-  }
-  return grouped;
-}
-
-} // namespace
-
-rt::StatusOr<GroupedMLPWeights>
-GroupedMLPWeights::stacked(const TensorView &gate, const TensorView &up,
-                           const TensorView &down) {
-  return perExpert<GroupedMLPWeights>(
-      {{"gate weight", &gate}, {"up weight", &up}, {"down weight", &down}},
-      [](const std::vector<TensorView> &v) -> rt::StatusOr<MLPWeights> {
-        return MLPWeights{v[0], v[1], v[2]};
-      });
-}
-
-rt::StatusOr<GroupedMLPWeights>
-GroupedMLPWeights::fusedStacked(const TensorView &gateUp,
-                                const TensorView &down) {
-  return perExpert<GroupedMLPWeights>(
-      {{"gate/up weight", &gateUp}, {"down weight", &down}},
-      [](const std::vector<TensorView> &v) {
-        return MLPWeights::fused(v[0], v[1]);
-      });
-}
-
-rt::StatusOr<GroupedMLPGradients>
-GroupedMLPGradients::stacked(const TensorView &gate, const TensorView &up,
-                             const TensorView &down) {
-  return perExpert<GroupedMLPGradients>(
-      {{"main_grad of the gate weight", &gate},
-       {"main_grad of the up weight", &up},
-       {"main_grad of the down weight", &down}},
-      [](const std::vector<TensorView> &v) -> rt::StatusOr<MLPGradients> {
-        return MLPGradients{v[0], v[1], v[2]};
-      });
-}
-
-rt::StatusOr<GroupedMLPGradients>
-GroupedMLPGradients::fusedStacked(const TensorView &gateUp,
-                                  const TensorView &down) {
-  return perExpert<GroupedMLPGradients>(
-      {{"main_grad of the gate/up weight", &gateUp},
-       {"main_grad of the down weight", &down}},
-      [](const std::vector<TensorView> &v) {
-        return MLPGradients::fused(v[0], v[1]);
-      });
-}
 
 namespace {
 
@@ -173,73 +69,6 @@ TensorView rowsOfVector(const TensorView &v, int64_t first, int64_t rows) {
   return part;
 }
 
-/// Checks the routing weights (and their gradient, where the backward
-/// writes it): both or neither, [rows] f32.
-Status checkRouting(const TensorView &routing, const TensorView *grad,
-                    int64_t rows) {
-  if (!routing.data) {
-    if (grad && grad->data)
-      return Status::error("dRouting is given without the routing weights");
-    return Status::ok();
-  }
-  if (Status s = rt::checkTensor(routing, "routing", DType::F32, {rows}); !s)
-    return s;
-  if (grad)
-    return rt::checkTensor(*grad, "dRouting", DType::F32, {rows});
-  return Status::ok();
-}
-
-Status inExpert(size_t expert, const Status &status) {
-  return Status::error("expert " + std::to_string(expert) + ": " +
-                       status.message());
-}
-
-/// Checks x, `out` and every expert's weights (one shape for all); returns
-/// the step's sizes. x and `out` are checked once, with expert 0.
-rt::StatusOr<MLPShape> checkGroupedOperands(const GroupedMLPWeights &weights,
-                                            const TensorView &x,
-                                            const TensorView &out,
-                                            const char *outName) {
-  if (weights.experts.empty())
-    return Status::error("a grouped MLP needs at least one expert");
-  rt::StatusOr<MLPShape> shape =
-      checkMLPOperands(weights.experts[0], x, out, outName);
-  if (!shape)
-    return weights.experts.size() == 1 ? shape.takeStatus()
-                                       : inExpert(0, shape.takeStatus());
-  for (size_t e = 1; e < weights.experts.size(); ++e) {
-    rt::StatusOr<int64_t> intermediate =
-        checkMLPWeights(weights.experts[e], shape->hidden, x.dtype);
-    if (!intermediate)
-      return inExpert(e, intermediate.takeStatus());
-    if (*intermediate != shape->intermediate)
-      return Status::error(
-          "expert " + std::to_string(e) + " has intermediate size " +
-          std::to_string(*intermediate) + " but expert 0 has " +
-          std::to_string(shape->intermediate) + "; every expert has one shape");
-  }
-  return shape;
-}
-
-Status checkGroupedGradients(const GroupedMLPGradients &grads, size_t experts,
-                             const MLPShape &shape, DType dtype) {
-  if (grads.experts.size() != experts)
-    return Status::error("main_grad has " +
-                         std::to_string(grads.experts.size()) +
-                         " experts, the weights " + std::to_string(experts));
-  for (size_t e = 0; e < experts; ++e) {
-    Status s = checkMLPGradients(grads.experts[e], shape, dtype);
-    if (s && grads.experts[e].gate.dtype != grads.experts[0].gate.dtype)
-      s = Status::error("main_grad is " +
-                        std::string(name(grads.experts[e].gate.dtype)) +
-                        " but expert 0's is " +
-                        name(grads.experts[0].gate.dtype));
-    if (!s)
-      return experts == 1 ? s : inExpert(e, s);
-  }
-  return Status::ok();
-}
-
 } // namespace
 
 rt::StatusOr<std::unique_ptr<GroupedSwiGLUMLP>>
@@ -279,7 +108,7 @@ void GroupedSwiGLUMLP::remember(int64_t rows, bool routed) {
   // here fails with a message, never runs on stale g, u and h.
   if (kept.size() >= kMaxKeptSteps)
     kept.erase(kept.begin());
-  kept.push_back({base, rows, routed});
+  kept.push_back({base, rows, routed, scratchBase != 0});
 }
 
 std::vector<GroupedSwiGLUMLP::Kept>::iterator
@@ -302,6 +131,39 @@ Status GroupedSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
   if (!planned)
     return planned.takeStatus();
   plan = *planned;
+  scratchBase = 0;
+  if (run.scratch || run.scratchBytes) {
+    // The untiled step's kept buffers in the workspace, the rest apart.
+    if (options.recompute || !run.callerWorkspace)
+      return Status::error("a scratch apart from the workspace is for the "
+                           "untiled step (recompute = false) with a "
+                           "caller's workspace, which it keeps g and u in");
+    size_t block = plan.layout.bufferBytes(plan.rowsPerShard);
+    size_t keptBytes = static_cast<size_t>(plan.layout.keptBuffers) * block;
+    size_t scratchBytes =
+        plan.layout.fixedBytes +
+        static_cast<size_t>(plan.layout.buffers - plan.layout.keptBuffers) *
+            block;
+    if (!run.workspace || run.workspaceBytes < keptBytes)
+      return Status::error("the MLP needs a workspace of " +
+                           std::to_string(keptBytes) +
+                           " bytes (with a scratch apart), " +
+                           std::to_string(run.workspaceBytes) + " given");
+    if (!run.scratch || run.scratchBytes < scratchBytes)
+      return Status::error("the MLP needs a scratch of " +
+                           std::to_string(scratchBytes) + " bytes, " +
+                           std::to_string(run.scratchBytes) + " given");
+    for (auto [what, at] :
+         {std::pair{"workspace", run.workspace}, {"scratch", run.scratch}})
+      if (at % 256 != 0)
+        return Status::error(std::string("the MLP's ") + what +
+                             " is misaligned: address " + std::to_string(at) +
+                             " is not a multiple of 256 bytes (cuBLASLt's "
+                             "requirement)");
+    base = run.workspace;
+    scratchBase = run.scratch;
+    return Status::ok();
+  }
   if (run.callerWorkspace) {
     if (!run.workspace || run.workspaceBytes < plan.workspaceBytes())
       return Status::error("the MLP needs a workspace of " +
@@ -364,14 +226,17 @@ GroupedSwiGLUMLP::shard(const MLPShape &shape, DType dtype, int64_t index,
   s.rows = std::min(plan.rowsPerShard, shape.rows - s.first);
   int64_t I = shape.intermediate;
   size_t block = plan.layout.bufferBytes(plan.rowsPerShard);
-  // The shard's buffers follow the last lane's cuBLASLt workspace.
-  rt::cu::DevicePtr first = blasWorkspace(plan.gemmStreams);
+  // The shard's buffers follow the last lane's cuBLASLt workspace; with a
+  // scratch apart, gu (the kept buffers) is the workspace and h follows
+  // the lanes in the scratch.
+  rt::cu::DevicePtr lanesEnd = blasWorkspace(plan.gemmStreams);
+  rt::cu::DevicePtr first = scratchBase ? base : lanesEnd;
   // [rows, 2I] fits the first two buffers: each holds rowsPerShard · I.
   s.gu = {first, dtype, s.rows, 2 * I, 2 * I};
   s.g = {first, dtype, s.rows, I, 2 * I};
   s.u = {first + static_cast<rt::cu::DevicePtr>(I) * rt::byteSize(dtype), dtype,
          s.rows, I, 2 * I};
-  s.h = {first + 2 * block, dtype, s.rows, I, I};
+  s.h = {scratchBase ? lanesEnd : first + 2 * block, dtype, s.rows, I, I};
   int64_t end = s.first + s.rows;
   for (size_t e = 0; e + 1 < offsets.size(); ++e) {
     int64_t from = std::max(offsets[e], s.first);
@@ -389,7 +254,7 @@ Status GroupedSwiGLUMLP::gemm(const Operand &a, const Operand &b,
 }
 
 rt::cu::DevicePtr GroupedSwiGLUMLP::blasWorkspace(int lane) const {
-  return base +
+  return (scratchBase ? scratchBase : base) +
          static_cast<rt::cu::DevicePtr>(lane) * rt::Blas::kWorkspaceBytes;
 }
 
@@ -451,6 +316,13 @@ Status GroupedSwiGLUMLP::product(const Shard &s, const Routing &routing,
         tensorOf(s.gu), rowsOfVector(routing.weights, s.first, s.rows),
         tensorOf(s.h), kernelRun(run));
   return ops.siluAndMulForward(tensorOf(s.gu), tensorOf(s.h), kernelRun(run));
+}
+
+Status GroupedSwiGLUMLP::hAgain(const Shard &s, const Routing &routing,
+                                const RunOptions &run) {
+  if (options.recompute || !scratchBase)
+    return Status::ok();
+  return product(s, routing, run);
 }
 
 rt::GroupedScratch GroupedSwiGLUMLP::groupedScratch() const {
@@ -547,6 +419,8 @@ Status GroupedSwiGLUMLP::backwardShard(
     written[seg.expert] = true;
   }
   if (part != Part::GateUp) {
+    if (Status st = hAgain(s, routing, run); !st)
+      return st;
     if (Status st = acrossExperts(
             s, run,
             [&](const Segment &seg, const Lane &lane) -> Status {
@@ -638,6 +512,8 @@ Status GroupedSwiGLUMLP::backwardShardGrouped(
   RowsOf xs{x.data, H}, dys{dy.data, H}, dxs{dx.data, H};
   RowsOf gu{s.gu.data, 2 * I, s.first}, h{s.h.data, I, s.first};
   if (part != Part::GateUp) {
+    if (Status st = hAgain(s, routing, run); !st)
+      return st;
     if (options.recompute) {
       if (Status st = experts.gateUp(xs, gu, window); !st)
         return st;
@@ -675,6 +551,11 @@ Status GroupedSwiGLUMLP::checkKept(int64_t rows, const Routing &routing,
                     "routing weights exactly where its forward did: "
                     "the kept h is ") +
         (it->routed ? "scaled by them" : "not scaled"));
+  if (it->scratchApart != (scratchBase != 0))
+    return Status::error(std::string("the untiled backward takes a scratch "
+                                     "apart from its workspace exactly where "
+                                     "its forward did (it ") +
+                         (it->scratchApart ? "did" : "did not") + ")");
   if (part == Part::GateUp && !it->downDone)
     return Status::error("the gate/up part of the untiled backward needs its "
                          "down part first, on the same forward");
@@ -709,8 +590,8 @@ Status GroupedSwiGLUMLP::backward(
     if (Status s = rt::checkTensor(dx, "dx", x.dtype, x.shape); !s)
       return s;
   DType dtype = (part == Part::Down ? dy : x).dtype;
-  if (Status s = checkGroupedGradients(mainGrad, weights.experts.size(), shape,
-                                       dtype);
+  if (Status s =
+          checkGroupedGradients(mainGrad, weights.experts.size(), shape, dtype);
       !s)
     return s;
   // Gradients in the weights' dtype are written once, never added to.
@@ -768,12 +649,11 @@ Status GroupedSwiGLUMLP::backward(
     if (part != Part::Down)
       zeroed.insert(zeroed.end(), {&mg.gate, &mg.up});
     for (const TensorView *g : zeroed)
-      if (Status s =
-              rt::check(ops.device().driver().memsetD8Async(
-                            g->data, 0,
-                            g->numElements() * rt::byteSize(g->dtype),
-                            run.stream),
-                        "cuMemsetD8Async (main_grad)");
+      if (Status s = rt::check(ops.device().driver().memsetD8Async(
+                                   g->data, 0,
+                                   g->numElements() * rt::byteSize(g->dtype),
+                                   run.stream),
+                               "cuMemsetD8Async (main_grad)");
           !s)
         return s;
   }

@@ -192,8 +192,8 @@ Status checkMLPGradients(const MLPGradients &grads, const MLPShape &shape,
                                  type, {I, H});
       !s)
     return s;
-  if (Status s = rt::checkTensor(grads.up, "main_grad of the up weight", type,
-                                 {I, H});
+  if (Status s =
+          rt::checkTensor(grads.up, "main_grad of the up weight", type, {I, H});
       !s)
     return s;
   return rt::checkTensor(grads.down, "main_grad of the down weight", type,

@@ -553,6 +553,29 @@ def test_moe_experts_match_the_loop_in_float64(generator):
         assert_close(a.grad, b.grad, torch.float64, f"d{name}")
 
 
+def test_moe_experts_sum_by_token_in_chunks(generator, monkeypatch):
+    """The experts' rows go back into their tokens as the same float64 sum
+    whether gathered at once or a few tokens at a time (the eager path for
+    long sequences), ragged last chunk included."""
+    import tile.moe
+    x, gate_up, down = scaled_experts(13, 8, 12, 4, generator)
+    index, weights = routed(13, 4, 3, generator)
+    weights = weights.double()
+    results = []
+    for rows in (10 ** 6, 7):  # everything at once; 2 tokens at a time
+        monkeypatch.setattr(tile.moe, "_SUM_ROWS", rows)
+        args = [leaf(t) for t in (x, weights, gate_up, down)]
+        got = tile.ops.moe_experts(args[0], index, *args[1:])
+        got.backward(torch.ones_like(got))
+        results.append((got, args[0].grad))
+    want = moe_reference(*(leaf(t) for t in (x,)), index,
+                         *(leaf(t) for t in (weights, gate_up, down)))
+    for got, _ in results:
+        assert_close(got, want, torch.float64, "forward")
+    assert torch.equal(results[0][0], results[1][0])
+    assert torch.equal(results[0][1], results[1][1])
+
+
 def test_moe_experts_keep_nothing_of_the_routed_rows(generator):
     """Of size [T*K, H] the step keeps nothing: the tokens gathered by
     expert are gathered again in the backward, and the routing weights

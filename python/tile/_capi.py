@@ -103,6 +103,8 @@ class Run(ctypes.Structure):
         ("stream", ctypes.c_void_p),
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
+        ("scratch", ctypes.c_void_p),
+        ("scratch_bytes", ctypes.c_size_t),
     ]
 
 
@@ -190,7 +192,8 @@ SIGNATURES = {
     "tile_mlp_workspace_layout": ([_options, ctypes.c_int64, ctypes.c_int64,
                                    ctypes.c_int, ctypes.POINTER(ctypes.c_size_t),
                                    _int64s, ctypes.POINTER(ctypes.c_size_t),
-                                   ctypes.POINTER(ctypes.c_size_t)], _status),
+                                   ctypes.POINTER(ctypes.c_size_t), _int64s],
+                                  _status),
     "tile_mlp_create": ([_handle, _options, _out_handle], _status),
     "tile_mlp_forward": ([_handle, _run, _tensor, _tensor, _tensor, _tensor,
                           _int64s, ctypes.c_int64, _tensor], _status),
@@ -496,11 +499,13 @@ def _operators_of(device):
     return _operators[device]
 
 
-def _run_of(stream, workspace):
-    """A tile_run: the stream and a workspace (address, bytes)."""
+def _run_of(stream, workspace, scratch=(None, 0)):
+    """A tile_run: the stream, a workspace and a scratch (address, bytes
+    each; a scratch apart is the untiled MLP's)."""
     run = Run()
     run.stream = stream
     run.workspace, run.workspace_bytes = workspace
+    run.scratch, run.scratch_bytes = scratch
     return run
 
 
@@ -552,15 +557,17 @@ def mlp_plan(rows, intermediate, experts, dtype, shards, memory_budget,
 
 def mlp_workspace_layout(intermediate, experts, dtype, shards, memory_budget,
                          recompute):
-    """(fixed bytes, buffers, bytes a row, alignment) of an MLP step's
-    workspace (tile_mlp_workspace_layout); `dtype` a tile dtype. No GPU."""
+    """(fixed bytes, buffers, bytes a row, alignment, kept buffers) of an
+    MLP step's workspace (tile_mlp_workspace_layout); `dtype` a tile dtype.
+    No GPU."""
     fixed, row, alignment = (ctypes.c_size_t() for _ in range(3))
-    buffers = ctypes.c_int64()
+    buffers, kept = ctypes.c_int64(), ctypes.c_int64()
     check(lib.tile_mlp_workspace_layout(
         ctypes.byref(_mlp_options(shards, memory_budget, recompute)),
         intermediate, experts, dtype, ctypes.byref(fixed),
-        ctypes.byref(buffers), ctypes.byref(row), ctypes.byref(alignment)))
-    return fixed.value, buffers.value, row.value, alignment.value
+        ctypes.byref(buffers), ctypes.byref(row), ctypes.byref(alignment),
+        ctypes.byref(kept)))
+    return fixed.value, buffers.value, row.value, alignment.value, kept.value
 
 
 def _mlp_of(device, shards, memory_budget, recompute):
@@ -600,11 +607,11 @@ def mlp_forward(device, options, stream, workspace, weights, x, splits, y):
 
 
 def mlp_forward_routed(device, options, stream, workspace, weights, x,
-                       splits, routing, y):
+                       splits, routing, y, scratch=(None, 0)):
     """A mixture of experts' MLP forward (tile_mlp_forward_routed): weights
     (gate_up, down); splits and routing TensorArgs of device tensors; y may
     be x."""
-    run = _run_of(stream, workspace)
+    run = _run_of(stream, workspace, scratch)
     mlp = _mlp_of(device, *options)
     pointers = _Structs(*weights, x, splits, routing, y).pointers()
     check(lib.tile_mlp_forward_routed(mlp, ctypes.byref(run), *pointers))
@@ -622,13 +629,13 @@ def mlp_backward_routed(device, options, stream, workspace, weights, x,
                                        int(overwrite)))
 
 
-def mlp_backward_routed_down(device, options, stream, workspace, weights,
-                             splits, routing, dy, d_routing, grads,
+def mlp_backward_routed_down(device, options, stream, workspace, scratch,
+                             weights, splits, routing, dy, d_routing, grads,
                              overwrite):
     """The untiled routed backward's first call
     (tile_mlp_backward_routed_down): dy read, d_routing and down's grad
     written; then mlp_backward_routed_gate_up."""
-    run = _run_of(stream, workspace)
+    run = _run_of(stream, workspace, scratch)
     mlp = _mlp_of(device, *options)
     pointers = _Structs(*weights, splits, routing, dy, d_routing,
                         *grads).pointers()
@@ -636,11 +643,11 @@ def mlp_backward_routed_down(device, options, stream, workspace, weights,
                                             *pointers, int(overwrite)))
 
 
-def mlp_backward_routed_gate_up(device, options, stream, workspace, weights,
-                                x, splits, dx, grads, overwrite):
+def mlp_backward_routed_gate_up(device, options, stream, workspace, scratch,
+                                weights, x, splits, dx, grads, overwrite):
     """Its second call (tile_mlp_backward_routed_gate_up): x read, dx
     (which may be x) and gate_up's grad written."""
-    run = _run_of(stream, workspace)
+    run = _run_of(stream, workspace, scratch)
     mlp = _mlp_of(device, *options)
     pointers = _Structs(*weights, x, splits, dx, *grads).pointers()
     check(lib.tile_mlp_backward_routed_gate_up(mlp, ctypes.byref(run),

@@ -277,17 +277,23 @@ def _check_dtype(dtype):
                         f"{dtype}")
 
 
-def untiled_workspace_bytes(rows, intermediate, dtype, *, experts=1):
+def untiled_workspace_bytes(rows, intermediate, dtype, *, experts=1,
+                            apart=False):
     """The untiled step's workspace (g, u and h of every row) for `rows`
     rows, an int or a torch.SymInt: by tile_mlp_workspace_layout's formula,
     so that a compiled graph's fake sizes it without specializing on the row
-    count. Equal to plan(rows, ..., recompute=False)'s bytes; no GPU."""
+    count. Equal to plan(rows, ..., recompute=False)'s bytes; no GPU. With
+    `apart`, (kept, scratch): the workspace of the buffers its forward
+    keeps (g and u) and the scratch of the rest (cuBLASLt's workspaces and
+    h), which each call allocates for itself."""
     _check_dtype(dtype)
     # The width and the experts specialize (ints for the C API); the rows
     # stay symbolic.
-    fixed, buffers, row_bytes, alignment = _capi.mlp_workspace_layout(
+    fixed, buffers, row_bytes, alignment, kept = _capi.mlp_workspace_layout(
         int(intermediate), int(experts), TILE_DTYPES[dtype], 0, None, False)
     rounded = (rows * row_bytes + alignment - 1) // alignment * alignment
+    if apart:
+        return kept * rounded, fixed + (buffers - kept) * rounded
     return fixed + buffers * rounded
 
 

@@ -11,7 +11,8 @@ from . import _capi
 from .autograd import main_grads_of, mark_main_grads, stream_of, \
     tensor_arg, tracing, workspace_of
 from .mlp import (check_grouped, check_options, cpu_backward, cpu_forward,
-                  grad_buffers, kept_or_empty, tensor_args, workspace_bytes)
+                  grad_buffers, kept_or_empty, tensor_args,
+                  untiled_workspace_bytes, workspace_bytes)
 
 __all__ = ["moe_experts"]
 
@@ -28,15 +29,17 @@ def moe_experts(x, top_k_index, top_k_weights, gate_up, down, *, shards=0,
     each expert's count made on the device, and the grouped MLP run with
     those device splits and each row's routing weight applied to h before
     the down projection (scaled_silu_and_mul: down is linear, so
-    w * down(h) = down(w * h)); the rows are summed back into their tokens
-    by index_add: nothing waits for the GPU. An index of E or more (a
+    w * down(h) = down(w * h)); each token's K rows are gathered and
+    summed back into it in fp32 (deterministic): nothing waits for the
+    GPU. An index of E or more (a
     dropped choice, as Hugging Face's one_hot over E + 1 allows) adds
     nothing. recompute=False by default: PyTorch's implementations keep the
     [T*K, I] activations too. Nothing of size [T*K, H] is kept for the
     backward: the gathered tokens are gathered again, the experts' outputs
     are summed and dropped (the weights' gradient is a row sum over h's
-    width, made by the derived backward), and the gathered gradient
-    becomes dx in place."""
+    width, made by the derived backward), and x's rows, gathered again
+    only once the backward is done with the gathered gradient, take its
+    buffer and then dx's rows."""
     if x.dim() != 2 or top_k_index.dim() != 2 or \
             top_k_weights.shape != top_k_index.shape or \
             top_k_index.shape[0] != x.shape[0]:
@@ -64,6 +67,10 @@ def moe_experts(x, top_k_index, top_k_weights, gate_up, down, *, shards=0,
                           torch.zeros_like(top_k_weights.reshape(-1)))
     order = torch.argsort(flat, stable=True)
     token = order // choices
+    # Where each choice went in expert order (order's inverse): the rows
+    # are summed back into their tokens through it.
+    place = torch.empty_like(order).scatter_(
+        0, order, torch.arange(order.numel(), device=order.device))
     # The counts by scatter_add: bincount would read its size on the host.
     counts = torch.zeros(experts, dtype=torch.int64, device=x.device)
     counts.scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.int64))
@@ -77,7 +84,36 @@ def moe_experts(x, top_k_index, top_k_weights, gate_up, down, *, shards=0,
     # Without a backward to come, the tiled forward: nothing is kept.
     options = (shards, memory_budget or 0, recompute or not training)
     return _RoutedExperts.apply(x, weights.index_select(0, order), gate_up,
-                                down, token, counts, options, *main_grads)
+                                down, token, place, counts, options,
+                                *main_grads)
+
+
+# Rows gathered at once by _sum_by_token: 128 MiB at H = 2048 in bf16.
+_SUM_ROWS = 32768
+
+
+def _sum_by_token(rows, place, tokens):
+    """out [tokens, H], out[t] = sum over k of rows[place[t * K + k]]: the
+    experts' rows summed back into their tokens, each token's K rows
+    gathered and summed in fp32 (torch's sum), rounded once:
+    deterministic, without the atomics of index_add (which added them one
+    by one in bf16, at ~10 ms a call at 65536 tokens of Qwen3-MoE on an
+    H200). Eager calls gather _SUM_ROWS rows at a time; a traced one (its
+    token count symbolic) all at once."""
+    choices = place.numel() // max(tokens, 1)
+    width = rows.shape[1]
+    if tracing([rows]) or place.numel() <= _SUM_ROWS:
+        return rows.index_select(0, place).view(tokens, choices, width) \
+            .sum(1)
+    out = rows.new_empty(tokens, width)
+    step = max(1, _SUM_ROWS // choices)
+    for first in range(0, tokens, step):
+        last = min(tokens, first + step)
+        gathered = rows.index_select(0, place[first * choices:
+                                              last * choices])
+        torch.sum(gathered.view(last - first, choices, width), 1,
+                  out=out[first:last])
+    return out
 
 
 # -- the routed step: a mixture of experts' experts in one node -------------
@@ -88,19 +124,41 @@ def _routing_of(w, x):
     return w.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
 
 
+def _untiled_bytes(rows, gate_up):
+    """(kept, scratch) bytes of the untiled routed step over `rows` rows:
+    its forward keeps g and u alone; cuBLASLt's workspaces and h are each
+    call's scratch (h made again by the backward), so nothing waits in
+    them from a layer's forward to its backward."""
+    return untiled_workspace_bytes(rows.shape[0], gate_up.shape[1] // 2,
+                                   rows.dtype, experts=gate_up.shape[0],
+                                   apart=True)
+
+
+def _scratch(rows, gate_up):
+    return torch.empty(_untiled_bytes(rows, gate_up)[1], dtype=torch.uint8,
+                       device=rows.device)
+
+
 def _routed_forward(rows, gate_up, down, splits, routing, options):
     """y of the gathered rows (written over them on the GPU, where the step
-    reads all of x before it writes y) and the untiled step's workspace."""
+    reads all of x before it writes y) and the untiled step's kept
+    workspace (g and u)."""
     if rows.device.type == "cpu":
         return cpu_forward(rows, gate_up, None, down, splits, routing), None
-    workspace = torch.empty(
-        workspace_bytes(rows, gate_up, None, splits, options),
-        dtype=torch.uint8, device=rows.device)
+    if options[2]:  # the tiled step keeps nothing
+        workspace, scratch = torch.empty(
+            workspace_bytes(rows, gate_up, None, splits, options),
+            dtype=torch.uint8, device=rows.device), None
+    else:
+        workspace = torch.empty(_untiled_bytes(rows, gate_up)[0],
+                                dtype=torch.uint8, device=rows.device)
+        scratch = _scratch(rows, gate_up)
     _capi.mlp_forward_routed(
         rows.device.index, options, stream_of(rows.device),
         workspace_of(workspace), tensor_args((gate_up, down)),
         tensor_arg(rows), tensor_arg(splits), tensor_arg(routing),
-        tensor_arg(rows))
+        tensor_arg(rows),
+        (None, 0) if scratch is None else workspace_of(scratch))
     return rows, (None if options[2] else workspace)
 
 
@@ -129,13 +187,15 @@ def _routed_backward(x, token, gate_up, down, splits, routing, dy, options,
             tensor_arg(routing), tensor_arg(dy), tensor_arg(dy),
             tensor_arg(d_routing), tensor_args(grads), overwrite)
         return dy, d_routing
+    scratch_buffer = _scratch(dy, gate_up)  # alive until both calls
+    scratch = workspace_of(scratch_buffer)
     _capi.mlp_backward_routed_down(
-        device, options, stream, workspace_of(kept), weights,
+        device, options, stream, workspace_of(kept), scratch, weights,
         tensor_arg(splits), tensor_arg(routing), tensor_arg(dy),
         tensor_arg(d_routing), tensor_args(grads), overwrite)
     rows = torch.index_select(x, 0, token, out=dy)
     _capi.mlp_backward_routed_gate_up(
-        device, options, stream, workspace_of(kept), weights,
+        device, options, stream, workspace_of(kept), scratch, weights,
         tensor_arg(rows), tensor_arg(splits), tensor_arg(rows),
         tensor_args(grads), overwrite)
     return rows, d_routing
@@ -157,8 +217,7 @@ def _routed_forward_op(rows: torch.Tensor, gate_up: torch.Tensor,
 def _routed_forward_fake(rows, gate_up, down, splits, routing, shards,
                          memory_budget, recompute):
     size = 0 if recompute or rows.device.type == "cpu" else \
-        workspace_bytes(rows, gate_up, None, splits,
-                         (shards, memory_budget, recompute))
+        _untiled_bytes(rows, gate_up)[0]
     return torch.empty_like(rows), rows.new_empty(size, dtype=torch.uint8)
 
 
@@ -185,17 +244,19 @@ def _routed_backward_fake(x, token, gate_up, down, splits, routing, dy,
 
 
 class _RoutedExperts(torch.autograd.Function):
-    """apply(x, w, gate_up, down, token, splits, options, *main_grads):
-    out [T, H], out[token[r]] += w[r] * mlp_e(x[token[r]]) over the rows r
-    in expert order (splits[e] of them for expert e: a device tensor, or
-    host ints on the CPU). options: (shards, memory_budget, recompute).
+    """apply(x, w, gate_up, down, token, place, splits, options,
+    *main_grads): out [T, H], out[token[r]] += w[r] * mlp_e(x[token[r]])
+    over the rows r in expert order (splits[e] of them for expert e: a
+    device tensor, or host ints on the CPU); place is token's inverse (row
+    r = place[t * K + k] is token t's k-th choice). options: (shards,
+    memory_budget, recompute).
     Keeps x, token, the routing weights (f32) and the untiled step's
     workspace: of size [T*K, H] nothing (the rows are gathered again in the
     backward, the gathered gradient becomes dx in place). main_grads as
     _MLPFunction's."""
 
     @staticmethod
-    def forward(ctx, x, w, gate_up, down, token, splits, options,
+    def forward(ctx, x, w, gate_up, down, token, place, splits, options,
                 *main_grads):
         routing = _routing_of(w, x)
         rows = x.index_select(0, token)
@@ -210,16 +271,15 @@ class _RoutedExperts(torch.autograd.Function):
         ctx.options, ctx.main_grads = options, main_grads
         ctx.host_splits = None if on_device else splits
         ctx.weights_dtype = w.dtype  # routing is w in f32: w is not kept
-        ctx.save_for_backward(x, routing, gate_up, down, token, kept,
+        ctx.save_for_backward(x, routing, gate_up, down, token, place, kept,
                               splits if on_device else None)
-        # Out of place: with index_add_ on the new tensor, torch.compile
-        # (2.11, CUDA, any backend) handed this node's backward a zero
-        # gradient (test_compile.py's MoE layer); one [T, H] more, briefly.
-        return x.new_zeros(x.shape).index_add(0, token, y)
+        # Out of place (an in-place index_add_ here once made torch.compile
+        # hand this node's backward a zero gradient).
+        return _sum_by_token(y, place, x.shape[0])
 
     @staticmethod
     def backward(ctx, dout):
-        x, routing, gate_up, down, token, kept, device_splits = \
+        x, routing, gate_up, down, token, place, kept, device_splits = \
             ctx.saved_tensors
         splits = device_splits if device_splits is not None \
             else ctx.host_splits
@@ -237,11 +297,11 @@ class _RoutedExperts(torch.autograd.Function):
             drows, d_routing = _routed_backward(
                 x, token, gate_up, down, splits, routing, dy, ctx.options,
                 kept, grads, overwrite)
-        dx = x.new_zeros(x.shape).index_add_(0, token, drows) \
+        dx = _sum_by_token(drows, place, x.shape[0]) \
             if ctx.needs_input_grad[0] else None
         dw = d_routing.to(ctx.weights_dtype) if ctx.needs_input_grad[1] \
             else None
-        rest = (None,) * (3 + len(main_grads))
+        rest = (None,) * (4 + len(main_grads))
         if main_grads:
             mark_main_grads(list(weights), in_forward=False)
             return dx, dw, None, None, *rest

@@ -135,8 +135,8 @@ struct Problem {
   }
 
   void poison() {
-    for (Tensor *t : {&y, &dx, &gradGate, &gradUp, &gradDown, &ownGate,
-                      &ownUp, &ownDown})
+    for (Tensor *t :
+         {&y, &dx, &gradGate, &gradUp, &gradDown, &ownGate, &ownUp, &ownDown})
       (void)t->buffer.fill(0xFF);
   }
 
@@ -261,24 +261,50 @@ void testGroupedShape(Suite &suite, DType dtype,
       suite.check(what + " backward into " + rt::name(dtype) + " gradients",
                   (*mlp)->backward(p.weights, p.x.view, given, p.dy.view,
                                    p.dx.view, p.ownGrads, true));
-      suite.check(what + " own-dtype sync", rt::synchronize(suite.ops.device()));
+      suite.check(what + " own-dtype sync",
+                  rt::synchronize(suite.ops.device()));
       expectGradients(suite, what + " " + rt::name(dtype) + " gradients",
                       p.read(suite, true), ref.grads, ref.terms, dtype);
       // The same backward in two parts, x's rows given only to the second,
-      // in the buffer its dx overwrites (as tile.ops.moe_experts calls it).
+      // in the buffer its dx overwrites, g and u alone kept in the caller's
+      // workspace and the rest in a scratch apart, NaN before each call: h
+      // is made again (as tile.ops.moe_experts calls it).
       p.poison();
       Tensor xThenDx = suite.copy(p.x);
       std::swap(p.dx, xThenDx);
       using Part = ops::GroupedSwiGLUMLP::Part;
+      auto plan = ops::planShards(p.T, I, dtype, options,
+                                  static_cast<int64_t>(splits.size()));
+      size_t block = plan->layout.bufferBytes(plan->rowsPerShard);
+      auto keptBuffer = rt::DeviceBuffer::allocate(
+          suite.ops.device(), plan->layout.keptBuffers * block);
+      auto scratch = rt::DeviceBuffer::allocate(
+          suite.ops.device(),
+          plan->layout.fixedBytes +
+              (plan->layout.buffers - plan->layout.keptBuffers) * block);
+      if (!keptBuffer || !scratch) {
+        suite.report(what + " workspace apart", false, "allocation failed");
+        return;
+      }
+      ops::RunOptions apart;
+      apart.workspace = keptBuffer->data();
+      apart.workspaceBytes = keptBuffer->size();
+      apart.callerWorkspace = true;
+      apart.scratch = scratch->data();
+      apart.scratchBytes = scratch->size();
+      (void)scratch->fill(0xFF);
       suite.check(what + " forward before two parts",
-                  (*mlp)->forward(p.weights, p.x.view, given, p.y.view));
+                  (*mlp)->forward(p.weights, p.x.view, given, p.y.view, apart));
+      (void)scratch->fill(0xFF);
       suite.check(what + " backward down part",
-                  (*mlp)->backward(p.weights, {}, given, p.dy.view, {},
-                                   p.grads, true, {}, {}, {}, Part::Down));
+                  (*mlp)->backward(p.weights, {}, given, p.dy.view, {}, p.grads,
+                                   true, apart, {}, {}, Part::Down));
+      (void)scratch->fill(0xFF);
       suite.check(what + " backward gate/up part, dx over x",
                   (*mlp)->backward(p.weights, p.dx.view, given, {}, p.dx.view,
-                                   p.grads, true, {}, {}, {}, Part::GateUp));
-      suite.check(what + " two parts sync", rt::synchronize(suite.ops.device()));
+                                   p.grads, true, apart, {}, {}, Part::GateUp));
+      suite.check(what + " two parts sync",
+                  rt::synchronize(suite.ops.device()));
       expectGradients(suite, what + " in two parts", p.read(suite), ref.grads,
                       ref.terms, dtype);
       std::swap(p.dx, xThenDx);
@@ -391,10 +417,21 @@ void testGroupedErrors(Suite &suite) {
                 (*keeping)->backward(p.weights, {}, splits, p.dy.view, {},
                                      p.grads, true, {}, {}, {}, Part::Down));
     refuses("a second down part",
-            (*keeping)->backward(p.weights, {}, splits, p.dy.view, {},
-                                 p.grads, true, {}, {}, {}, Part::Down),
+            (*keeping)->backward(p.weights, {}, splits, p.dy.view, {}, p.grads,
+                                 true, {}, {}, {}, Part::Down),
             "the down part of this forward's backward already ran: g, u and "
             "h hold its gradients now; the gate/up part comes next");
+    ops::RunOptions withScratch;
+    Tensor scratch = suite.make({64 << 20}, DType::BF16, false);
+    withScratch.scratch = scratch.view.data;
+    withScratch.scratchBytes = 128 << 20;
+    refuses("a scratch apart without a caller's workspace",
+            (*keeping)->backward(p.weights, p.x.view, splits, {}, p.dx.view,
+                                 p.grads, true, withScratch, {}, {},
+                                 Part::GateUp),
+            "a scratch apart from the workspace is for the untiled step "
+            "(recompute = false) with a caller's workspace, which it keeps g "
+            "and u in");
     refuses("a whole backward after the down part",
             (*keeping)->backward(p.weights, p.x.view, splits, p.dy.view,
                                  p.dx.view, p.grads, true),
@@ -404,8 +441,8 @@ void testGroupedErrors(Suite &suite) {
   // main_grad is f32, or in the weights' dtype for the untiled step's
   // overwrite alone (nothing is ever added to bf16).
   Tensor half = suite.make({3, 128, 64}, DType::F16, false);
-  auto f16Grads = ops::GroupedMLPGradients::stacked(half.view, half.view,
-                                                    p.gradDown.view);
+  auto f16Grads =
+      ops::GroupedMLPGradients::stacked(half.view, half.view, p.gradDown.view);
   refuses("an f16 main_grad for bf16 weights",
           (*mlp)->backward(p.weights, p.x.view, splits, p.dy.view, p.dx.view,
                            *f16Grads, true),

@@ -254,26 +254,27 @@ static void test_mlp_plan(void) {
   /* The untiled step's workspace is the layout's formula at all its rows:
      what a caller sizes before it knows them. */
   size_t fixed = 0, row_bytes = 0, alignment = 0, untiled_bytes = 0;
-  int64_t buffers = 0;
+  int64_t buffers = 0, kept_buffers = 0;
   tile_mlp_options keep = {0, 0, 0};
   if (ok(tile_mlp_workspace_layout(&keep, 300, 8, TILE_DTYPE_BF16, &fixed,
-                                   &buffers, &row_bytes, &alignment),
+                                   &buffers, &row_bytes, &alignment,
+                                   &kept_buffers),
          "the untiled layout") &&
       ok(tile_mlp_plan(&keep, 1001, 300, 8, TILE_DTYPE_BF16, &shards, &rows,
                        &untiled_bytes),
          "plan the untiled step")) {
     CHECK(fixed == 4 * (32u << 20) && buffers == 3 && row_bytes == 600 &&
-          alignment == 256);
+          alignment == 256 && kept_buffers == 2);
     CHECK(shards == 1 && rows == 1001);
     CHECK(untiled_bytes ==
           fixed + buffers * ((1001 * row_bytes + alignment - 1) / alignment *
                              alignment));
   }
   fails_with(tile_mlp_workspace_layout(NULL, 300, 1, TILE_DTYPE_F64, NULL, NULL,
-                                       NULL, NULL),
+                                       NULL, NULL, NULL),
              "bf16, f16 or f32", "a layout of a host dtype");
   fails_with(tile_mlp_workspace_layout(NULL, 300, 0, TILE_DTYPE_BF16, NULL,
-                                       NULL, NULL, NULL),
+                                       NULL, NULL, NULL, NULL),
              "0 experts", "a layout without experts");
   tile_mlp mlp = NULL;
   fails_with(tile_mlp_create(NULL, NULL, &mlp), "null tile_operators",

@@ -139,6 +139,12 @@ struct RunOptions {
   rt::cu::DevicePtr workspace = 0;
   size_t workspaceBytes = 0;
   bool callerWorkspace = false;
+  /// Memory only the call itself uses (nothing in it outlives the call),
+  /// apart from a workspace the caller keeps between calls: the untiled
+  /// MLP then keeps g and u alone in `workspace` and puts its cuBLASLt
+  /// workspaces and h here (GroupedSwiGLUMLP). Kernels ignore it.
+  rt::cu::DevicePtr scratch = 0;
+  size_t scratchBytes = 0;
 };
 
 class Launcher {

@@ -169,6 +169,9 @@ private:
   /// h = silu(g) · u (· the rows' routing weights, where given) of one
   /// shard, from gu into h.
   Status product(const Shard &s, const Routing &routing, const RunOptions &run);
+  /// The untiled backward's h again (product), where its forward's was in
+  /// a scratch apart and is gone: before anything reads h.
+  Status hAgain(const Shard &s, const Routing &routing, const RunOptions &run);
   /// Where a GEMM runs: a stream, and the cuBLASLt workspace only that
   /// stream uses while the lanes run side by side.
   struct Lane {
@@ -232,6 +235,9 @@ private:
     /// Whether its h is scaled by routing weights: the backward must take
     /// them too (and not otherwise), or its gradients are off by them.
     bool routed;
+    /// Whether h (and the lanes) were in a scratch apart: not kept, made
+    /// again from gu by the backward, whose scratch must be apart too.
+    bool scratchApart = false;
     /// Whether a `Down` part ran: g, u hold [dg du], h holds dh.
     bool downDone = false;
   };
@@ -244,8 +250,10 @@ private:
   ShardPlan plan;
   rt::DeviceBuffer workspace;
   /// The workspace of the step under way: cuBLASLt's (one per GEMM
-  /// stream), then g, u and h.
-  rt::cu::DevicePtr base = 0;
+  /// stream), then g, u and h; or, with a caller's scratch apart
+  /// (RunOptions::scratch, the untiled step), g and u alone, the lanes and
+  /// h at scratchBase.
+  rt::cu::DevicePtr base = 0, scratchBase = 0;
   /// The untiled step's forwards, oldest first.
   std::vector<Kept> kept;
 };

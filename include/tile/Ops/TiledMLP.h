@@ -91,6 +91,9 @@ struct MLPOptions {
 struct WorkspaceLayout {
   size_t fixedBytes = 0;
   int64_t buffers = 3;
+  /// The untiled step's forward keeps the first two (g and u: gu) for its
+  /// backward; h is recomputed from them where it is not kept.
+  int64_t keptBuffers = 2;
   size_t rowBytes = 0;
   size_t alignment = 256;
 

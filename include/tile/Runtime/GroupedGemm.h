@@ -23,9 +23,9 @@
 // replaced without being read (beta = 0 on the expert's first rows; an
 // expert with no rows at all is zeroed). An overwrite of every token row
 // may take a bf16 D instead (the untiled step's own gradients: rounded
-// once from the fp32 accumulator, as a cast of fp32 D would be). A call may cover a window of the
-// token rows (one shard of a sequence-tiled step): each expert then
-// contributes the rows it has in the window.
+// once from the fp32 accumulator, as a cast of fp32 D would be). A call may
+// cover a window of the token rows (one shard of a sequence-tiled step): each
+// expert then contributes the rows it has in the window.
 //
 // Runs on compute capability 9.0 (the kernels are built for sm_90a);
 // `available` says so, and the callers keep their per-expert reference path
