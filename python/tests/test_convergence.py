@@ -2,7 +2,9 @@
 its evaluator): a mini model of every family apply_tile supports, trained
 30 AdamW steps patched and unpatched from the same weights on the same
 batches, every step's loss, the eval batch's top-20 log-probabilities and
-every final parameter within benchmarks/convergence.py's FP32_TOLERANCE.
+every final parameter within benchmarks/convergence.py's FP32_TOLERANCE,
+or (where the model's own fp32 rounding is past it) no farther from a
+float64 run than the unpatched run is.
 The GPU modes (bf16 autocast, pure bf16) run from the same script; their
 table is in docs/Python.md. Skipped without transformers."""
 
@@ -22,8 +24,10 @@ def test_fp32_training_matches_unpatched(model_type):
     row = convergence.compare(model_type, "fp32", "cpu")
     # It learned something: the check is not of two models that stand still.
     assert row["last_loss"] < row["first_loss"] - 0.3, row
-    for key, bound in convergence.FP32_TOLERANCE.items():
+    for key, bound in row["bound"].items():
         assert row[key] <= bound, (key, row)
+    if "against" not in row:
+        assert row["bound"] == convergence.FP32_TOLERANCE
     assert row["within"]
     family = tile.transformers.family_of(
         convergence.family_config(model_type))

@@ -157,6 +157,16 @@ TEXT_STACKS = {
                          other_rope="GLM-4V's RoPE: multimodal sections of "
                                     "interleaved pairs (Tile's is "
                                     "rotate-half)"),
+    # GLM-4V-MoE: GLM-4.5's experts (a shared expert, the first
+    # first_k_dense_replace layers dense) under GLM-4V's RoPE; its decoder
+    # norms are one class, its final norm another (Glm4vMoeRMSNorm, which
+    # the vision tower also uses: only the language model is patched).
+    "glm4v_moe_text": Family(("Glm4vMoeTextRMSNorm", "Glm4vMoeRMSNorm"),
+                             ("Glm4vMoeTextMLP",),
+                             experts=("Glm4vMoeTextExperts",),
+                             other_rope="GLM-4V-MoE's RoPE: multimodal "
+                                        "sections of interleaved pairs "
+                                        "(Tile's is rotate-half)"),
 }
 
 # Vision-language models whose language model (model.model.language_model)
@@ -165,7 +175,7 @@ TEXT_STACKS = {
 # the chunked head as a causal LM's.
 VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama", "paligemma",
                    "qwen2_vl", "qwen2_5_vl", "qwen3_5", "qwen3_5_moe",
-                   "qwen3_vl", "qwen3_vl_moe", "glm4v")
+                   "qwen3_vl", "qwen3_vl_moe", "glm4v", "glm4v_moe")
 
 
 # The vision-language models whose forward soft-caps the logits with their
