@@ -216,6 +216,39 @@ def measure(m, vocab, tokens, steps, warmup):
             "kernel_ms": breakdown(step), "saved": saved_tensors(step)}
 
 
+def warmed_step(description, top):
+    """For the one-step tools (peak_memory.py, kernel_time.py): their
+    command line (--model, --column, --tokens, --layers, --top with `top`
+    as its default) and one training step of that model and column, run
+    twice already (compiled and warm). Returns (options, step)."""
+    import argparse
+
+    import torch
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--model", default="qwen3-moe",
+                        choices=sorted(MODELS))
+    parser.add_argument("--column", default="tile")
+    parser.add_argument("--tokens", type=int, default=16384)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--top", type=int, default=top)
+    options = parser.parse_args()
+    name = options.model
+    m = patch(model(name, options.layers, options.tokens), name,
+              options.column)
+    ids = torch.randint(0, MODELS[name].settings["vocab_size"],
+                        (1, options.tokens), device="cuda",
+                        generator=torch.Generator("cuda").manual_seed(0))
+
+    def step():
+        m(input_ids=ids, labels=ids, use_cache=False).loss.backward()
+        for p in m.parameters():
+            p.grad = None
+    for _ in range(2):
+        step()
+    torch.cuda.synchronize()
+    return options, step
+
+
 def run_column(column, counts, options):
     """{tokens: cell} of one column's process."""
     command = [sys.executable, __file__, "--worker", column,

@@ -8,7 +8,6 @@ their count, total milliseconds and causal_lm.py's kind.
 
 The GPU machine only; one process per column."""
 
-import argparse
 import collections
 
 import causal_lm
@@ -17,27 +16,8 @@ import causal_lm
 def main():
     import torch
     from torch.profiler import ProfilerActivity, profile
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="qwen3-moe",
-                        choices=sorted(causal_lm.MODELS))
-    parser.add_argument("--column", default="tile")
-    parser.add_argument("--tokens", type=int, default=16384)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--top", type=int, default=20)
-    options = parser.parse_args()
+    options, step = causal_lm.warmed_step(__doc__, top=20)
     name = options.model
-    m = causal_lm.patch(causal_lm.model(name, options.layers, options.tokens),
-                        name, options.column)
-    vocab = causal_lm.MODELS[name].settings["vocab_size"]
-    ids = torch.randint(0, vocab, (1, options.tokens), device="cuda")
-
-    def step():
-        m(input_ids=ids, labels=ids, use_cache=False).loss.backward()
-        for p in m.parameters():
-            p.grad = None
-    for _ in range(2):
-        step()
-    torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         step()
         torch.cuda.synchronize()

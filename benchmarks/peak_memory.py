@@ -9,7 +9,6 @@ files (the line that allocated them).
 
 The GPU machine only; one process per column (peaks are per process)."""
 
-import argparse
 import collections
 
 import causal_lm
@@ -51,29 +50,8 @@ def peak_blocks(events, before):
 
 def main():
     import torch
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="qwen3-moe",
-                        choices=sorted(causal_lm.MODELS))
-    parser.add_argument("--column", default="tile")
-    parser.add_argument("--tokens", type=int, default=16384)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--top", type=int, default=14)
-    options = parser.parse_args()
+    options, step = causal_lm.warmed_step(__doc__, top=14)
     name = options.model
-    m = causal_lm.patch(causal_lm.model(name, options.layers, options.tokens),
-                        name, options.column)
-    vocab = causal_lm.MODELS[name].settings["vocab_size"]
-    ids = torch.randint(0, vocab, (1, options.tokens), device="cuda",
-                        generator=torch.Generator("cuda").manual_seed(0))
-
-    def step():
-        m(input_ids=ids, labels=ids, use_cache=False).loss.backward()
-        for p in m.parameters():
-            p.grad = None
-
-    for _ in range(2):
-        step()
-    torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
     torch.cuda.memory._record_memory_history(max_entries=2_000_000,
