@@ -213,6 +213,12 @@ tile_status tile_module_compile(const char *source, size_t length,
   jit.policy = str(options->policy, "recompute");
   jit.mainGrad = options->main_grad != 0;
   jit.sourceName = str(options->source_name, "kernel");
+  // The C struct spells DeviceFacts.def's facts by hand (a C header):
+  // one fact more there and this stops compiling until both agree.
+  static_assert(sizeof(tile_device_description) ==
+                    tile::kDeviceFacts * sizeof(int64_t),
+                "tile_device_description holds every fact of "
+                "tile/Target/DeviceFacts.def, in its order");
   const tile_device_description &device = options->device;
   bool anyFact = device.multiprocessors || device.threads_per_sm ||
                  device.registers_per_sm || device.shared_bytes_per_sm;

@@ -63,21 +63,6 @@ std::string hex(uint64_t value) {
   return text;
 }
 
-std::string keyOf(const std::string &source, const CompileOptions &options) {
-  std::ostringstream all;
-  all << Jit::compilerVersion() << '\0' << options.chip << '\0'
-      << options.sourceName << '\0' << options.dtype << '\0'
-      << options.differentiate << '\0' << options.policy << '\0'
-      << options.mainGrad << '\0' << options.returnPrimal << '\0'
-      << options.schedule.str() << '\0' << options.device.str() << '\0';
-  for (auto [index, width] : options.widths)
-    all << 'w' << index << '=' << width << ',';
-  all << '\0' << source;
-  std::string text = all.str();
-  // Two independent 64-bit hashes: collisions are not a practical concern.
-  return hex(fnv1a(text)) + hex(fnv1a(text, 0x84222325cbf29ce4ULL));
-}
-
 std::string defaultDirectory() {
   if (const char *dir = std::getenv("TILE_CACHE_DIR"); dir && *dir)
     return dir;
@@ -117,13 +102,8 @@ std::vector<std::string> specializationPasses(const CompileOptions &options) {
 
 /// The lowering: tile-lower-to-ptx, which is buildTileToPtxPipeline.
 std::vector<std::string> loweringPasses(const CompileOptions &options) {
-  const DeviceDescription &device = options.device;
-  return {"tile-lower-to-ptx{chip=" + options.chip +
-          " sms=" + std::to_string(device.sms) +
-          " threads-per-sm=" + std::to_string(device.threadsPerSm) +
-          " registers-per-sm=" + std::to_string(device.registersPerSm) +
-          " shared-bytes-per-sm=" + std::to_string(device.sharedBytesPerSm) +
-          " " + options.schedule.str() + "}"};
+  return {"tile-lower-to-ptx{chip=" + options.chip + " " +
+          options.device.str() + " " + options.schedule.str() + "}"};
 }
 
 std::string join(const std::vector<std::string> &passes) {
@@ -136,6 +116,23 @@ std::string join(const std::vector<std::string> &passes) {
 /// The pipeline as tile-opt's --pass-pipeline takes it.
 std::string spell(const std::vector<std::string> &passes) {
   return "builtin.module(" + join(passes) + ")";
+}
+
+/// The cache key: what a compile runs, as tile-opt would run it — the
+/// compiler, the source's name and text, and its passes with their options
+/// as spelled (every option that changes the output is an option of one of
+/// them; the lowering's only where there is a chip to lower for).
+std::string keyOf(const std::string &source, const CompileOptions &options) {
+  std::vector<std::string> passes = specializationPasses(options);
+  if (!options.chip.empty())
+    for (std::string &pass : loweringPasses(options))
+      passes.push_back(std::move(pass));
+  std::ostringstream all;
+  all << Jit::compilerVersion() << '\0' << options.sourceName << '\0'
+      << spell(passes) << '\0' << source;
+  std::string text = all.str();
+  // Two independent 64-bit hashes: collisions are not a practical concern.
+  return hex(fnv1a(text)) + hex(fnv1a(text, 0x84222325cbf29ce4ULL));
 }
 
 /// Runs `passes` on `module`, parsed from their spelling.

@@ -204,12 +204,7 @@ void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
 
 void mlir::tile::buildTileToPtxPipeline(OpPassManager &pm,
                                         const PtxOptions &options) {
-  TileSchedulePassOptions device;
-  device.sms = options.device.sms;
-  device.threadsPerSm = options.device.threadsPerSm;
-  device.registersPerSm = options.device.registersPerSm;
-  device.sharedBytesPerSm = options.device.sharedBytesPerSm;
-  pm.addPass(createTileSchedulePass(device, options.schedule));
+  pm.addPass(createTileSchedulePass(options.device, options.schedule));
   pm.addPass(createConvertTileToGPUPass());
   buildGpuToPtxPipeline(pm, options);
 }
@@ -229,31 +224,21 @@ struct PtxPipelineOptionsBase : PassPipelineOptions<Derived> {
       *this, "libdevice",
       llvm::cl::desc("path of libdevice.10.bc (default: from CUDA_HOME)"),
       llvm::cl::init("")};
-  // The device tile-schedule sizes grids for (DeviceDescription's
+  // The device tile-schedule sizes grids for (DeviceFacts.def; the
   // defaults: an H100 SXM or H200).
-  typename Base::template Option<int64_t> sms{
-      *this, "sms", llvm::cl::desc("the device's SMs"),
-      llvm::cl::init(::tile::DeviceDescription().sms)};
-  typename Base::template Option<int64_t> threadsPerSm{
-      *this, "threads-per-sm", llvm::cl::desc("threads one SM holds"),
-      llvm::cl::init(::tile::DeviceDescription().threadsPerSm)};
-  typename Base::template Option<int64_t> registersPerSm{
-      *this, "registers-per-sm", llvm::cl::desc("registers per SM"),
-      llvm::cl::init(::tile::DeviceDescription().registersPerSm)};
-  typename Base::template Option<int64_t> sharedBytesPerSm{
-      *this, "shared-bytes-per-sm",
-      llvm::cl::desc("shared memory per SM, in bytes"),
-      llvm::cl::init(::tile::DeviceDescription().sharedBytesPerSm)};
+#define TILE_DEVICE_FACT(MEMBER, FLAG, DEFAULT, DESCRIPTION)                   \
+  typename Base::template Option<int64_t> MEMBER{                              \
+      *this, FLAG, llvm::cl::desc(DESCRIPTION), llvm::cl::init(DEFAULT)};
+#include "tile/Target/DeviceFacts.def"
 
   mlir::tile::PtxOptions toPtxOptions() const {
     mlir::tile::PtxOptions options;
     options.chip = chip;
     options.features = features;
     options.libdevice = libdevice;
-    options.device.sms = sms;
-    options.device.threadsPerSm = threadsPerSm;
-    options.device.registersPerSm = registersPerSm;
-    options.device.sharedBytesPerSm = sharedBytesPerSm;
+#define TILE_DEVICE_FACT(MEMBER, FLAG, DEFAULT, DESCRIPTION)                   \
+  options.device.MEMBER = MEMBER;
+#include "tile/Target/DeviceFacts.def"
     return options;
   }
 };

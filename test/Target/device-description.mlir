@@ -26,4 +26,4 @@
 // GPU-LABEL: gpu.func @rms_norm_bwd(
 // GPU-SAME: nvvm.minctasm = 2 : i32
 // MANIFEST: "ctas": "min(rows, 228)"
-// BAD: rms_norm.mlir:{{[0-9]+}}:{{[0-9]+}}: error: tile-schedule: the device description (0 SMs, 2048 threads, 65536 registers, 233472 shared bytes per SM) is not a GPU's
+// BAD: rms_norm.mlir:{{[0-9]+}}:{{[0-9]+}}: error: tile-schedule: the device description (sms=0 threads-per-sm=2048 registers-per-sm=65536 shared-bytes-per-sm=233472) is not a GPU's

@@ -86,9 +86,7 @@ mlir::LogicalResult translate(mlir::ModuleOp module, llvm::raw_ostream &os) {
   case Translation::Manifest: {
     // The schedule the PTX would be lowered with, so that the two agree.
     mlir::PassManager pm(module.getContext());
-    mlir::tile::TileSchedulePassOptions schedule;
-    schedule.sms = device.sms;
-    pm.addPass(mlir::tile::createTileSchedulePass(schedule));
+    pm.addPass(mlir::tile::createTileSchedulePass(device));
     if (mlir::failed(pm.run(module)))
       return mlir::failure();
     return mlir::tile::writeKernelManifest(module, os);

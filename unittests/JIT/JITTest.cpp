@@ -344,6 +344,35 @@ TEST_F(JITTest, ItsPipelineAsTileOptSpellsItReproducesTheCompile) {
   EXPECT_TRUE(contains(again, "multiple of 32")) << again;
 }
 
+TEST(DeviceFacts, EachReachesTileScheduleThroughTheSpelledPipeline) {
+  // DeviceFacts.def is the one list: the description, tile-schedule's and
+  // tile-lower-to-ptx's options and the JIT's pipeline (its cache key) all
+  // come from it. Each fact set apart from its default is spelled in the
+  // pipeline, and tile-schedule parses it back (an unknown option fails).
+  tile::DeviceDescription device;
+  int64_t apart = 7;
+#define TILE_DEVICE_FACT(MEMBER, FLAG, DEFAULT, DESCRIPTION)                   \
+  device.MEMBER = DEFAULT + (apart++);
+#include "tile/Target/DeviceFacts.def"
+  CompileOptions options;
+  options.device = device;
+  std::string pipeline = passPipeline(options);
+  int facts = 0;
+#define TILE_DEVICE_FACT(MEMBER, FLAG, DEFAULT, DESCRIPTION)                   \
+  ++facts;                                                                     \
+  EXPECT_TRUE(contains(pipeline, std::string(FLAG) + "=" +                     \
+                                     std::to_string(device.MEMBER)))           \
+      << pipeline;
+#include "tile/Target/DeviceFacts.def"
+  EXPECT_EQ(facts, tile::kDeviceFacts);
+  mlir::tile::registerTilePasses();
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  EXPECT_TRUE(mlir::succeeded(mlir::parsePassPipeline(
+      "builtin.module(tile-schedule{" + device.str() + "})", os)))
+      << errors;
+}
+
 TEST(JITCacheDirectory, EnvironmentChoosesTheDirectory) {
   setenv("TILE_CACHE_DIR", "/tmp/tile-cache-from-env", 1);
   EXPECT_EQ(Jit().cacheDirectory(), "/tmp/tile-cache-from-env");

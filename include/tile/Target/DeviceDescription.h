@@ -1,8 +1,9 @@
 //===- DeviceDescription.h - the GPU a kernel is scheduled for --*- C++ -*-===//
 //
-// The facts of one GPU that tile-schedule sizes grids by. Plain C++ (no MLIR,
-// no driver): the compiler reads it as tile-schedule's options (tile-opt
-// --tile-schedule="sms=114", whose defaults are these), the JIT as
+// The facts of one GPU that tile-schedule sizes grids by (DeviceFacts.def,
+// their one list). Plain C++ (no MLIR, no driver): the compiler reads it as
+// tile-schedule's options (tile-opt --tile-schedule="sms=114", whose
+// defaults are these), the JIT as
 // CompileOptions::device, filled from the device it compiles for
 // (CompileOptions::forDevice, rt::Device::description()), and the C API as
 // tile_compile_options.device.
@@ -18,22 +19,29 @@
 namespace tile {
 
 struct DeviceDescription {
-  /// The defaults are an H100 SXM's and an H200's (132 SMs); an H100 PCIe
-  /// has 114, an A100 108, an H20 78.
-  int64_t sms = 132;
-  int64_t threadsPerSm = 2048;
-  int64_t registersPerSm = 65536;
-  /// Shared memory one SM holds, in bytes (228 KiB on sm_90).
-  int64_t sharedBytesPerSm = 233472;
+#define TILE_DEVICE_FACT(MEMBER, FLAG, DEFAULT, DESCRIPTION)                   \
+  int64_t MEMBER = DEFAULT;
+#include "tile/Target/DeviceFacts.def"
 
-  /// "132 SMs, 2048 threads, 65536 registers, 233472 shared bytes per SM",
-  /// for cache keys and messages.
+  /// The facts as tile-schedule's options spell them ("sms=132
+  /// threads-per-sm=2048 ..."): the JIT's pipeline (and so its cache key)
+  /// and messages.
   std::string str() const {
-    return std::to_string(sms) + " SMs, " + std::to_string(threadsPerSm) +
-           " threads, " + std::to_string(registersPerSm) + " registers, " +
-           std::to_string(sharedBytesPerSm) + " shared bytes per SM";
+    std::string text;
+#define TILE_DEVICE_FACT(MEMBER, FLAG, DEFAULT, DESCRIPTION)                   \
+  text += (text.empty() ? "" : " ") + std::string(FLAG) + "=" +                \
+          std::to_string(MEMBER);
+#include "tile/Target/DeviceFacts.def"
+    return text;
   }
 };
+
+/// How many facts DeviceFacts.def lists (what a copy of them, such as the
+/// C API's struct, must hold).
+constexpr int kDeviceFacts = 0
+#define TILE_DEVICE_FACT(MEMBER, FLAG, DEFAULT, DESCRIPTION) +1
+#include "tile/Target/DeviceFacts.def"
+    ;
 
 } // namespace tile
 

@@ -28,9 +28,11 @@ namespace {
 struct TileSchedulePass final
     : mlir::tile::impl::TileSchedulePassBase<TileSchedulePass> {
   using TileSchedulePassBase::TileSchedulePassBase;
-  TileSchedulePass(const TileSchedulePassOptions &device,
-                   const ::tile::ScheduleOptions &schedule)
-      : TileSchedulePassBase(device) {
+  TileSchedulePass(const DeviceDescription &device,
+                   const ::tile::ScheduleOptions &schedule) {
+#define TILE_DEVICE_FACT(MEMBER, FLAG, DEFAULT, DESCRIPTION)                   \
+  MEMBER = device.MEMBER;
+#include "tile/Target/DeviceFacts.def"
 #define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
                              DESCRIPTION)                                      \
   MEMBER = schedule.MEMBER;
@@ -41,7 +43,11 @@ struct TileSchedulePass final
   TileSchedulePass(const TileSchedulePass &other)
       : TileSchedulePassBase(other) {}
 
-  // The overrides, from the one list of them.
+  // The device's facts and the overrides, each from the one list of them.
+#define TILE_DEVICE_FACT(MEMBER, FLAG, DEFAULT, DESCRIPTION)                   \
+  Option<int64_t> MEMBER{*this, FLAG, llvm::cl::desc(DESCRIPTION),             \
+                         llvm::cl::init(DEFAULT)};
+#include "tile/Target/DeviceFacts.def"
 #define TILE_SCHEDULE_OPTION(TYPE, MEMBER, FLAG, TOOL_FLAG, DEFAULT,           \
                              DESCRIPTION)                                      \
   Option<TYPE> MEMBER{*this, FLAG, llvm::cl::desc(DESCRIPTION),                \
@@ -51,10 +57,9 @@ struct TileSchedulePass final
   void runOnOperation() override {
     warnNoKernels(getOperation(), getArgument());
     DeviceDescription device;
-    device.sms = sms;
-    device.threadsPerSm = threadsPerSm;
-    device.registersPerSm = registersPerSm;
-    device.sharedBytesPerSm = sharedBytesPerSm;
+#define TILE_DEVICE_FACT(MEMBER, FLAG, DEFAULT, DESCRIPTION)                   \
+  device.MEMBER = MEMBER;
+#include "tile/Target/DeviceFacts.def"
     if (device.sms < 1 || device.threadsPerSm < 32 ||
         device.registersPerSm < 32 * 16 || device.sharedBytesPerSm < 0) {
       Block *body = getOperation().getBody();
@@ -116,7 +121,7 @@ struct TileSchedulePass final
 } // namespace
 
 std::unique_ptr<Pass>
-mlir::tile::createTileSchedulePass(const TileSchedulePassOptions &device,
+mlir::tile::createTileSchedulePass(const DeviceDescription &device,
                                    const ::tile::ScheduleOptions &schedule) {
   return std::make_unique<TileSchedulePass>(device, schedule);
 }

@@ -19,8 +19,8 @@ namespace mlir::tile {
 /// tile-schedule for the device `device` describes, with `schedule`'s
 /// overrides (ScheduleOptions.def).
 std::unique_ptr<Pass>
-createTileSchedulePass(const TileSchedulePassOptions &device,
-                       const ::tile::ScheduleOptions &schedule);
+createTileSchedulePass(const ::tile::DeviceDescription &device,
+                       const ::tile::ScheduleOptions &schedule = {});
 
 #define GEN_PASS_REGISTRATION
 #include "tile/Dialect/Tile/Transforms/Passes.h.inc"

@@ -107,18 +107,11 @@ def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
     H100 SXM or H200 by default): `sms` times the CTAs per SM that 512
     threads make, within its threads, registers and shared memory per SM
     (the defaults are DeviceDescription's). The JIT passes the real
-    device's figures.
+    device's figures. Its options (`sms`, `threads-per-sm`,
+    `registers-per-sm`, `shared-bytes-per-sm`, and the schedule's
+    overrides) are declared from one list each, DeviceFacts.def and
+    ScheduleOptions.def, in the pass itself.
   }];
-  let options = [
-    Option<"sms", "sms", "int64_t", "::tile::DeviceDescription().sms",
-           "the device's SMs (132: an H100 SXM or H200; 114: an H100 PCIe)">,
-    Option<"threadsPerSm", "threads-per-sm", "int64_t", "::tile::DeviceDescription().threadsPerSm",
-           "the most threads one SM holds">,
-    Option<"registersPerSm", "registers-per-sm", "int64_t", "::tile::DeviceDescription().registersPerSm",
-           "32-bit registers per SM">,
-    Option<"sharedBytesPerSm", "shared-bytes-per-sm", "int64_t", "::tile::DeviceDescription().sharedBytesPerSm",
-           "shared memory per SM, in bytes">
-  ];
 }
 
 def TileSpecializeStoragePass
