@@ -131,49 +131,34 @@ Status GroupedSwiGLUMLP::prepare(const MLPShape &shape, DType dtype,
   if (!planned)
     return planned.takeStatus();
   plan = *planned;
-  scratchBase = 0;
-  if (run.scratch || run.scratchBytes) {
-    // The untiled step's kept buffers in the workspace, the rest apart.
-    if (options.recompute || !run.callerWorkspace)
-      return Status::error("a scratch apart from the workspace is for the "
-                           "untiled step (recompute = false) with a "
-                           "caller's workspace, which it keeps g and u in");
-    size_t block = plan.layout.bufferBytes(plan.rowsPerShard);
-    size_t keptBytes = static_cast<size_t>(plan.layout.keptBuffers) * block;
-    size_t scratchBytes =
-        plan.layout.fixedBytes +
-        static_cast<size_t>(plan.layout.buffers - plan.layout.keptBuffers) *
-            block;
-    if (!run.workspace || run.workspaceBytes < keptBytes)
+  // A scratch apart: the workspace holds the untiled step's kept buffers
+  // (g, u), the scratch the lanes and h.
+  bool apart = run.scratch || run.scratchBytes;
+  scratchBase = apart ? run.scratch : 0;
+  if (apart && (options.recompute || !run.callerWorkspace))
+    return Status::error("a scratch apart from the workspace is for the "
+                         "untiled step (recompute = false) with a "
+                         "caller's workspace, which it keeps g and u in");
+  if (run.callerWorkspace) {
+    size_t needed = apart ? plan.layout.keptBytes(plan.rowsPerShard)
+                          : plan.workspaceBytes();
+    if (!run.workspace || run.workspaceBytes < needed)
       return Status::error("the MLP needs a workspace of " +
-                           std::to_string(keptBytes) +
-                           " bytes (with a scratch apart), " +
+                           std::to_string(needed) + " bytes" +
+                           (apart ? " (with a scratch apart)" : "") + ", " +
                            std::to_string(run.workspaceBytes) + " given");
-    if (!run.scratch || run.scratchBytes < scratchBytes)
+    size_t scratchNeeded = plan.layout.scratchBytes(plan.rowsPerShard);
+    if (apart && (!run.scratch || run.scratchBytes < scratchNeeded))
       return Status::error("the MLP needs a scratch of " +
-                           std::to_string(scratchBytes) + " bytes, " +
+                           std::to_string(scratchNeeded) + " bytes, " +
                            std::to_string(run.scratchBytes) + " given");
     for (auto [what, at] :
-         {std::pair{"workspace", run.workspace}, {"scratch", run.scratch}})
+         {std::pair{"workspace", run.workspace}, {"scratch", scratchBase}})
       if (at % 256 != 0)
         return Status::error(std::string("the MLP's ") + what +
                              " is misaligned: address " + std::to_string(at) +
                              " is not a multiple of 256 bytes (cuBLASLt's "
                              "requirement)");
-    base = run.workspace;
-    scratchBase = run.scratch;
-    return Status::ok();
-  }
-  if (run.callerWorkspace) {
-    if (!run.workspace || run.workspaceBytes < plan.workspaceBytes())
-      return Status::error("the MLP needs a workspace of " +
-                           std::to_string(plan.workspaceBytes()) + " bytes, " +
-                           std::to_string(run.workspaceBytes) + " given");
-    if (run.workspace % 256 != 0)
-      return Status::error("the MLP's workspace is misaligned: address " +
-                           std::to_string(run.workspace) +
-                           " is not a multiple of 256 bytes (cuBLASLt's "
-                           "requirement)");
     base = run.workspace;
     return Status::ok();
   }
@@ -208,6 +193,9 @@ struct GroupedSwiGLUMLP::Segment {
 
 struct GroupedSwiGLUMLP::Shard {
   int64_t first = 0, rows = 0;
+  /// H, the token rows' width (from the step's shape: a backward part's x
+  /// or dy is an empty view).
+  int64_t hidden = 0;
   /// g and u are gu's two halves (ld 2I): dx = [dg du]·[gate; up] is then
   /// one GEMM over K = 2I where the weights are one gate_up stack.
   MatrixView gu, g, u, h;
@@ -224,6 +212,7 @@ GroupedSwiGLUMLP::shard(const MLPShape &shape, DType dtype, int64_t index,
   Shard s;
   s.first = index * plan.rowsPerShard;
   s.rows = std::min(plan.rowsPerShard, shape.rows - s.first);
+  s.hidden = shape.hidden;
   int64_t I = shape.intermediate;
   size_t block = plan.layout.bufferBytes(plan.rowsPerShard);
   // The shard's buffers follow the last lane's cuBLASLt workspace; with a
@@ -320,7 +309,8 @@ Status GroupedSwiGLUMLP::product(const Shard &s, const Routing &routing,
 
 Status GroupedSwiGLUMLP::hAgain(const Shard &s, const Routing &routing,
                                 const RunOptions &run) {
-  if (options.recompute || !scratchBase)
+  // A scratch apart is the untiled step's alone (prepare).
+  if (!scratchBase)
     return Status::ok();
   return product(s, routing, run);
 }
@@ -408,8 +398,7 @@ Status GroupedSwiGLUMLP::backwardShard(
   if (experts.grouped())
     return backwardShardGrouped(experts, s, x, dy, dx, overwrite, routing, run,
                                 part);
-  // H from the weights: a part's x or dy may be an empty view.
-  int64_t H = weights.experts[0].down.shape[0];
+  int64_t H = s.hidden;
   // beta = 0 on an expert's first segment of an overwriting call: its
   // main_grad is replaced, never read (a NaN in it is harmless). An expert
   // has one segment per shard.
@@ -507,7 +496,7 @@ Status GroupedSwiGLUMLP::backwardShardGrouped(
     const Routing &routing, const RunOptions &run, Part part) {
   // The per-segment step's phases, each one launch over every expert (the
   // grouped GEMM sets beta per expert: 0 on its first rows of an overwrite).
-  int64_t I = s.g.cols, H = (part == Part::Down ? dy : x).shape.back();
+  int64_t I = s.g.cols, H = s.hidden;
   rt::RowWindow window{s.first, s.first + s.rows};
   RowsOf xs{x.data, H}, dys{dy.data, H}, dxs{dx.data, H};
   RowsOf gu{s.gu.data, 2 * I, s.first}, h{s.h.data, I, s.first};

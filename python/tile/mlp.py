@@ -358,11 +358,11 @@ def tensor_args(tensors):
 
 def grad_buffers(x, weights, untiled):
     """New weight-gradient tensors as the backward writes them: in the
-    weights' dtype for the untiled step on the GPU (one overwrite, rounded
-    once from the GEMM's fp32 accumulator: what a cast of fp32 gradients
-    gives, without their bytes or the cast), else fp32 (float64 on the
-    CPU), added over the shards."""
-    return [torch.empty(w.shape, dtype=w.dtype if untiled and x.is_cuda
+    weights' dtype for the untiled step, which is the GPU's alone (one
+    overwrite, rounded once from the GEMM's fp32 accumulator: what a cast
+    of fp32 gradients gives, without their bytes or the cast), else fp32
+    (float64 on the CPU), added over the shards."""
+    return [torch.empty(w.shape, dtype=w.dtype if untiled
                         else grad_dtype(x.dtype), device=x.device)
             for w in weights if w is not None]
 

@@ -134,9 +134,8 @@ def _untiled_bytes(rows, gate_up):
                                    apart=True)
 
 
-def _scratch(rows, gate_up):
-    return torch.empty(_untiled_bytes(rows, gate_up)[1], dtype=torch.uint8,
-                       device=rows.device)
+def _bytes_on(rows, size):
+    return torch.empty(size, dtype=torch.uint8, device=rows.device)
 
 
 def _routed_forward(rows, gate_up, down, splits, routing, options):
@@ -146,13 +145,12 @@ def _routed_forward(rows, gate_up, down, splits, routing, options):
     if rows.device.type == "cpu":
         return cpu_forward(rows, gate_up, None, down, splits, routing), None
     if options[2]:  # the tiled step keeps nothing
-        workspace, scratch = torch.empty(
-            workspace_bytes(rows, gate_up, None, splits, options),
-            dtype=torch.uint8, device=rows.device), None
+        workspace = _bytes_on(rows, workspace_bytes(rows, gate_up, None,
+                                                    splits, options))
+        scratch = None
     else:
-        workspace = torch.empty(_untiled_bytes(rows, gate_up)[0],
-                                dtype=torch.uint8, device=rows.device)
-        scratch = _scratch(rows, gate_up)
+        kept, scratch = _untiled_bytes(rows, gate_up)
+        workspace, scratch = _bytes_on(rows, kept), _bytes_on(rows, scratch)
     _capi.mlp_forward_routed(
         rows.device.index, options, stream_of(rows.device),
         workspace_of(workspace), tensor_args((gate_up, down)),
@@ -178,16 +176,16 @@ def _routed_backward(x, token, gate_up, down, splits, routing, dy, options,
     device, stream = x.device.index, stream_of(x.device)
     weights = tensor_args((gate_up, down))
     if kept is None:  # the tiled step reads x's rows and dy shard by shard
-        kept = torch.empty(
-            workspace_bytes(dy, gate_up, None, splits, options),
-            dtype=torch.uint8, device=x.device)
+        kept = _bytes_on(dy, workspace_bytes(dy, gate_up, None, splits,
+                                             options))
         _capi.mlp_backward_routed(
             device, options, stream, workspace_of(kept), weights,
             tensor_arg(x.index_select(0, token)), tensor_arg(splits),
             tensor_arg(routing), tensor_arg(dy), tensor_arg(dy),
             tensor_arg(d_routing), tensor_args(grads), overwrite)
         return dy, d_routing
-    scratch_buffer = _scratch(dy, gate_up)  # alive until both calls
+    # Alive until both calls are queued.
+    scratch_buffer = _bytes_on(dy, _untiled_bytes(dy, gate_up)[1])
     scratch = workspace_of(scratch_buffer)
     _capi.mlp_backward_routed_down(
         device, options, stream, workspace_of(kept), scratch, weights,

@@ -102,9 +102,19 @@ struct WorkspaceLayout {
     size_t bytes = static_cast<size_t>(rows) * rowBytes;
     return (bytes + alignment - 1) / alignment * alignment;
   }
+  /// The buffers the untiled step keeps (g, u) for shards of `rows` rows.
+  size_t keptBytes(int64_t rows) const {
+    return static_cast<size_t>(keptBuffers) * bufferBytes(rows);
+  }
+  /// The rest: the cuBLASLt workspaces and the other buffers (h), which a
+  /// caller's scratch apart may hold (RunOptions::scratch).
+  size_t scratchBytes(int64_t rows) const {
+    return fixedBytes +
+           static_cast<size_t>(buffers - keptBuffers) * bufferBytes(rows);
+  }
   /// The whole workspace for shards of `rows` rows.
   size_t bytes(int64_t rows) const {
-    return fixedBytes + static_cast<size_t>(buffers) * bufferBytes(rows);
+    return keptBytes(rows) + scratchBytes(rows);
   }
 };
 
