@@ -216,10 +216,11 @@ def measure(m, vocab, tokens, steps, warmup):
             "kernel_ms": breakdown(step), "saved": saved_tensors(step)}
 
 
-def warmed_step(description, top):
+def warmed_step(description, top, more=()):
     """For the one-step tools (peak_memory.py, kernel_time.py): their
     command line (--model, --column, --tokens, --layers, --top with `top`
-    as its default) and one training step of that model and column, run
+    as its default, and the tool's own: `more`, (flag, add_argument's
+    keywords) pairs) and one training step of that model and column, run
     twice already (compiled and warm). Returns (options, step)."""
     import argparse
 
@@ -231,6 +232,8 @@ def warmed_step(description, top):
     parser.add_argument("--tokens", type=int, default=16384)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--top", type=int, default=top)
+    for flag, settings in more:
+        parser.add_argument(flag, **settings)
     options = parser.parse_args()
     name = options.model
     m = patch(model(name, options.layers, options.tokens), name,

@@ -166,9 +166,12 @@ def test_plan():
     assert plan(65536, 128256, torch.bfloat16, hidden=4096) == (32, 2048)
     # Fewer rows than a chunk holds: one chunk of them all.
     assert plan(100, 128256, torch.bfloat16) == (1, 100)
-    # Balanced: 1500 rows in two chunks of 768 (a multiple of 64), not
+    # Balanced: 1500 rows in two chunks of 768 (a multiple of 256), not
     # 1024 and 476.
     assert plan(1500, 128256, torch.bfloat16) == (2, 768)
+    # Whole 256-row GEMM tiles: Qwen3's vocabulary at 65536 rows of 2048
+    # fits 883 rows in the budget, chunks of 768 (not 832).
+    assert plan(65536, 151936, torch.bfloat16, hidden=2048) == (86, 768)
     # Two buffers per row (a softcap's copy) halve the chunk.
     assert plan(16384, 128256, torch.bfloat16, hidden=4096,
                 buffers=2) == (32, 512)

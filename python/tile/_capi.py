@@ -534,50 +534,57 @@ def matmul(device, stream, workspace, a, trans_a, b, trans_b, d, beta):
                           int(trans_b), pd, beta))
 
 
-def _mlp_options(shards, memory_budget, recompute):
+def _mlp_options(shards, memory_budget, recompute, streams=0):
     options = MLPOptions()
     options.shards = shards
     options.memory_budget = memory_budget or 0
     options.recompute = int(recompute)
+    options.streams = streams  # 0: the operator's default
     return options
 
 
 def mlp_plan(rows, intermediate, experts, dtype, shards, memory_budget,
-             recompute):
+             recompute, streams=0):
     """(shards, rows per shard, workspace bytes) of one MLP step
     (tile_mlp_plan); `dtype` a tile dtype. No GPU."""
     count, per_shard = ctypes.c_int64(), ctypes.c_int64()
     workspace = ctypes.c_size_t()
     check(lib.tile_mlp_plan(
-        ctypes.byref(_mlp_options(shards, memory_budget, recompute)), rows,
+        ctypes.byref(_mlp_options(shards, memory_budget, recompute,
+                                  streams)), rows,
         intermediate, experts, dtype, ctypes.byref(count),
         ctypes.byref(per_shard), ctypes.byref(workspace)))
     return count.value, per_shard.value, workspace.value
 
 
 def mlp_workspace_layout(intermediate, experts, dtype, shards, memory_budget,
-                         recompute):
+                         recompute, streams=0):
     """(fixed bytes, buffers, bytes a row, alignment, kept buffers) of an
     MLP step's workspace (tile_mlp_workspace_layout); `dtype` a tile dtype.
     No GPU."""
     fixed, row, alignment = (ctypes.c_size_t() for _ in range(3))
     buffers, kept = ctypes.c_int64(), ctypes.c_int64()
     check(lib.tile_mlp_workspace_layout(
-        ctypes.byref(_mlp_options(shards, memory_budget, recompute)),
+        ctypes.byref(_mlp_options(shards, memory_budget, recompute,
+                                  streams)),
         intermediate, experts, dtype, ctypes.byref(fixed),
         ctypes.byref(buffers), ctypes.byref(row), ctypes.byref(alignment),
         ctypes.byref(kept)))
     return fixed.value, buffers.value, row.value, alignment.value, kept.value
 
 
-def _mlp_of(device, shards, memory_budget, recompute):
-    key = (device, shards, memory_budget, recompute)
+def _mlp_of(device, shards, memory_budget, recompute, streams=0):
+    """The operator of these options (shards, memory_budget, recompute and
+    the GEMM streams, 0 the default), one per device: a step's forward and
+    backward must reach the same one (it keeps the untiled step's record)."""
+    key = (device, shards, memory_budget, recompute, streams)
     with _lock:
         if key not in _mlps:
             handle = ctypes.c_void_p()
             check(lib.tile_mlp_create(
                 _operators_of(device),
-                ctypes.byref(_mlp_options(shards, memory_budget, recompute)),
+                ctypes.byref(_mlp_options(shards, memory_budget, recompute,
+                                          streams)),
                 ctypes.byref(handle)))
             _mlps[key] = handle.value
         return _mlps[key]

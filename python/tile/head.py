@@ -52,8 +52,11 @@ __all__ = ["linear_cross_entropy", "linear_loss", "plan",
 # and re-writes the whole weight gradient for too few rows
 # (docs/LinearLoss.md has the measurements).
 MIN_MEMORY_BUDGET = 256 << 20
-# Chunks are a multiple of this many rows (GEMM tiles), but for the last.
-_ROW_MULTIPLE = 64
+# Chunks are a multiple of this many rows, but for the last: cuBLAS's
+# Hopper GEMMs tile the rows by 256 (Qwen3-MoE's 65536 rows in chunks of
+# 832, 3.25 tiles, ran its head's GEMMs 6 % slower than in chunks of 768:
+# docs/Performance.md, session 29).
+_ROW_MULTIPLE = 256
 
 
 def default_budget(rows, hidden, dtype):
@@ -448,6 +451,10 @@ class _ChunkedHead(torch.autograd.Function):
                     "first backward. Use reduction='none' (and reduce the "
                     "rows yourself), whose backward recomputes them")
             ctx.used = True
+            # Nothing of the call is read again (a second backward is
+            # refused above): its count goes now, not with the graph (the
+            # end of the backward is where a whole step's memory peaks).
+            ctx.head = None
             stored = iter(ctx.saved_tensors)
             grads = [next(stored) if present else None
                      for present in ctx.present]

@@ -51,13 +51,13 @@ __all__ = ["swiglu_mlp", "grouped_swiglu_mlp", "plan", "matmul_into"]
 
 
 def plan(rows, intermediate, dtype, *, shards=0, memory_budget=None,
-         experts=1, recompute=True):
+         experts=1, recompute=True, streams=0):
     """(shards, rows per shard, workspace bytes) of one step of `experts`
     experts (the workspace also holds one cuBLASLt workspace per GEMM
-    stream); no GPU."""
+    stream: `streams` of them, 0 the operator's default); no GPU."""
     _check_dtype(dtype)
     return _capi.mlp_plan(rows, intermediate, experts, TILE_DTYPES[dtype],
-                          shards, memory_budget, recompute)
+                          shards, memory_budget, recompute, streams)
 
 
 # -- matmul_into: a GEMM into an fp32 main_grad ------------------------------
@@ -278,19 +278,21 @@ def _check_dtype(dtype):
 
 
 def untiled_workspace_bytes(rows, intermediate, dtype, *, experts=1,
-                            apart=False):
+                            apart=False, streams=0):
     """The untiled step's workspace (g, u and h of every row) for `rows`
     rows, an int or a torch.SymInt: by tile_mlp_workspace_layout's formula,
     so that a compiled graph's fake sizes it without specializing on the row
     count. Equal to plan(rows, ..., recompute=False)'s bytes; no GPU. With
     `apart`, (kept, scratch): the workspace of the buffers its forward
     keeps (g and u) and the scratch of the rest (cuBLASLt's workspaces and
-    h), which each call allocates for itself."""
+    h), which each call allocates for itself. `streams`: the GEMM streams
+    (a cuBLASLt workspace each; 0 the operator's default)."""
     _check_dtype(dtype)
     # The width and the experts specialize (ints for the C API); the rows
     # stay symbolic.
     fixed, buffers, row_bytes, alignment, kept = _capi.mlp_workspace_layout(
-        int(intermediate), int(experts), TILE_DTYPES[dtype], 0, None, False)
+        int(intermediate), int(experts), TILE_DTYPES[dtype], 0, None, False,
+        streams)
     rounded = (rows * row_bytes + alignment - 1) // alignment * alignment
     if apart:
         return kept * rounded, fixed + (buffers - kept) * rounded
@@ -298,14 +300,18 @@ def untiled_workspace_bytes(rows, intermediate, dtype, *, experts=1,
 
 
 def workspace_bytes(x, gate, up, splits, options):
+    """The workspace of a step of `options`: (shards, memory_budget,
+    recompute), and the GEMM streams where a fourth is given."""
     inter = gate.shape[1] // (1 if up is not None else 2)
     experts = gate.shape[0]
-    if not options[2]:
+    shards, memory_budget, recompute, *streams = options
+    streams = streams[0] if streams else 0
+    if not recompute:
         return untiled_workspace_bytes(x.shape[0], inter, x.dtype,
-                                       experts=experts)
-    *_, workspace = plan(x.shape[0], inter, x.dtype, shards=options[0],
-                         memory_budget=options[1], experts=experts,
-                         recompute=options[2])
+                                       experts=experts, streams=streams)
+    *_, workspace = plan(x.shape[0], inter, x.dtype, shards=shards,
+                         memory_budget=memory_budget, experts=experts,
+                         recompute=recompute, streams=streams)
     return workspace
 
 

@@ -124,14 +124,30 @@ def _routing_of(w, x):
     return w.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
 
 
+# The routed step's GEMMs run on one stream. Its splits are on the device:
+# the grouped GEMM (CUTLASS) reads them there and needs one stream's scratch
+# alone; the other streams' cuBLASLt workspaces (32 MiB each) would only
+# serve its fallback (no grouped GEMM for the dtype or alignment), which
+# copies the splits to the host, and would be held at every layer's
+# backward, where the step's memory peaks (96 MiB of DeepSeek-V3's 4096-
+# token peak with the default four).
+_ROUTED_STREAMS = 1
+
+
+def _step_options(options):
+    """The C API's options of a routed step: (shards, memory_budget,
+    recompute) and its GEMM streams."""
+    return (*options, _ROUTED_STREAMS)
+
+
 def _untiled_bytes(rows, gate_up):
     """(kept, scratch) bytes of the untiled routed step over `rows` rows:
-    its forward keeps g and u alone; cuBLASLt's workspaces and h are each
+    its forward keeps g and u alone; cuBLASLt's workspace and h are each
     call's scratch (h made again by the backward), so nothing waits in
     them from a layer's forward to its backward."""
     return untiled_workspace_bytes(rows.shape[0], gate_up.shape[1] // 2,
                                    rows.dtype, experts=gate_up.shape[0],
-                                   apart=True)
+                                   apart=True, streams=_ROUTED_STREAMS)
 
 
 def _bytes_on(rows, size):
@@ -144,6 +160,7 @@ def _routed_forward(rows, gate_up, down, splits, routing, options):
     workspace (g and u)."""
     if rows.device.type == "cpu":
         return cpu_forward(rows, gate_up, None, down, splits, routing), None
+    options = _step_options(options)
     if options[2]:  # the tiled step keeps nothing
         workspace = _bytes_on(rows, workspace_bytes(rows, gate_up, None,
                                                     splits, options))
@@ -174,6 +191,7 @@ def _routed_backward(x, token, gate_up, down, splits, routing, dy, options,
                           splits, grads, overwrite, routing, d_routing)
         return dx, d_routing
     device, stream = x.device.index, stream_of(x.device)
+    options = _step_options(options)
     weights = tensor_args((gate_up, down))
     if kept is None:  # the tiled step reads x's rows and dy shard by shard
         kept = _bytes_on(dy, workspace_bytes(dy, gate_up, None, splits,

@@ -48,22 +48,14 @@ def silu_and_mul(x):
     return kernel("silu_and_mul")(x)
 
 
-_rope_signs = {}
-
-
 def _rope_sign(head_dim, device):
-    """[-1]*(D/2) + [1]*(D/2) in f32: rotate_half's signs, made once per
-    head size and device."""
-    # Traced (torch.compile), the graph makes it: a cache read or filled
-    # while tracing is guarded on, and recompiles once it changes.
-    compiling = torch.compiler.is_compiling()
-    key = (head_dim, device)
-    sign = None if compiling else _rope_signs.get(key)
-    if sign is None:
-        sign = torch.ones(head_dim, dtype=torch.float32, device=device)
-        sign[: head_dim // 2] = -1.0
-        if not compiling:
-            _rope_signs[key] = sign
+    """[-1]*(D/2) + [1]*(D/2) in f32: rotate_half's signs. Made each call
+    (two fills) and freed by the rope's backward, not kept by the process:
+    a whole step's memory peaks at the end of its backward, where a kept
+    one would be the only block Tile holds beyond what the model's own
+    layers hold (Qwen3-MoE at 4096 tokens: 512 bytes above Liger)."""
+    sign = torch.ones(head_dim, dtype=torch.float32, device=device)
+    sign[: head_dim // 2] = -1.0
     return sign
 
 
@@ -90,13 +82,15 @@ class _Rotary(torch.autograd.Function):
         return dx, None, None, None
 
 
-def rotary(x, cos, sin, unsqueeze_dim=1):
+def rotary(x, cos, sin, unsqueeze_dim=1, *, sign=None):
     """x * cos + rotate_half(x) * sin for every head of x, as Hugging Face's
     apply_rotary_pos_emb computes it for one of q and k: x is
     [B, heads, S, D] (unsqueeze_dim=1, the heads a transposed view of the
     projection's [B, S, heads, D], which is read in place) or
     [B, S, heads, D] (unsqueeze_dim=2); cos and sin are [B or 1, S, D].
-    The result has x's shape and layout. The math is f32, rounded once."""
+    The result has x's shape and layout. The math is f32, rounded once.
+    `sign`: rotate_half's signs where the caller made them (rope: one for
+    q and k)."""
     if unsqueeze_dim not in (1, 2):
         raise ValueError(f"rotary: unsqueeze_dim must be 1 or 2, got "
                          f"{unsqueeze_dim}")
@@ -117,7 +111,9 @@ def rotary(x, cos, sin, unsqueeze_dim=1):
     rows = tokens.reshape(batch * seq, heads * head_dim)
     table = [t.expand(batch, seq, head_dim).reshape(batch * seq, head_dim)
              .to(x.dtype) for t in (cos, sin)]
-    out = _Rotary.apply(rows, *table, _rope_sign(head_dim, x.device))
+    if sign is None:
+        sign = _rope_sign(head_dim, x.device)
+    out = _Rotary.apply(rows, *table, sign)
     out = out.view(batch, seq, heads, head_dim)
     return out.transpose(1, 2) if unsqueeze_dim == 1 else out
 
@@ -126,8 +122,12 @@ def rope(q, k, cos, sin, unsqueeze_dim=1):
     """Hugging Face's apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim):
     (rotary(q, ...), rotary(k, ...)); the backward is derived (a rotation's
     transpose, nothing saved but cos and sin)."""
-    return (rotary(q, cos, sin, unsqueeze_dim),
-            rotary(k, cos, sin, unsqueeze_dim))
+    # One sign for both where their heads agree (rotary checks the rest).
+    same = all(isinstance(t, torch.Tensor) and t.dim() for t in (q, k)) \
+        and q.shape[-1] == k.shape[-1] and q.device == k.device
+    sign = _rope_sign(q.shape[-1], q.device) if same else None
+    return (rotary(q, cos, sin, unsqueeze_dim, sign=sign),
+            rotary(k, cos, sin, unsqueeze_dim, sign=sign))
 
 
 def rms_norm(x, weight, eps=1e-6, offset=0.0, *, main_grad=False):
