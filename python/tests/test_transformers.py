@@ -80,7 +80,10 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     else:
         _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     layers = model.config.get_text_config().num_hidden_layers
-    assert mlps + experts >= layers and (experts > 0) == bool(family.experts)
+    # Every layer's MLP or experts patched, unless the family's are its own
+    # (gpt-oss's and DeepSeek-V4's clamped experts).
+    assert mlps + experts >= layers or not (family.mlps or family.experts)
+    assert (experts > 0) == bool(family.experts)
     assert counts["mlp"] == (0 if untileable else mlps)
     assert counts["experts"] == experts
     assert counts["rope"] == (0 if family.other_rope else 1)
@@ -531,3 +534,22 @@ def test_text_stack_alone_matches_unpatched(model_type):
     scale = outputs[0].abs().max().item()
     assert (outputs[1] - outputs[0]).abs().max().item() <= HF_RTOL * scale
     _assert_grads_close(patched, _grads(plain))
+
+
+def test_experts_with_their_own_gate_stay_the_models():
+    """Experts whose activation is their own (DeepSeek-V4's and gpt-oss's
+    clamped SwiGLU) are never given the grouped MLP's plain SwiGLU, even
+    where a family lists them; Hugging Face's default gate is patched."""
+    for model_type, patched in (("deepseek_v4", False), ("gpt_oss", False),
+                                ("qwen3_moe", True)):
+        model = _tiny(model_type)
+        config = model.config.get_text_config()
+        experts = [m for m in model.modules()
+                   if type(m).__name__.endswith("Experts")]
+        assert experts, model_type
+        got = tile.transformers._experts(experts[0], config, False)
+        if patched:
+            assert isinstance(got, tile.nn.MoEExperts), model_type
+        else:
+            assert isinstance(got, str) and "gate is their own" in got, \
+                (model_type, got)

@@ -108,6 +108,28 @@ SUPPORTED = {
     # is not gated: up, relu², down (tile.nn.SquaredReLUMLP).
     "nemotron": Family((), ("NemotronMLP",),
                        own=("Nemotron's LayerNorm1P norms (with biases)",)),
+    # gpt-oss and DeepSeek-V4: their norms and loss (the router's auxiliary
+    # loss added); their experts' gate is their own (clamped SwiGLU; gpt-
+    # oss's with biases and gate and up interleaved), as is DeepSeek-V4's
+    # shared expert, its attention (compressed, hashed routing) and its
+    # hyper-connections.
+    "gpt_oss": Family(("GptOssRMSNorm",), (),
+                      other_rope="gpt-oss's cos and sin cover half the head "
+                                 "(Tile's RoPE takes the whole head)",
+                      own=("gpt-oss's experts (biases, gate and up "
+                           "interleaved, a clamped SwiGLU)",)),
+    "deepseek_v4": Family(("DeepseekV4RMSNorm",), (),
+                          other_rope="DeepSeek-V4's RoPE rotates "
+                                     "interleaved pairs of one tensor",
+                          own=("DeepSeek-V4's experts and shared expert "
+                               "(SwiGLU clamped at swiglu_limit)",)),
+    # Gemma 4: norms w (not 1 + w), scale-free ones skipped; per-layer
+    # embeddings and KV sharing stay in the model's own code.
+    "gemma4_text": Family(("Gemma4RMSNorm",), ("Gemma4TextMLP",),
+                          other_rope="Gemma 4's apply_rotary_pos_emb rotates "
+                                     "one tensor a call",
+                          own=("Gemma 4's experts where enable_moe_block "
+                               "(GeGLU; Tile's grouped MLP is SwiGLU)",)),
     "llama4_text": Family(("Llama4TextRMSNorm",), ("Llama4TextMLP",),
                           other_rope="Llama 4's RoPE multiplies complex "
                                      "pairs",
@@ -152,13 +174,14 @@ TEXT_STACKS = {
                                         "(Tile's is rotate-half)"),
 }
 
-# Vision-language models whose language model (model.model.language_model)
-# apply_tile patches as the family of their text config's model type; the
-# vision tower and the projector stay the model's, the loss goes through
-# the chunked head as a causal LM's.
-VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama", "paligemma",
-                   "qwen2_vl", "qwen2_5_vl", "qwen3_5", "qwen3_5_moe",
-                   "qwen3_vl", "qwen3_vl_moe", "glm4v", "glm4v_moe")
+# Vision-language models whose language model (model.model.language_model;
+# SmolVLM's model.model.text_model) apply_tile patches as the family of
+# their text config's model type; the vision tower and the projector stay
+# the model's, the loss goes through the chunked head as a causal LM's.
+VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama",
+                   "paligemma", "qwen2_vl", "qwen2_5_vl", "qwen3_5",
+                   "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "glm4v",
+                   "glm4v_moe", "smolvlm")
 
 
 # The vision-language models whose forward soft-caps the logits with their

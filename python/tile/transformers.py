@@ -31,10 +31,12 @@ def _patched_root(model):
     language model (its vision tower may use the same classes), else the
     whole model."""
     if model.config.model_type in VISION_LANGUAGE:
-        if hasattr(model.model, "language_model"):
-            return model.model.language_model
+        for name in ("language_model", "text_model"):  # SmolVLM's: text_
+            if hasattr(model.model, name):
+                return getattr(model.model, name)
         raise ValueError(f"{type(model).__name__} has no language model "
-                         "where apply_tile looks (.model.language_model)")
+                         "where apply_tile looks (.model.language_model, "
+                         ".model.text_model)")
     return model
 
 
@@ -104,6 +106,12 @@ def _experts(module, config, main_grad):
     # Hugging Face's experts declare their layout (use_experts_
     # implementation): MoEExperts takes [E, 2I, H] and [E, H, I], gate
     # first, no biases.
+    gate = getattr(type(module), "_apply_gate", None)
+    if gate is not None and gate.__name__ != "_default_apply_gate":
+        # Its own activation between the GEMMs, not Hugging Face's default
+        # act(gate) * up (DeepSeek-V4's and gpt-oss's clamp): the grouped
+        # MLP's SwiGLU would compute another.
+        return f"{name}: its experts' gate is their own (_apply_gate)"
     if getattr(module, "is_transposed", False) or \
             getattr(module, "has_bias", False) or \
             not getattr(module, "has_gate", True):
