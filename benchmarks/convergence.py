@@ -109,6 +109,16 @@ FAMILY_CONFIG = {
     # Gemma 4 (text): a sliding and a full layer (the full one's head 16,
     # not 512), small per-layer embeddings, the logit soft-cap on.
     "gemma4_text": dict(_GEMMA4),
+    # Falcon-H1: every multiplier off 1 (the MLP's and the head's patched,
+    # the rest the model's), a small Mamba2 mixer.
+    "falcon_h1": dict(mamba_d_ssm=32, mamba_n_heads=4, mamba_d_head=8,
+                      mamba_d_state=8, mamba_chunk_size=8,
+                      mamba_rms_norm=True, lm_head_multiplier=0.5,
+                      embedding_multiplier=2.0, mlp_multipliers=[0.7, 1.3],
+                      key_multiplier=0.9, attention_in_multiplier=1.1,
+                      attention_out_multiplier=0.8,
+                      ssm_multipliers=[1.0, 0.9, 1.1, 1.2, 0.8],
+                      ssm_in_multiplier=1.05, ssm_out_multiplier=0.95),
     "gpt_oss": dict(num_local_experts=4, num_experts_per_tok=2,
                     sliding_window=8, output_router_logits=True,
                     attn_implementation="eager"),

@@ -56,6 +56,29 @@ def test_gated_mlp_matches_hf(activation, generator):
         assert_close(p.grad, q.grad, dtype, "weight gradient")
 
 
+def test_gated_mlp_multipliers_match_falcon_h1(generator):
+    """Falcon-H1's MLP: act(gate(x) * m_gate) * up(x), its down projection
+    times m_down; main_grad refused (its GEMMs take no multipliers)."""
+    from transformers.models.falcon_h1.modeling_falcon_h1 import FalconH1MLP
+    config = transformers.FalconH1Config(hidden_size=32, intermediate_size=48,
+                                         mlp_multipliers=[0.7, 1.3])
+    hf = FalconH1MLP(config).double()
+    ours = tile.nn.GatedMLP(32, 48, gate_multiplier=0.7, down_multiplier=1.3,
+                            dtype=torch.float64)
+    ours.load_state_dict(hf.state_dict())
+    x = torch.randn(2, 7, 32, dtype=torch.float64, generator=generator)
+    a, b = leaf(x), leaf(x)
+    hf(a).sum().backward()
+    ours(b).sum().backward()
+    assert_close(ours(x), hf(x), torch.float64, "y")
+    assert_close(b.grad, a.grad, torch.float64, "dx")
+    for p, q in zip(ours.parameters(), hf.parameters()):
+        assert_close(p.grad, q.grad, torch.float64, "weight gradient")
+    with pytest.raises(ValueError, match="multipliers"):
+        tile.nn.GatedMLP(32, 48, gate_multiplier=0.7,
+                         accumulate_into_main_grad=True)
+
+
 def test_gated_mlp_compiles_fullgraph(generator):
     """The in-place activation backward (eager) and its functional form
     (traced) give the same gradients; torch.compile sees no graph break."""

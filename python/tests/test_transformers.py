@@ -29,6 +29,8 @@ HF_RTOL = 1e-5
 FUSED_MLP = {"phi3", "glm4", "glm4v"}
 # Families whose MLP is not gated (Nemotron's relu²): not tiled either.
 NOT_GATED = {"nemotron"}
+# Families whose MLP has gate and down multipliers (Falcon-H1's): not tiled.
+MULTIPLIED = {"falcon_h1"}
 
 
 def _config(model_type, head_dim, **sizes):
@@ -66,12 +68,13 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     params = dict(model.named_parameters())
     family = tile.transformers.family_of(model.config)
     fused = model_type in FUSED_MLP
-    untileable = tiled and (fused or model_type in NOT_GATED)
+    untileable = tiled and (fused or model_type in NOT_GATED | MULTIPLIED)
     kinds = [type(m).__name__ for m in model.modules()]
     mlps = sum(kinds.count(k) for k in family.mlps)
     experts = sum(kinds.count(k) for k in family.experts)
     if untileable:
-        match = "tiled MLP takes separate" if fused else "take gated SwiGLU"
+        match = "tiled MLP takes separate" if fused else \
+            "multipliers" if model_type in MULTIPLIED else "take gated SwiGLU"
         with pytest.warns(UserWarning, match=match):
             _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     elif family.other_rope or family.own:

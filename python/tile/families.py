@@ -130,6 +130,12 @@ SUPPORTED = {
                                      "one tensor a call",
                           own=("Gemma 4's experts where enable_moe_block "
                                "(GeGLU; Tile's grouped MLP is SwiGLU)",)),
+    # Falcon-H1: attention and Mamba2 side by side in each layer; its MLP's
+    # gate and down multipliers (tile.nn.GatedMLP's), its lm_head_multiplier
+    # (the loss's); its other multipliers stay in the model's own code.
+    "falcon_h1": Family(("FalconH1RMSNorm",), ("FalconH1MLP",),
+                        own=("Falcon-H1's Mamba2 mixer (with its gated "
+                             "RMSNorm)",)),
     "llama4_text": Family(("Llama4TextRMSNorm",), ("Llama4TextMLP",),
                           other_rope="Llama 4's RoPE multiplies complex "
                                      "pairs",

@@ -165,7 +165,8 @@ class GatedMLP(nn.Module):
     are Tile kernels."""
 
     def __init__(self, hidden_size, intermediate_size, activation="silu", *,
-                 bias=False, accumulate_into_main_grad=False, device=None,
+                 bias=False, accumulate_into_main_grad=False,
+                 gate_multiplier=1.0, down_multiplier=1.0, device=None,
                  dtype=None):
         super().__init__()
         if activation not in ACTIVATIONS:
@@ -174,9 +175,17 @@ class GatedMLP(nn.Module):
         if bias and accumulate_into_main_grad:
             raise ValueError("accumulate_into_main_grad takes an MLP without "
                              "biases")
+        if (gate_multiplier, down_multiplier) != (1.0, 1.0) and \
+                accumulate_into_main_grad:
+            raise ValueError("accumulate_into_main_grad takes an MLP without "
+                             "gate or down multipliers")
         self.hidden_size = hidden_size
         self.intermediate_size = intermediate_size
         self.activation = activation
+        # Falcon-H1's: act(gate_proj(x) * gate_multiplier) * up_proj(x),
+        # down_proj of that times down_multiplier.
+        self.gate_multiplier = float(gate_multiplier)
+        self.down_multiplier = float(down_multiplier)
         self.accumulate_into_main_grad = accumulate_into_main_grad
         _add_projections(self, bias=bias, device=device, dtype=dtype)
 
@@ -189,11 +198,14 @@ class GatedMLP(nn.Module):
             return gated_mlp_into_main_grads(x, *weights, self.activation,
                                              main_grads)
         g, u = self.gate_proj(x), self.up_proj(x)
+        if self.gate_multiplier != 1.0:
+            g = g * self.gate_multiplier
         # The backward writes dg and du over g and u, which are private to
         # this module: the projections' backward needs their inputs and
         # weights, not their outputs.
-        return self.down_proj(gated(ACTIVATIONS[self.activation], g, u,
-                                    inplace_backward=True))
+        y = self.down_proj(gated(ACTIVATIONS[self.activation], g, u,
+                                 inplace_backward=True))
+        return y if self.down_multiplier == 1.0 else y * self.down_multiplier
 
 
 class FusedSwiGLUMLP(nn.Module):

@@ -79,6 +79,11 @@ def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
                          "and main_grad take an MLP without them")
     hidden, inter = gate.in_features, gate.out_features
     activation = _activation(module, config)
+    multipliers = (float(getattr(module, "gate_multiplier", 1.0)),
+                   float(getattr(module, "down_multiplier", 1.0)))
+    if multipliers != (1.0, 1.0) and (tiled_mlp or main_grad):
+        return (f"{type(module).__name__}: its gate and down multipliers; "
+                "the tiled MLP and main_grad take an MLP without them")
     if tiled_mlp:
         if _nn.ACTIVATIONS[activation] != "swiglu":
             raise ValueError(f"the tiled MLP is SwiGLU; "
@@ -91,6 +96,8 @@ def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
         patched = _nn.GatedMLP(hidden, inter, activation,
                                bias=gate.bias is not None,
                                accumulate_into_main_grad=main_grad,
+                               gate_multiplier=multipliers[0],
+                               down_multiplier=multipliers[1],
                                device="meta")
     # The model's own projections (and Parameters) move over unchanged.
     patched.gate_proj, patched.up_proj, patched.down_proj = gate, up, down
@@ -247,15 +254,17 @@ def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
         if model.config.model_type in TEXT_SOFTCAP else model.config
     softcap = getattr(capped, "final_logit_softcapping", None)
     if linear:
-        # Granite's logits are lm_head(h) / logits_scaling: h scaled first.
-        scaling = getattr(model.config, "logits_scaling", None)
-        if scaling is not None and scaling != 1:
-            rows = rows / scaling
         head = model.get_output_embeddings()
+        bias = head.bias
+        multiplier = _logit_multiplier(model)
+        if multiplier != 1.0:
+            # lm_head(h) * m = W (h m) + b m: the rows scaled first.
+            rows = rows * multiplier
+            bias = None if bias is None else bias * multiplier
         if main_grad:
             _nn.prepare_main_grads(head)
         loss = _ops.linear_cross_entropy(
-            rows, head.weight, shift_labels, bias=head.bias,
+            rows, head.weight, shift_labels, bias=bias,
             ignore_index=ignore_index, reduction=reduction, softcap=softcap,
             main_grad=main_grad)
     else:
@@ -268,6 +277,21 @@ def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
             items = items.to(loss.device)
         loss = loss / items
     return loss
+
+
+def _logit_multiplier(model):
+    """What the model's forward multiplies its logits by before the loss
+    (and any soft-cap): Granite's 1 / logits_scaling, Falcon-H1's
+    lm_head_multiplier."""
+    config = model.config.get_text_config()
+    multiplier = 1.0
+    scaling = getattr(config, "logits_scaling", None)
+    if scaling is not None:
+        multiplier /= scaling
+    head = getattr(config, "lm_head_multiplier", None)
+    if head is not None:
+        multiplier *= head
+    return float(multiplier)
 
 
 def _decoder(model):
