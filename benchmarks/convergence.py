@@ -119,6 +119,12 @@ FAMILY_CONFIG = {
                       attention_out_multiplier=0.8,
                       ssm_multipliers=[1.0, 0.9, 1.1, 1.2, 0.8],
                       ssm_in_multiplier=1.05, ssm_out_multiplier=0.95),
+    # MuseGlimmer: a sliding layer with RoPE, a full one without; its logit
+    # multiplier 0.5 (its own 0.196 leaves a mini model little to learn in
+    # 30 steps).
+    "muse_glimmer": dict(layer_types=["sliding_attention", "full_attention"],
+                         layer_rope_theta=[10000.0, 0], sliding_window=4,
+                         output_multiplier=0.5),
     "gpt_oss": dict(num_local_experts=4, num_experts_per_tok=2,
                     sliding_window=8, output_router_logits=True,
                     attn_implementation="eager"),

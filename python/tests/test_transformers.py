@@ -497,7 +497,8 @@ TEXT_STACK_OF = {"qwen2_vl_text": "qwen2_vl", "qwen2_5_vl_text": "qwen2_5_vl",
                  "qwen3_vl_text": "qwen3_vl",
                  "qwen3_vl_moe_text": "qwen3_vl_moe",
                  "mllama_text_model": "mllama", "glm4v_text": "glm4v",
-                 "glm4v_moe_text": "glm4v_moe"}
+                 "glm4v_moe_text": "glm4v_moe",
+                 "muse_glimmer_text": "muse_glimmer"}
 
 
 def test_every_text_stack_is_tested_alone():

@@ -11,7 +11,9 @@ class Family(typing.NamedTuple):
     norms: tuple            # RMSNorm class names
     mlps: tuple             # gated-MLP class names (gate_proj and up_proj,
                             # or one gate_up_proj, the gate first)
-    offset: float = 0.0     # RMSNorm's weight offset (Gemma: 1 + w)
+    # RMSNorm's weight offset (Gemma: 1 + w): one for every norm class, or
+    # {class name: offset} where they differ (MuseGlimmer's).
+    offset: typing.Union[float, dict] = 0.0
     # Why its apply_rotary_pos_emb is not Tile's rotate-half RoPE, or None.
     other_rope: str = None
     # Mixture-of-experts SwiGLU experts (gate_up_proj [E, 2I, H], down_proj
@@ -22,6 +24,12 @@ class Family(typing.NamedTuple):
     # What else of the family's own stays the model's (a gated norm inside
     # a linear attention, ...): listed in "skipped" and warned about.
     own: tuple = ()
+
+    def offset_of(self, norm):
+        """The weight offset of the norm class named `norm`."""
+        if isinstance(self.offset, dict):
+            return self.offset[norm]
+        return self.offset
 
 
 _GATED_DELTA_NET = ("the gated DeltaNet layers' gated RMSNorm",)
@@ -178,6 +186,12 @@ TEXT_STACKS = {
                              other_rope="GLM-4V-MoE's RoPE: multimodal "
                                         "sections of interleaved pairs "
                                         "(Tile's is rotate-half)"),
+    # MuseGlimmer: Gemma 2's sandwich norms, zero-centred (1 + w), its final
+    # norm w; its logits times output_multiplier, then soft-capped.
+    "muse_glimmer_text": Family(
+        ("MuseGlimmerTextCenteredRMSNorm", "MuseGlimmerRMSNorm"),
+        ("MuseGlimmerTextMLP",),
+        {"MuseGlimmerTextCenteredRMSNorm": 1.0, "MuseGlimmerRMSNorm": 0.0}),
 }
 
 # Vision-language models whose language model (model.model.language_model;
@@ -187,12 +201,12 @@ TEXT_STACKS = {
 VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama",
                    "paligemma", "qwen2_vl", "qwen2_5_vl", "qwen3_5",
                    "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "glm4v",
-                   "glm4v_moe", "smolvlm")
+                   "glm4v_moe", "muse_glimmer", "smolvlm")
 
 
 # The vision-language models whose forward soft-caps the logits with their
 # text config's final_logit_softcapping.
-TEXT_SOFTCAP = ("paligemma",)
+TEXT_SOFTCAP = ("muse_glimmer", "paligemma")
 
 
 def family_of(config):

@@ -282,15 +282,15 @@ def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
 def _logit_multiplier(model):
     """What the model's forward multiplies its logits by before the loss
     (and any soft-cap): Granite's 1 / logits_scaling, Falcon-H1's
-    lm_head_multiplier."""
+    lm_head_multiplier, MuseGlimmer's output_multiplier."""
     config = model.config.get_text_config()
     multiplier = 1.0
     scaling = getattr(config, "logits_scaling", None)
     if scaling is not None:
         multiplier /= scaling
-    head = getattr(config, "lm_head_multiplier", None)
-    if head is not None:
-        multiplier *= head
+    for name in ("lm_head_multiplier", "output_multiplier"):
+        if getattr(config, name, None) is not None:
+            multiplier *= getattr(config, name)
     return float(multiplier)
 
 
@@ -561,7 +561,8 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
                     why = f"{kind} without a weight"
                     skipped[why] = skipped.get(why, 0) + 1
                     continue
-                setattr(parent, name, _rms_norm(child, family.offset,
+                setattr(parent, name, _rms_norm(child,
+                                                family.offset_of(kind),
                                                 accumulate_into_main_grad))
                 counts["rms_norm"] += 1
             elif mlp and kind in family.mlps:
