@@ -557,3 +557,40 @@ def test_experts_with_their_own_gate_stay_the_models():
         else:
             assert isinstance(got, str) and "gate is their own" in got, \
                 (model_type, got)
+
+
+def _pixtral(activation, dtype=torch.float64):
+    config = transformers.PixtralVisionConfig(
+        hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, image_size=32, patch_size=8,
+        hidden_act=activation)
+    torch.manual_seed(0)
+    return transformers.AutoModel.from_config(config).to(dtype)
+
+
+@pytest.mark.parametrize("activation", ["silu", "gelu"])
+def test_vision_encoder_matches_unpatched(activation):
+    """Pixtral, a vision encoder that is a model type of its own: its norms
+    and (SwiGLU) MLPs patched, an exact-gelu MLP and its 2-D RoPE left to
+    the model and listed; its hidden states and every gradient as the
+    unpatched model's in float64."""
+    plain = _pixtral(activation)
+    patched = copy.deepcopy(plain)
+    params = dict(patched.named_parameters())
+    with pytest.warns(UserWarning, match="apply_tile left to"):
+        _, counts = tile.transformers.apply_tile(patched)
+    silu = activation == "silu"
+    assert counts["rms_norm"] == 5 and counts["loss"] == 0
+    assert counts["mlp"] == (2 if silu else 0) and counts["rope"] == 0
+    assert len(counts["skipped"]) == (1 if silu else 2)
+    assert dict(patched.named_parameters()) == params
+    x = torch.randn(2, 3, 32, 32, dtype=torch.float64)
+    want = plain(pixel_values=x).last_hidden_state
+    got = patched(pixel_values=x).last_hidden_state
+    scale = want.abs().max().item()
+    assert (got - want).abs().max().item() <= HF_RTOL * scale
+    weights = torch.randn_like(want)
+    (want * weights).sum().backward()
+    grads = _grads(plain)
+    (got * weights).sum().backward()
+    _assert_grads_close(patched, grads)

@@ -194,6 +194,16 @@ TEXT_STACKS = {
         {"MuseGlimmerTextCenteredRMSNorm": 1.0, "MuseGlimmerRMSNorm": 0.0}),
 }
 
+# Vision encoders that are model types of their own (no text stack, no
+# loss): their norms and MLPs.
+VISION_ENCODERS = {
+    # Pixtral (LLaVA's Pixtral and Mistral 3's vision tower): its gated MLP
+    # runs exact gelu by default, which stays the model's (listed).
+    "pixtral": Family(("PixtralRMSNorm",), ("PixtralMLP",),
+                      other_rope="Pixtral's 2-D RoPE (cos [patches, D], "
+                                 "unsqueeze_dim 0)"),
+}
+
 # Vision-language models whose language model (model.model.language_model;
 # SmolVLM's model.model.text_model) apply_tile patches as the family of
 # their text config's model type; the vision tower and the projector stay
@@ -222,13 +232,15 @@ def family_of(config):
                 f"tile.transformers.apply_tile: a {model_type} model's "
                 f"text stack of type {text!r} is not supported")
         return family
+    if model_type in VISION_ENCODERS:
+        return VISION_ENCODERS[model_type]
     if model_type in TEXT_STACKS:
         # A vision-language model's language model patched on its own (as
         # Liger's instance patch reaches it: model.model.language_model).
         return TEXT_STACKS[model_type]
     if model_type not in SUPPORTED:
+        every = (*SUPPORTED, *TEXT_STACKS, *VISION_LANGUAGE, *VISION_ENCODERS)
         raise ValueError(
             f"tile.transformers.apply_tile: model type {model_type!r} "
-            f"is not supported; supported: "
-            f"{', '.join(sorted((*SUPPORTED, *TEXT_STACKS, *VISION_LANGUAGE)))}")
+            f"is not supported; supported: {', '.join(sorted(every))}")
     return SUPPORTED[model_type]
