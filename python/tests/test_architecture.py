@@ -16,8 +16,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tile"
 
 # Bottom to top: a module may import the ones before it, never after.
 LAYERS = ["_capi", "autograd", "distributed", "kernel", "operators", "mlp",
-          "moe", "losses", "head", "ops", "nn", "families", "transformers",
-          "__init__"]
+          "moe", "losses", "head", "ops", "nn", "families", "lm_loss",
+          "transformers", "__init__"]
 
 
 def _tree(name):

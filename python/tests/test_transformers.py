@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import tile
+import tile.lm_loss
 import tile.transformers
 from benchmark_scripts import load
 
@@ -194,7 +195,7 @@ def test_patched_loss_honours_the_final_soft_cap():
     model = transformers.AutoModelForCausalLM.from_config(config).double()
     ids = torch.randint(0, 64, (2, 9))
     expected, grads = _grads_of(model, input_ids=ids, labels=ids)
-    assert tile.transformers._patch_loss(model, True, False, False) == 1
+    assert tile.lm_loss.patch_loss(model, True, False, False) == 1
     got, _ = _grads_of(model, input_ids=ids, labels=ids)
     assert got.logits is None
     assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
@@ -219,7 +220,7 @@ def test_moe_loss_adds_the_router_loss_as_the_model_does(model_type, case):
     as the model's."""
     torch.manual_seed(0)
     model = _tiny(model_type)
-    has_aux = tile.transformers._router_of(model) is not None
+    has_aux = tile.lm_loss.router_of(model) is not None
     if case in ("no-router-logits", "router-logits-by-call"):
         if not has_aux:
             pytest.skip(f"{model_type} has no auxiliary loss")

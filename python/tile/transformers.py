@@ -12,10 +12,8 @@ apply_rotary_pos_emb with tile.ops.rope, for every model of that type in
 the process (as Liger's patch does); revert_rope() puts the original back.
 """
 
-import functools
 import inspect
 import sys
-import typing
 import warnings
 
 import torch
@@ -25,6 +23,7 @@ from . import ops as _ops
 from .families import (SUPPORTED, TEXT_SOFTCAP,  # noqa: F401
                        TEXT_STACKS, VISION_ENCODERS, VISION_LANGUAGE, Family,
                        family_of)
+from .lm_loss import has_lm_loss, patch_loss, router_of
 
 
 def _patched_root(model):
@@ -226,288 +225,6 @@ def revert_rope():
     _ROPE_ORIGINALS.clear()
 
 
-# -- the causal-LM loss -------------------------------------------------------
-
-
-def _shifted(labels, ignore_index):
-    """Hugging Face's ForCausalLMLoss shift: row t is scored against label
-    t + 1, the last row against ignore_index."""
-    return torch.nn.functional.pad(labels, (0, 1),
-                                   value=ignore_index)[..., 1:]
-
-
-def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
-    """The loss Hugging Face's loss_function gives for `labels` (or
-    kwargs' shift_labels), from the last hidden states (`linear`: the LM
-    head and the loss in chunks, tile.ops.linear_cross_entropy) or from
-    the logits (tile.ops.cross_entropy)."""
-    ignore_index = kwargs.get("ignore_index", -100)
-    shift_labels = kwargs.get("shift_labels")
-    if shift_labels is None:
-        shift_labels = _shifted(labels, ignore_index)
-    shift_labels = shift_labels.to(rows.device)
-    items = kwargs.get("num_items_in_batch")
-    reduction = "sum" if items is not None else "mean"
-    # Where the model's forward reads the soft-cap: its config, or (of the
-    # vision-language models, PaliGemma alone) its text config's; Gemma 3's
-    # vision-language forward applies none.
-    capped = model.config.get_text_config() \
-        if model.config.model_type in TEXT_SOFTCAP else model.config
-    softcap = getattr(capped, "final_logit_softcapping", None)
-    if linear:
-        head = model.get_output_embeddings()
-        bias = head.bias
-        multiplier = _logit_multiplier(model)
-        if multiplier != 1.0:
-            # lm_head(h) * m = W (h m) + b m: the rows scaled first.
-            rows = rows * multiplier
-            bias = None if bias is None else bias * multiplier
-        if main_grad:
-            _nn.prepare_main_grads(head)
-        loss = _ops.linear_cross_entropy(
-            rows, head.weight, shift_labels, bias=bias,
-            ignore_index=ignore_index, reduction=reduction, softcap=softcap,
-            main_grad=main_grad)
-    else:
-        # The model applied its soft-cap to the logits already.
-        loss = _ops.cross_entropy(rows, shift_labels,
-                                  ignore_index=ignore_index,
-                                  reduction=reduction)
-    if items is not None:
-        if torch.is_tensor(items):
-            items = items.to(loss.device)
-        loss = loss / items
-    return loss
-
-
-def _logit_multiplier(model):
-    """What the model's forward multiplies its logits by before the loss
-    (and any soft-cap): Granite's 1 / logits_scaling, Falcon-H1's
-    lm_head_multiplier, MuseGlimmer's output_multiplier."""
-    config = model.config.get_text_config()
-    multiplier = 1.0
-    scaling = getattr(config, "logits_scaling", None)
-    if scaling is not None:
-        multiplier /= scaling
-    for name in ("lm_head_multiplier", "output_multiplier"):
-        if getattr(config, name, None) is not None:
-            multiplier *= getattr(config, name)
-    return float(multiplier)
-
-
-def _decoder(model):
-    """The decoder stack under a causal LM's head: `model.model` in every
-    family here (Llama 4's base_model_prefix names a VLM's attribute)."""
-    decoder = getattr(model, "model", None)
-    if decoder is None:
-        decoder = getattr(model, model.base_model_prefix)
-    return decoder
-
-
-def _plain_head(head):
-    """Whether the chunked head may read the LM head's weight and bias
-    instead of calling it: an nn.Linear itself (not a LoRA or tensor-
-    parallel subclass, not an FSDP2-wrapped module), without hooks, its
-    weight a plain tensor (not a DTensor). Otherwise the head's own forward
-    runs (what it adds would be skipped silently)."""
-    hooks = torch.nn.modules.module
-    return (type(head) is torch.nn.Linear and not head._forward_hooks and
-            not head._forward_pre_hooks and
-            not hooks._global_forward_hooks and
-            not hooks._global_forward_pre_hooks and
-            type(head.weight) in (torch.Tensor, torch.nn.Parameter))
-
-
-def _returns_dict(model, return_dict):
-    if return_dict is not None:
-        return return_dict
-    return getattr(model.config, "return_dict", True)
-
-
-class _Router(typing.NamedTuple):
-    """The auxiliary loss a mixture-of-experts model's forward adds."""
-    balance: typing.Callable  # its modeling module's load_balancing_loss_func
-    coef: float               # router_aux_loss_coef
-    experts: int
-    top_k: int
-
-
-def _router_of(model):
-    """The model's _Router, or None where its forward adds no auxiliary
-    loss (takes no output_router_logits). Read where the model's forward
-    reads them: its own attributes (a causal LM's), else its text config's
-    (a vision-language model's); one missing is an error now, not a loss
-    without its auxiliary term in training."""
-    forward = inspect.signature(type(model).forward).parameters
-    if "output_router_logits" not in forward:
-        return None
-    text = model.config.get_text_config()
-
-    def refuse(missing):
-        return ValueError(
-            f"{type(model).__name__} takes output_router_logits but Tile "
-            f"finds no {missing} for its auxiliary loss; pass "
-            "linear_cross_entropy=False and cross_entropy=False to leave "
-            "the loss to the model")
-
-    def read(*names):
-        for owner in (model, text):
-            for name in names:
-                if getattr(owner, name, None) is not None:
-                    return getattr(owner, name)
-        raise refuse(" or ".join(names))
-    # The modeling module of the class that defines the forward (a user's
-    # subclass lives elsewhere).
-    owner = next(k for k in type(model).__mro__ if "forward" in vars(k))
-    modeling = sys.modules[owner.__module__]
-    balance = getattr(modeling, "load_balancing_loss_func", None)
-    if balance is None:
-        raise refuse(f"load_balancing_loss_func in {modeling.__name__}")
-    return _Router(balance, read("router_aux_loss_coef"),
-                   read("num_experts", "num_local_experts"),
-                   read("num_experts_per_tok"))
-
-
-def _router_loss(router, call, loss, outputs, aux=None):
-    """`loss` with the router's auxiliary (load-balancing) loss added as a
-    mixture-of-experts model's own forward adds it: load_balancing_loss_func
-    over the router logits of every layer, the attention mask, times the
-    coefficient. `aux` where the model computed it already. Returns (loss,
-    aux); aux is None without a router or without router logits."""
-    if router is None:
-        return loss, None
-    if aux is None:
-        router_logits = outputs.get("router_logits")
-        if router_logits is None:
-            return loss, None
-        aux = router.balance(router_logits, router.experts, router.top_k,
-                             call.get("attention_mask"))
-    if torch.is_tensor(aux):
-        loss = loss + router.coef * aux.to(loss.device)
-    return loss, aux
-
-
-def _router_logits_wanted(model, call):
-    """Hugging Face's rule: output_router_logits as passed, else the
-    config's (a vision-language model's: its text config's, which its
-    forward reads). Set in `call` for the base model."""
-    wanted = call.get("output_router_logits")
-    for config in (model.config.get_text_config(), model.config):
-        if wanted is None:
-            wanted = getattr(config, "output_router_logits", None)
-    call["output_router_logits"] = bool(wanted)
-
-
-def _output_class(original):
-    """The output class the model's forward returns (its annotation:
-    MoeCausalLMOutputWithPast for a mixture of experts, with aux_loss and
-    router_logits), else CausalLMOutputWithPast."""
-    from transformers.modeling_outputs import CausalLMOutputWithPast
-    try:
-        annotation = typing.get_type_hints(original).get("return")
-    except Exception:  # an annotation this Python cannot resolve
-        annotation = None
-    # `X | tuple` (Granite-MoE's) names X among its arguments.
-    for kind in (annotation, *typing.get_args(annotation)):
-        if isinstance(kind, type) and \
-                "loss" in getattr(kind, "__dataclass_fields__", ()):
-            return kind
-    return CausalLMOutputWithPast
-
-
-def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad,
-                            router):
-    """The model's forward with Tile's loss: in training with labels, the
-    LM head and loss in chunks (`linear`), the logits never made (None in
-    the output, as under Liger's patch), a mixture of experts' router loss
-    added as its forward adds it; otherwise the model's own forward, its
-    loss from tile.ops.cross_entropy where `logits_loss`."""
-    signature = inspect.signature(original)
-    output_class = _output_class(original)
-
-    @functools.wraps(original)
-    def forward(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
-        call = dict(bound.arguments)
-        call.pop("self")
-        call.update(call.pop("kwargs", {}))
-        labels = call.pop("labels", None)
-        keep = call.pop("logits_to_keep", 0)
-        return_dict = _returns_dict(self, call.pop("return_dict", None))
-        # As Hugging Face's: a loss only with labels (shift_labels, when
-        # given too, replaces their shift).
-        wants_loss = labels is not None
-        every_row = isinstance(keep, int) and keep == 0
-        if linear and wants_loss and self.training and every_row and \
-                _plain_head(self.get_output_embeddings()):
-            base = _decoder(self)
-            if router is not None:
-                _router_logits_wanted(self, call)
-            outputs = base(**call, return_dict=True)
-            loss = _causal_lm_loss(self, outputs[0], labels, call,
-                                   linear=True, main_grad=main_grad)
-            loss, aux = _router_loss(router, call, loss, outputs)
-            result = _output(output_class, outputs, loss=loss,
-                             aux_loss=aux)
-            return result if return_dict else result.to_tuple()
-        if not (logits_loss and wants_loss):
-            return original(self, *args, **kwargs)
-        outputs = original(self, **call, logits_to_keep=keep,
-                           return_dict=True)
-        loss = _causal_lm_loss(self, outputs["logits"], labels, call,
-                               linear=False, main_grad=False)
-        loss, _ = _router_loss(router, call, loss, outputs,
-                               aux=outputs.get("aux_loss"))
-        # The loss first, as the model's own output has it.
-        result = type(outputs)(loss=loss, **{k: v for k, v in outputs.items()
-                                             if k != "loss"})
-        return result if return_dict else result.to_tuple()
-
-    return forward
-
-
-def _output(output_class, outputs, **fields):
-    """An `output_class` of `fields` and the base model's outputs (whatever
-    fields this transformers version's class has), no logits."""
-    names = output_class.__dataclass_fields__
-    kept = {k: v for k, v in outputs.items()
-            if k in names and k not in fields and k != "logits"}
-    kept.update({k: v for k, v in fields.items() if k in names})
-    return output_class(logits=None, **kept)
-
-
-def _has_lm_loss(model):
-    """Whether the model is a causal LM (or a vision-language model's
-    generation head) whose loss apply_tile patches."""
-    return model.get_output_embeddings() is not None and \
-        type(model).__name__.endswith(("ForCausalLM",
-                                       "ForConditionalGeneration"))
-
-
-def _patch_loss(model, linear, logits_loss, main_grad):
-    """Replaces the causal-LM model's forward (this instance's only);
-    returns 1, or 0 where the model has no LM head."""
-    if not (linear or logits_loss) or not _has_lm_loss(model):
-        return 0
-    if "forward" in vars(model):
-        raise ValueError(f"{type(model).__name__}.forward was replaced "
-                         "already (patched twice?)")
-    router = _router_of(model)  # one Tile cannot add: refused now
-    head = model.get_output_embeddings()
-    inputs = model.get_input_embeddings()
-    # A head tied to the input embedding gets its gradient by autograd:
-    # the embedding's own part arrives in .grad, which an engine that sees
-    # grad_added_to_main_grad would no longer add (Megatron's).
-    main_grad = main_grad and not (inputs is not None and
-                                   inputs.weight is head.weight)
-    if linear and main_grad:
-        _nn.adopt_main_grad_module(head)
-    model.forward = _tile_causal_lm_forward(
-        type(model).forward, linear=linear, logits_loss=logits_loss,
-        main_grad=main_grad, router=router).__get__(model)
-    return 1
-
-
 def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
                *, linear_cross_entropy=True, cross_entropy=False,
                accumulate_into_main_grad=False, memory_budget=None):
@@ -551,8 +268,8 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
         for module in modeling:
             if module.__name__ not in _ROPE_ORIGINALS:
                 _check_rope(module)
-    if (linear_cross_entropy or cross_entropy) and _has_lm_loss(model):
-        _router_of(model)
+    if (linear_cross_entropy or cross_entropy) and has_lm_loss(model):
+        router_of(model)
     for parent in list(root.modules()):
         for name, child in list(parent.named_children()):
             kind = type(child).__name__
@@ -587,7 +304,7 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
         raise ValueError(
             f"apply_tile found no {' or '.join(looked_for)} "
             f"in {type(model).__name__}: was it patched already?")
-    counts["loss"] = _patch_loss(model, linear_cross_entropy, cross_entropy,
+    counts["loss"] = patch_loss(model, linear_cross_entropy, cross_entropy,
                                  accumulate_into_main_grad)
     for why in family.own:
         skipped[why] = 1
