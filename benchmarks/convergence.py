@@ -160,17 +160,17 @@ VISION_SIZES = dict(depth=1, num_hidden_layers=1, hidden_size=16,
 # bf16 run from a wrong one, bf16 PyTorch's own distance does.
 FP32_TOLERANCE = dict(loss=1e-5, logprob=1e-4, param=5e-4)
 # Where two fp32 runs differ by more than FP32_TOLERANCE, a float64 run of
-# the unpatched model decides: the patched run must be within FP32_FACTOR
-# times the unpatched one's distance from it. Some models' own fp32
+# the unpatched model decides (float64_throughout). Some models' own fp32
 # rounding is past FP32_TOLERANCE (GLM-4V-MoE's mini model: the unpatched
 # fp32 run is 1.3e-4 from float64 in log-probs, the patched one 4.0e-5,
-# the two 1.7e-4 apart: routing top-k amplifies the rounding). Two fp32
-# runs of equal accuracy land at distances that differ by tens of percent,
-# and in some models several times, after 30 AdamW steps (Gemma 4's: the
+# the two 1.7e-4 apart: routing top-k amplifies the rounding). fp32 runs
+# of equal accuracy land at distances that differ by tens of percent, and
+# in some models several times, after 30 AdamW steps (Gemma 4's: the
 # unpatched run and three whose weights start 1e-7 apart, 5.8e-4 to 3.5e-3
-# from float64 in log-probs): the bound is the farthest of the unpatched
-# run and FP32_NEIGHBOURS such runs, times FP32_FACTOR. A wrong patch lands
-# orders of magnitude out (test_a_wrong_patch_is_caught).
+# from float64 in log-probs). So the patched run must be within
+# FP32_FACTOR times the farthest of the unpatched run and FP32_NEIGHBOURS
+# such nudged runs. A wrong patch lands orders of magnitude out
+# (test_a_wrong_patch_is_caught).
 FP32_FACTOR = 1.5
 FP32_NEIGHBOURS = 2
 BF16_FACTOR = 2.0
@@ -296,14 +296,26 @@ def train(model, data, mode, device):
 
 @contextlib.contextmanager
 def float64_throughout():
-    """Hugging Face's float32 upcasts (x.float(), x.to(torch.float32): its
-    RMSNorms' and its loss's) left out for float64 tensors while inside:
-    a float64 reference run would otherwise round its norms and its loss
-    to float32 as the unpatched fp32 run does, and sit closer to it than
-    to the exact computation (Gemma 4's mini model: the unpatched fp32 run
-    5x closer to such a reference than the patched one, 1.3x farther from
-    a float64 one)."""
+    """Hugging Face's float32 upcasts left in float64 for float64 tensors
+    while inside: x.float() and x.to(torch.float32) (its RMSNorms' and its
+    loss's) and softmax(..., dtype=torch.float32) (its routers' and its
+    eager attention's). A float64 reference run would otherwise round them
+    to float32 as the unpatched fp32 run does, and sit closer to it than to
+    the exact computation (Gemma 4's mini model: the unpatched fp32 run 5x
+    closer to such a reference than the patched one, 1.3x farther from a
+    float64 one). What other float32 a model spells out stays."""
     upcast, convert = torch.Tensor.float, torch.Tensor.to
+    softmax = torch.nn.functional.softmax
+
+    def wider(tensor, args, kwargs):
+        """args and kwargs with float32 read as float64 where the tensor is
+        float64."""
+        if tensor.dtype != torch.float64:
+            return args, kwargs
+        def wide(v):
+            return torch.float64 if v is torch.float32 else v
+        return ([wide(v) for v in args],
+                {k: wide(v) for k, v in kwargs.items()})
 
     def float_(self, *args, **kwargs):
         if self.dtype == torch.float64:
@@ -311,15 +323,19 @@ def float64_throughout():
         return upcast(self, *args, **kwargs)
 
     def to(self, *args, **kwargs):
-        if self.dtype == torch.float64 and (
-                torch.float32 in args or kwargs.get("dtype") is torch.float32):
-            return self
+        args, kwargs = wider(self, args, kwargs)
         return convert(self, *args, **kwargs)
+
+    def softmax_(input, *args, **kwargs):
+        args, kwargs = wider(input, args, kwargs)
+        return softmax(input, *args, **kwargs)
     torch.Tensor.float, torch.Tensor.to = float_, to
+    torch.nn.functional.softmax = softmax_
     try:
         yield
     finally:
         torch.Tensor.float, torch.Tensor.to = upcast, convert
+        torch.nn.functional.softmax = softmax
 
 
 def _nudge(model, seed):

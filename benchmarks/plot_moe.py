@@ -19,6 +19,8 @@ def series(paths):
     pooled = collections.defaultdict(lambda: collections.defaultdict(list))
     for path in paths:
         for r in results.read(path, "causal_lm_moe")["results"]:
+            if r.get("oom"):  # out of memory: no figures
+                continue
             pooled[r["model"], r["column"]][r["tokens"]].append(
                 (r["tokens_per_s"] / 1e3, r["peak_gib"]))
     return pooled

@@ -595,3 +595,28 @@ def test_vision_encoder_matches_unpatched(activation):
     grads = _grads(plain)
     (got * weights).sum().backward()
     _assert_grads_close(patched, grads)
+
+
+def test_logit_scale_only_where_the_forward_applies_it():
+    """A logit scale is applied where the model's own forward applies it
+    (LOGIT_SCALES): LLaVA over a Granite text stack whose config carries
+    logits_scaling gets none from LLaVA's forward, nor from Tile's."""
+    config = _config("llava", 8, vocab_size=64, hidden_size=32,
+                     intermediate_size=48, max_position_embeddings=64)
+    config.text_config = transformers.GraniteConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=48,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=8, max_position_embeddings=64, pad_token_id=0,
+        logits_scaling=4.0)
+    torch.manual_seed(0)
+    model = _CONVERGENCE.from_config(config).double()
+    ids = torch.randint(0, 64, (2, 9))
+    expected = model(ids, labels=ids)
+    expected.loss.backward()
+    grads = _grads(model)
+    model.zero_grad()
+    tile.transformers.apply_tile(model)
+    got = model(ids, labels=ids)
+    got.loss.backward()
+    assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
+    _assert_grads_close(model, grads)

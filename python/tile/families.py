@@ -35,8 +35,8 @@ class Family(typing.NamedTuple):
 _GATED_DELTA_NET = ("the gated DeltaNet layers' gated RMSNorm",)
 
 # model_type -> Family. The loss is patched for every causal LM among them;
-# the config's final_logit_softcapping (Gemma 2) and logits_scaling
-# (Granite) are honoured.
+# the config's final_logit_softcapping (Gemma 2) and the logit scales of
+# LOGIT_SCALES are honoured.
 SUPPORTED = {
     "llama": Family(("LlamaRMSNorm",), ("LlamaMLP",)),
     "mistral": Family(("MistralRMSNorm",), ("MistralMLP",)),
@@ -213,6 +213,18 @@ VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama",
                    "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "glm4v",
                    "glm4v_moe", "muse_glimmer", "smolvlm")
 
+
+# model type -> (the config attribute its forward scales the logits by
+# before the loss and any soft-cap, "divide" or "multiply"): read from the
+# model's text config (the config itself but for MuseGlimmer's). Only these
+# model types' forwards apply one: a vision-language model around a Granite
+# text stack (LLaVA's) applies none, nor does a stray key in a config.
+LOGIT_SCALES = {
+    "granite": ("logits_scaling", "divide"),
+    "granitemoe": ("logits_scaling", "divide"),
+    "falcon_h1": ("lm_head_multiplier", "multiply"),
+    "muse_glimmer": ("output_multiplier", "multiply"),
+}
 
 # The vision-language models whose forward soft-caps the logits with their
 # text config's final_logit_softcapping.

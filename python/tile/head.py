@@ -452,8 +452,9 @@ class _ChunkedHead(torch.autograd.Function):
                     "rows yourself), whose backward recomputes them")
             ctx.used = True
             # Nothing of the call is read again (a second backward is
-            # refused above): its count goes now, not with the graph (the
-            # end of the backward is where a whole step's memory peaks).
+            # refused above): the _Head and its `count` tensor go now, not
+            # with the graph (at the end of the backward, where a whole
+            # step's memory peaks).
             ctx.head = None
             stored = iter(ctx.saved_tensors)
             grads = [next(stored) if present else None

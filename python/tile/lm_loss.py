@@ -13,7 +13,7 @@ import torch
 
 from . import nn as _nn
 from . import ops as _ops
-from .families import TEXT_SOFTCAP
+from .families import LOGIT_SCALES, TEXT_SOFTCAP
 
 
 def _shifted(labels, ignore_index):
@@ -36,19 +36,14 @@ def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
     items = kwargs.get("num_items_in_batch")
     reduction = "sum" if items is not None else "mean"
     # Where the model's forward reads the soft-cap: its config, or (of the
-    # vision-language models, PaliGemma alone) its text config's; Gemma 3's
-    # vision-language forward applies none.
+    # vision-language models, those of TEXT_SOFTCAP) its text config's;
+    # Gemma 3's vision-language forward applies none.
     capped = model.config.get_text_config() \
         if model.config.model_type in TEXT_SOFTCAP else model.config
     softcap = getattr(capped, "final_logit_softcapping", None)
     if linear:
         head = model.get_output_embeddings()
-        bias = head.bias
-        multiplier = _logit_multiplier(model)
-        if multiplier != 1.0:
-            # lm_head(h) * m = W (h m) + b m: the rows scaled first.
-            rows = rows * multiplier
-            bias = None if bias is None else bias * multiplier
+        rows, bias = _scaled(model, rows, head.bias)
         if main_grad:
             _nn.prepare_main_grads(head)
         loss = _ops.linear_cross_entropy(
@@ -67,19 +62,19 @@ def _causal_lm_loss(model, rows, labels, kwargs, *, linear, main_grad):
     return loss
 
 
-def _logit_multiplier(model):
-    """What the model's forward multiplies its logits by before the loss
-    (and any soft-cap): Granite's 1 / logits_scaling, Falcon-H1's
-    lm_head_multiplier, MuseGlimmer's output_multiplier."""
-    config = model.config.get_text_config()
-    multiplier = 1.0
-    scaling = getattr(config, "logits_scaling", None)
-    if scaling is not None:
-        multiplier /= scaling
-    for name in ("lm_head_multiplier", "output_multiplier"):
-        if getattr(config, name, None) is not None:
-            multiplier *= getattr(config, name)
-    return float(multiplier)
+def _scaled(model, rows, bias):
+    """The rows and the head's bias scaled as the model's forward scales its
+    logits (LOGIT_SCALES): lm_head(h) * m = W (h m) + b m."""
+    scale = LOGIT_SCALES.get(model.config.model_type)
+    if scale is None:
+        return rows, bias
+    name, how = scale
+    value = getattr(model.config.get_text_config(), name, None)
+    if value is None or value == 1:
+        return rows, bias
+    if how == "divide":  # as the model does: not times its reciprocal
+        return rows / value, None if bias is None else bias / value
+    return rows * value, None if bias is None else bias * value
 
 
 def _decoder(model):

@@ -20,9 +20,9 @@ import torch
 
 from . import nn as _nn
 from . import ops as _ops
-from .families import (SUPPORTED, TEXT_SOFTCAP,  # noqa: F401
-                       TEXT_STACKS, VISION_ENCODERS, VISION_LANGUAGE, Family,
-                       family_of)
+from .families import (LOGIT_SCALES, SUPPORTED,  # noqa: F401
+                       TEXT_SOFTCAP, TEXT_STACKS, VISION_ENCODERS,
+                       VISION_LANGUAGE, Family, family_of)
 from .lm_loss import has_lm_loss, patch_loss, router_of
 
 
@@ -75,6 +75,9 @@ def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
                          "and main_grad take an MLP without them")
     hidden, inter = gate.in_features, gate.out_features
     activation = _activation(config)
+    if tiled_mlp and _nn.ACTIVATIONS.get(activation) != "swiglu":
+        raise ValueError(f"the tiled MLP is SwiGLU; "
+                         f"{type(module).__name__} uses {activation!r}")
     if activation not in _nn.ACTIVATIONS:
         # Left to the model, listed (Pixtral's exact gelu by default).
         return (f"{type(module).__name__}: activation {activation!r} (Tile's "
@@ -85,9 +88,6 @@ def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
         return (f"{type(module).__name__}: its gate and down multipliers; "
                 "the tiled MLP and main_grad take an MLP without them")
     if tiled_mlp:
-        if _nn.ACTIVATIONS[activation] != "swiglu":
-            raise ValueError(f"the tiled MLP is SwiGLU; "
-                             f"{type(module).__name__} uses {activation!r}")
         patched = _nn.TiledSwiGLUMLP(
             hidden, inter, "auto" if tiled_mlp is True else tiled_mlp,
             memory_budget=memory_budget, accumulate_into_main_grad=main_grad,
@@ -109,7 +109,8 @@ def _experts(module, config, main_grad):
     they stay."""
     name = type(module).__name__
     if _nn.ACTIVATIONS.get(_activation(config)) != "swiglu":
-        return f"{name}: its experts are not SwiGLU"
+        return (f"{name}: its experts are not SwiGLU (activation "
+                f"{_activation(config)!r})")
     # Hugging Face's experts declare their layout (use_experts_
     # implementation): MoEExperts takes [E, 2I, H] and [E, H, I], gate
     # first, no biases.
@@ -158,7 +159,8 @@ def _fused_mlp(module, config, tiled_mlp, main_grad):
     tile.nn.FusedSwiGLUMLP, or why it stays."""
     name = type(module).__name__
     if _nn.ACTIVATIONS.get(_activation(config)) != "swiglu":
-        return f"{name}: its fused gate_up MLP is not SwiGLU"
+        return (f"{name}: its fused gate_up MLP is not SwiGLU (activation "
+                f"{_activation(config)!r})")
     if tiled_mlp:
         return (f"{name}: the tiled MLP takes separate gate and up "
                 "projections, this one has one gate_up_proj")
@@ -244,7 +246,9 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
     linear_cross_entropy (default): in training with labels, the LM head
     and the loss run together in chunks (tile.ops.linear_cross_entropy,
     Hugging Face's shift, ignore_index, num_items_in_batch and the model's
-    final_logit_softcapping and logits_scaling honoured; a mixture of
+    final_logit_softcapping and logit scale (tile.families.LOGIT_SCALES:
+    Granite's logits_scaling, Falcon-H1's lm_head_multiplier, MuseGlimmer's
+    output_multiplier) honoured; a mixture of
     experts' router auxiliary loss added as its forward adds it, the
     output's aux_loss and router_logits as the model's) and the output's
     logits are None; in eval mode, without labels or with logits_to_keep,
