@@ -129,8 +129,9 @@ def _routing_of(w, x):
 # alone; the other streams' cuBLASLt workspaces (32 MiB each) would only
 # serve its fallback (no grouped GEMM for the dtype or alignment), which
 # copies the splits to the host, and would be held at every layer's
-# backward, where the step's memory peaks (96 MiB of DeepSeek-V3's 4096-
-# token peak with the default four).
+# backward, where the step's memory peaks (with the default four, 96 MiB
+# more at 65536 tokens of Qwen3-MoE and DeepSeek-V3: Performance.md,
+# session 29).
 _ROUTED_STREAMS = 1
 
 
