@@ -24,6 +24,9 @@ class Family(typing.NamedTuple):
     # What else of the family's own stays the model's (a gated norm inside
     # a linear attention, ...): listed in "skipped" and warned about.
     own: tuple = ()
+    # Its RoPE's cos and sin cover half the head, and each half of the head
+    # is rotated by them (gpt-oss's): rotate-half with the tables repeated.
+    half_tables: bool = False
 
     def offset_of(self, norm):
         """The weight offset of the norm class named `norm`."""
@@ -122,10 +125,9 @@ SUPPORTED = {
     # shared expert, its attention (compressed, hashed routing) and its
     # hyper-connections.
     "gpt_oss": Family(("GptOssRMSNorm",), (),
-                      other_rope="gpt-oss's cos and sin cover half the head "
-                                 "(Tile's RoPE takes the whole head)",
                       own=("gpt-oss's experts (biases, gate and up "
-                           "interleaved, a clamped SwiGLU)",)),
+                           "interleaved, a clamped SwiGLU)",),
+                      half_tables=True),
     "deepseek_v4": Family(("DeepseekV4RMSNorm",), (),
                           other_rope="DeepSeek-V4's RoPE rotates "
                                      "interleaved pairs of one tensor",

@@ -195,6 +195,16 @@ def _tile_apply_rotary_pos_emb(q, k, cos, sin, position_ids=None,
             torch.cat([k_rot, k[..., rotary:]], dim=-1))
 
 
+def _tile_apply_half_tables(q, k, cos, sin, unsqueeze_dim=1):
+    """gpt-oss's apply_rotary_pos_emb, Tile's kernel: its cos and sin cover
+    half the head and rotate each half by them (x1 cos - x2 sin, x2 cos +
+    x1 sin), which is rotate-half with the tables repeated. (Its tables
+    narrower than the head are not a partial rotary factor's, as Phi-3's
+    are: _tile_apply_rotary_pos_emb would rotate half the head only.)"""
+    cos, sin = (torch.cat([t, t], dim=-1) for t in (cos, sin))
+    return _ops.rope(q, k, cos, sin, unsqueeze_dim)
+
+
 def _check_rope(modeling):
     """The modeling module's apply_rotary_pos_emb, refused unless Tile's
     can stand in for it."""
@@ -212,11 +222,12 @@ def _check_rope(modeling):
     return original
 
 
-def _patch_rope(modeling):
+def _patch_rope(modeling, family):
     if modeling.__name__ in _ROPE_ORIGINALS:
         return 0
     _ROPE_ORIGINALS[modeling.__name__] = _check_rope(modeling)
-    modeling.apply_rotary_pos_emb = _tile_apply_rotary_pos_emb
+    modeling.apply_rotary_pos_emb = _tile_apply_half_tables \
+        if family.half_tables else _tile_apply_rotary_pos_emb
     return 1
 
 
@@ -316,7 +327,7 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
         skipped[f"{family.other_rope}: the model's own RoPE runs"] = 1
     elif patch_rope:
         for module in modeling:
-            counts["rope"] += _patch_rope(module)
+            counts["rope"] += _patch_rope(module, family)
     counts["skipped"] = [why if n == 1 else f"{why} ({n} modules)"
                          for why, n in skipped.items()]
     for why in counts["skipped"]:
