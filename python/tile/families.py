@@ -200,10 +200,9 @@ TEXT_STACKS = {
 # loss): their norms and MLPs.
 VISION_ENCODERS = {
     # Pixtral (LLaVA's Pixtral and Mistral 3's vision tower): its gated MLP
-    # runs exact gelu by default, which stays the model's (listed).
-    "pixtral": Family(("PixtralRMSNorm",), ("PixtralMLP",),
-                      other_rope="Pixtral's 2-D RoPE (cos [patches, D], "
-                                 "unsqueeze_dim 0)"),
+    # runs exact gelu by default, which stays the model's (listed); its 2-D
+    # RoPE's tables ([patches, D], one sequence) go through Tile's kernel.
+    "pixtral": Family(("PixtralRMSNorm",), ("PixtralMLP",)),
 }
 
 # Vision-language models whose language model (model.model.language_model;

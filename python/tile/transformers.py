@@ -185,7 +185,11 @@ def _tile_apply_rotary_pos_emb(q, k, cos, sin, position_ids=None,
     """Hugging Face's signature (position_ids: transformers 4's unused
     argument), Tile's kernel. cos narrower than the head (Phi-3's partial
     rotary factor) rotates the head's first dimensions; the rest pass
-    through, as Phi-3's own function does."""
+    through, as Phi-3's own function does. Tables of one sequence, [S, D]
+    with unsqueeze_dim 0 (Pixtral's patches, q [1, heads, S, D]), are one
+    batch's: [1, S, D] with unsqueeze_dim 1."""
+    if cos.dim() == 2 and unsqueeze_dim == 0:
+        cos, sin, unsqueeze_dim = cos[None], sin[None], 1
     rotary = cos.shape[-1]
     if rotary == q.shape[-1]:
         return _ops.rope(q, k, cos, sin, unsqueeze_dim)
