@@ -669,6 +669,25 @@ def test_moe_experts_float32_takes_the_per_expert_path():
         assert_close(a.main_grad, b.grad, torch.float32, f"main_grad {name}")
 
 
+def test_routed_step_holds_one_gemm_workspace():
+    """The routed step's GEMMs run on one stream (moe._ROUTED_STREAMS): its
+    scratch holds one cuBLASLt workspace beside h, where the default four
+    streams would hold three more (96 MiB at every layer's backward); what
+    its forward keeps (g and u) does not depend on the streams."""
+    import tile.moe
+    rows, inter, experts = 32768, 768, 64
+    x = torch.empty(rows, 8, dtype=torch.bfloat16, device="meta")
+    gate_up = torch.empty(experts, 2 * inter, 8, dtype=torch.bfloat16,
+                          device="meta")
+    kept, scratch = tile.moe._untiled_bytes(x, gate_up)
+    kept4, scratch4 = tile.mlp.untiled_workspace_bytes(
+        rows, inter, torch.bfloat16, experts=experts, apart=True)
+    workspace = tile._capi.MATMUL_WORKSPACE_BYTES
+    assert kept == kept4 == 2 * rows * inter * 2
+    assert scratch == workspace + rows * inter * 2
+    assert scratch4 - scratch == 3 * workspace
+
+
 def test_moe_experts_errors(generator):
     x = torch.randn(4, 8)
     gate_up, down = torch.randn(3, 24, 8), torch.randn(3, 8, 12)
