@@ -36,8 +36,8 @@ memory torch allocated during the timed steps, the loss of the first step
 (torch.profiler's kernel time by kind: GEMMs, attention, the loss...)
 and what autograd keeps from its forward to its backward (the largest
 tensors by shape and dtype).
---runs repeats every column's process and the table gives each run. A cell that runs out of memory
-says OOM. Carry Liger's wheel (benchmarks/README.md); --without-liger
+--runs repeats every column's process and the table gives each run. A
+cell that runs out of memory says OOM. Carry Liger's wheel (benchmarks/README.md); --without-liger
 leaves its columns out.
 
     python3 benchmarks/causal_lm.py [--model llama|qwen3-moe|deepseek-v3]

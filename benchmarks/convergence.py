@@ -230,10 +230,9 @@ def from_config(config):
     import transformers
     extra = {}
     text = config.get_text_config()
-    if tile.transformers.family_of(config).experts or any(
-            getattr(text, name, None) for name in
-            ("num_experts", "num_local_experts", "n_routed_experts")):
-        # Experts Tile patches or leaves to the model (gpt-oss's).
+    if any(getattr(text, name, None) for name in
+           ("num_experts", "num_local_experts", "n_routed_experts")):
+        # Experts, Tile's or left to the model (gpt-oss's).
         extra["experts_implementation"] = "eager"
     if config.model_type in tile.transformers.VISION_LANGUAGE:
         return transformers.AutoModelForImageTextToText.from_config(

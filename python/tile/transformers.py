@@ -20,9 +20,8 @@ import torch
 
 from . import nn as _nn
 from . import ops as _ops
-from .families import (LOGIT_SCALES, SUPPORTED,  # noqa: F401
-                       TEXT_SOFTCAP, TEXT_STACKS, VISION_ENCODERS,
-                       VISION_LANGUAGE, Family, family_of)
+from .families import (SUPPORTED, TEXT_STACKS,  # noqa: F401 (the API's)
+                       VISION_ENCODERS, VISION_LANGUAGE, Family, family_of)
 from .lm_loss import has_lm_loss, patch_loss, router_of
 
 
