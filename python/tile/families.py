@@ -212,7 +212,7 @@ VISION_ENCODERS = {
 VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama",
                    "paligemma", "qwen2_vl", "qwen2_5_vl", "qwen3_5",
                    "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "glm4v",
-                   "glm4v_moe", "muse_glimmer", "smolvlm")
+                   "glm4v_moe", "muse_glimmer", "smolvlm", "gemma4")
 
 
 # model type -> (the config attribute its forward scales the logits by
@@ -229,7 +229,7 @@ LOGIT_SCALES = {
 
 # The vision-language models whose forward soft-caps the logits with their
 # text config's final_logit_softcapping.
-TEXT_SOFTCAP = ("muse_glimmer", "paligemma")
+TEXT_SOFTCAP = ("gemma4", "muse_glimmer", "paligemma")
 
 
 def family_of(config):
