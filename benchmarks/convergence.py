@@ -140,6 +140,8 @@ FAMILY_CONFIG = {
         output_router_logits=True, attn_implementation="eager"),
     "llama4_text": dict(num_local_experts=4, num_experts_per_tok=1,
                         intermediate_size_mlp=96, interleave_moe_layer_step=2),
+    "llama4": dict(num_local_experts=4, num_experts_per_tok=1,
+                   intermediate_size_mlp=96, interleave_moe_layer_step=2),
 }
 
 # A vision-language model's vision tower in the tests: one small layer.
@@ -262,6 +264,22 @@ def mini_model(model_type, seed, device, dtype):
     return model.to(device=device, dtype=dtype)
 
 
+def run(model, ids, labels=None):
+    """model(ids, labels=labels): the model's own forward, the reference.
+    An unpatched Llama 4 vision-language model's on text alone is its
+    language model's forward under its output class — what its forward
+    computes (transformers 5.17's: the text's embeddings through the
+    language model, the loss from its logits); 5.24's fails at its return
+    (`image_outputs`)."""
+    if type(model).__name__ == "Llama4ForConditionalGeneration" and \
+            "forward" not in vars(model):
+        from transformers.models.llama4 import modeling_llama4
+        out = model.language_model(ids, labels=labels)
+        return modeling_llama4.Llama4CausalLMOutputWithPast(
+            loss=out.loss, logits=out.logits)
+    return model(ids, labels=labels)
+
+
 def batches(vocab, device, steps, seed, batch=2, length=32):
     """Fixed token batches with something to learn: each row counts up
     from a random start (mod the vocabulary), a tenth of its tokens noise."""
@@ -291,13 +309,13 @@ def train(model, data, mode, device):
         # Phi-MoE's router samples in training: both runs draw alike.
         torch.manual_seed(step)
         with autocast:
-            loss = model(ids, labels=ids).loss
+            loss = run(model, ids, labels=ids).loss
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
     model.eval()
     with torch.no_grad(), autocast:
-        logits = model(data[-1]).logits.float()
+        logits = run(model, data[-1]).logits.float()
     logprobs = torch.log_softmax(logits, -1).topk(20, dim=-1).values
     params = {n: p.detach().float().clone()
               for n, p in model.named_parameters()}

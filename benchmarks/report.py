@@ -542,7 +542,11 @@ KINDS = [
      "relative step loss, top-20 log-prob and parameter differences); bf16 "
      "modes, each run against the fp32 run, the unpatched run's in "
      "brackets. Within: fp32 under fixed bounds, bf16 under twice the "
-     "unpatched distance plus a floor (the script says which).",
+     "unpatched distance plus a floor; where one run of each side misses, "
+     "the median of five patched runs against the farthest of five "
+     "unpatched ones, their weights a rounding apart (the script says "
+     "which). Files newest first: a family and mode run again appears "
+     "again below, its first row is its word.",
      convergence_table),
     ("derived", "Derived kernels next to torch.compile: "
      "`benchmarks/derived.py`",

@@ -62,7 +62,7 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     model = _tiny(model_type)
     ids = torch.randint(0, 64, (2, 9))
     torch.manual_seed(1)  # Phi-MoE's router samples its top-k in training
-    expected = model(ids, labels=ids)
+    expected = _CONVERGENCE.run(model, ids, labels=ids)
     expected.loss.backward()
     grads = _grads(model)
     model.zero_grad()
@@ -340,10 +340,13 @@ def _moe_config_for_bf16(config):
 def _model(model_type, dtype):
     config = _config(model_type, 64, vocab_size=256, hidden_size=256,
                      intermediate_size=768, max_position_embeddings=256)
-    if tile.transformers.family_of(config).experts:
-        # Where the model reads them (a vision-language model's text
-        # config).
-        _moe_config_for_bf16(config.get_text_config())
+    text = config.get_text_config()
+    if any(getattr(text, count, None) for count in
+           ("num_experts", "num_local_experts", "n_routed_experts")):
+        # Experts, Tile's or the model's own (gpt-oss's, Llama 4's: their
+        # routers' ties move tokens all the same); set where the model
+        # reads them (a vision-language model's text config).
+        _moe_config_for_bf16(text)
     torch.manual_seed(0)
     return _CONVERGENCE.from_config(config).to("cuda", dtype)
 
@@ -353,11 +356,11 @@ def _loss_and_grads(model, ids):
     step (a patched model's through its chunked head), the logits from
     eval mode (where a patched model makes them)."""
     model.zero_grad()
-    out = model(ids, labels=ids)
+    out = _CONVERGENCE.run(model, ids, labels=ids)
     out.loss.backward()
     model.eval()
     with torch.no_grad():
-        logits = model(ids).logits
+        logits = _CONVERGENCE.run(model, ids).logits
     model.train()
     # A vision-language model's vision tower gets no gradient from text:
     # None, compared as such (the patched model must agree).
@@ -623,3 +626,61 @@ def test_logit_scale_only_where_the_forward_applies_it():
     got.loss.backward()
     assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
     _assert_grads_close(model, grads)
+
+
+@pytest.mark.filterwarnings("ignore:apply_tile left to")
+def test_llama4_vision_language_model_with_an_image():
+    """Llama 4's vision-language model (a whole causal LM at
+    .language_model, no .model) with an image: Tile's forward runs the
+    model's own steps (the image features projected into the image
+    tokens' rows) and hands the labels to the patched language model; the
+    loss and every gradient, the vision tower's too, as the model's own
+    computation's in float64."""
+    config = _config("llama4", 8, vocab_size=64, hidden_size=32,
+                     intermediate_size=48, max_position_embeddings=64)
+    # One 56x56 image: 16 patches, pixel-shuffled to 4 image tokens.
+    vision = config.vision_config
+    for key, value in dict(image_size=56, patch_size=14, intermediate_size=64,
+                           vision_output_dim=32, projector_input_dim=32,
+                           projector_output_dim=32).items():
+        setattr(vision, key, value)
+    config.image_token_id = 5
+    torch.manual_seed(0)
+    model = _CONVERGENCE.from_config(config).double()
+    ids = torch.randint(6, 64, (1, 12))
+    ids[0, 2:6] = 5
+    labels = ids.masked_fill(ids == 5, -100)
+    pixels = torch.randn(1, 3, 56, 56, dtype=torch.float64)
+
+    try:  # transformers 5.17's forward; 5.24's fails at its return
+        expected, grads = _grads_of(model, input_ids=ids,
+                                    pixel_values=pixels, labels=labels)
+    except AttributeError:
+        def steps(input_ids, pixel_values, labels):
+            embeds = model.get_input_embeddings()(input_ids)
+            features = model.get_image_features(
+                pixel_values=pixel_values, return_dict=True).last_hidden_state
+            flat = model.multi_modal_projector(
+                features.view(-1, features.size(-1)))
+            embeds = embeds.masked_scatter(
+                (input_ids == 5).unsqueeze(-1), flat)
+            return model.language_model(inputs_embeds=embeds, labels=labels)
+        model.forward = steps
+        expected, grads = _grads_of(model, input_ids=ids,
+                                    pixel_values=pixels, labels=labels)
+        del model.forward
+    assert any(g is not None for n, g in grads.items()
+               if n.startswith("vision_model"))
+    _, counts = tile.transformers.apply_tile(model)
+    assert counts["loss"] == 1 and counts["rms_norm"] > 0
+    got = model(input_ids=ids, pixel_values=pixels, labels=labels)
+    assert got.logits is None
+    got.loss.backward()
+    assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
+    _assert_grads_close(model, grads)
+    # A tuple where asked, its loss first; input_ids and inputs_embeds
+    # both, or neither: refused as the model's own forward refuses them.
+    assert torch.equal(model(input_ids=ids, pixel_values=pixels,
+                             labels=labels, return_dict=False)[0], got.loss)
+    with pytest.raises(ValueError, match="exactly one of input_ids"):
+        model(labels=labels)

@@ -212,7 +212,8 @@ VISION_ENCODERS = {
 VISION_LANGUAGE = ("gemma3", "internvl", "llava", "mllama",
                    "paligemma", "qwen2_vl", "qwen2_5_vl", "qwen3_5",
                    "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "glm4v",
-                   "glm4v_moe", "muse_glimmer", "smolvlm", "gemma4")
+                   "glm4v_moe", "muse_glimmer", "smolvlm", "gemma4",
+                   "llama4")
 
 
 # model type -> (the config attribute its forward scales the logits by

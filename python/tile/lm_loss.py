@@ -250,12 +250,76 @@ def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad,
 
 def _output(output_class, outputs, **fields):
     """An `output_class` of `fields` and the base model's outputs (whatever
-    fields this transformers version's class has), no logits."""
+    fields this transformers version's class has), no logits unless
+    `fields` gives them."""
     names = output_class.__dataclass_fields__
     kept = {k: v for k, v in outputs.items()
             if k in names and k not in fields and k != "logits"}
     kept.update({k: v for k, v in fields.items() if k in names})
-    return output_class(logits=None, **kept)
+    kept.setdefault("logits", None)
+    return output_class(**kept)
+
+
+def _tile_composite_forward(original):
+    """The forward of a vision-language model whose language model is a
+    whole causal LM with its own head (Llama 4's: .language_model, no
+    .model): the model's own steps — the text's embeddings, the image
+    features (its get_image_features and projector) scattered into the
+    image tokens' rows — then the language model's forward with the
+    labels, which Tile patched. Its own forward gives the language model
+    no labels and makes the logits for its loss (transformers 5.24's also
+    fails at its return: `image_outputs`)."""
+    signature = inspect.signature(original)
+    output_class = _output_class(original)
+
+    @functools.wraps(original)
+    def forward(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        call = dict(bound.arguments)
+        call.pop("self")
+        call.update(call.pop("kwargs", {}))
+        ids = call.pop("input_ids", None)
+        pixels = call.pop("pixel_values", None)
+        embeds = call.pop("inputs_embeds", None)
+        encoded = call.pop("mm_encoder_outputs", None) or {}
+        strategy = call.pop("vision_feature_select_strategy", None)
+        return_dict = _returns_dict(self, call.pop("return_dict", None))
+        if (ids is None) == (embeds is None):
+            raise ValueError("You must specify exactly one of input_ids or "
+                             "inputs_embeds")
+        if embeds is None:
+            embeds = self.get_input_embeddings()(ids)
+        image = encoded.get("image")
+        if image is None and pixels is not None:
+            extra = {} if strategy is None else dict(
+                vision_feature_select_strategy=strategy)
+            image = self.get_image_features(pixel_values=pixels,
+                                            return_dict=True, **extra)
+        features = None
+        if image is not None:
+            features = image.last_hidden_state
+            flat = self.multi_modal_projector(
+                features.view(-1, features.size(-1))).to(embeds.device,
+                                                         embeds.dtype)
+            mask = self.get_placeholder_mask(ids, inputs_embeds=embeds,
+                                             image_features=flat)
+            embeds = embeds.masked_scatter(mask, flat)
+        outputs = self.language_model(inputs_embeds=embeds, return_dict=True,
+                                      **call)
+        result = _output(output_class, outputs, loss=outputs.get("loss"),
+                         logits=outputs.get("logits"),
+                         image_hidden_states=features, image_outputs=image)
+        return result if return_dict else result.to_tuple()
+
+    return forward
+
+
+def _composite(model):
+    """Whether the model is a vision-language model whose language model
+    is a whole causal LM under its own head (Llama 4's)."""
+    inner = getattr(model, "language_model", None)
+    return getattr(model, "model", None) is None and inner is not None \
+        and has_lm_loss(inner)
 
 
 def has_lm_loss(model):
@@ -274,6 +338,13 @@ def patch_loss(model, linear, logits_loss, main_grad):
     if "forward" in vars(model):
         raise ValueError(f"{type(model).__name__}.forward was replaced "
                          "already (patched twice?)")
+    if _composite(model):
+        # The language model's loss is Tile's; the model's own steps before
+        # it hand it the labels.
+        patch_loss(model.language_model, linear, logits_loss, main_grad)
+        model.forward = _tile_composite_forward(
+            type(model).forward).__get__(model)
+        return 1
     router = router_of(model)  # one Tile cannot add: refused now
     head = model.get_output_embeddings()
     inputs = model.get_input_embeddings()

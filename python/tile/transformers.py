@@ -30,12 +30,15 @@ def _patched_root(model):
     language model (its vision tower may use the same classes), else the
     whole model."""
     if model.config.model_type in VISION_LANGUAGE:
+        base = getattr(model, "model", None)
+        if base is None:  # Llama 4's: a whole causal LM, no .model
+            base = model
         for name in ("language_model", "text_model"):  # SmolVLM's: text_
-            if hasattr(model.model, name):
-                return getattr(model.model, name)
+            if hasattr(base, name):
+                return getattr(base, name)
         raise ValueError(f"{type(model).__name__} has no language model "
                          "where apply_tile looks (.model.language_model, "
-                         ".model.text_model)")
+                         ".model.text_model, .language_model)")
     return model
 
 
