@@ -3,7 +3,9 @@
 a mini model of every family tile.transformers.apply_tile supports, seeded,
 trained with AdamW on fixed token batches, patched against unpatched from
 the same initial weights. Compared: every step's loss, the eval batch's
-top-k log-probabilities after training, and every final parameter.
+top-k log-probabilities after training, and every final parameter. A
+vision encoder (Pixtral's) is trained to regress fixed features from
+images instead; its features after training stand for the log-probs.
 
     python3 benchmarks/convergence.py --device cuda --json out.json
     python3 benchmarks/convergence.py --modes fp32 --families llama,phi3
@@ -187,9 +189,20 @@ BF16_FACTOR = 2.0
 BF16_FLOOR = dict(loss=1e-3, logprob=1e-2, param=1e-3)
 MODES = ("fp32", "bf16-autocast", "bf16")
 
-# Every model type apply_tile takes.
-FAMILIES = sorted((*tile.transformers.SUPPORTED,
-                   *tile.transformers.VISION_LANGUAGE))
+# A vision encoder of its own model type (Pixtral's): 2 layers of 4 heads,
+# 32x32 images of 8x8 patches, its MLP SwiGLU (its default exact gelu is
+# an activation Tile's gated MLP lacks: the model's own).
+ENCODER_CONFIG = {
+    "pixtral": dict(hidden_size=64, intermediate_size=128,
+                    num_hidden_layers=2, num_attention_heads=4,
+                    image_size=32, patch_size=8, hidden_act="silu"),
+}
+
+# Every model type apply_tile takes: the language models (causal LMs and
+# vision-language models) and the vision encoders.
+LANGUAGE_MODELS = sorted((*tile.transformers.SUPPORTED,
+                          *tile.transformers.VISION_LANGUAGE))
+FAMILIES = sorted((*LANGUAGE_MODELS, *ENCODER_CONFIG))
 
 STEPS = 30
 LR = 1e-3
@@ -256,6 +269,13 @@ def from_config(config):
 def mini_model(model_type, seed, device, dtype):
     """A 2-layer model of `model_type` (hidden 64, vocabulary 128), its
     weights from `seed`."""
+    if model_type in ENCODER_CONFIG:
+        import transformers
+        config = transformers.AutoConfig.for_model(
+            model_type, **ENCODER_CONFIG[model_type])
+        torch.manual_seed(seed)
+        return transformers.AutoModel.from_config(config).to(
+            device=device, dtype=dtype)
     config = family_config(
         model_type, vocab_size=128, hidden_size=64, intermediate_size=128,
         head_dim=16, max_position_embeddings=128, tie_word_embeddings=False)
@@ -295,28 +315,61 @@ def batches(vocab, device, steps, seed, batch=2, length=32):
     return out
 
 
+def training_data(model, device, steps, seed):
+    """batches() for a language model; for a vision encoder, steps + 1
+    (images, target): four 1-image batches in turn (the last a fifth
+    image, to evaluate), every one regressed to the same features."""
+    config = model.config
+    if config.model_type not in ENCODER_CONFIG:
+        return batches(config.get_text_config().vocab_size, device, steps,
+                       seed)
+    generator = torch.Generator().manual_seed(seed)
+    images = torch.randn(5, 1, 3, config.image_size, config.image_size,
+                         generator=generator).to(device)
+    patches = (config.image_size // config.patch_size) ** 2
+    target = torch.randn(1, patches, config.hidden_size,
+                         generator=generator).to(device)
+    return [(images[step % 4], target) for step in range(steps)] + \
+        [(images[4], target)]
+
+
+def _loss_and_output(model, batch, labels=True):
+    """A language model's loss (labels=True) and logits, or a vision
+    encoder's mean squared distance from the target and its features."""
+    if isinstance(batch, tuple):
+        images, target = batch
+        weight = next(model.parameters())
+        features = model(pixel_values=images.to(weight.dtype)) \
+            .last_hidden_state
+        return (features.float() - target).pow(2).mean(), features
+    out = run(model, batch, labels=batch if labels else None)
+    return out.loss, out.logits
+
+
 def train(model, data, mode, device):
-    """Every step's loss, the eval batch's top-20 log-probabilities and the
-    final parameters."""
+    """Every step's loss, the eval batch's top-20 log-probabilities (a
+    vision encoder's: its features) and the final parameters."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
     autocast = torch.autocast(device_type=torch.device(device).type,
                               dtype=torch.bfloat16,
                               enabled=mode == "bf16-autocast")
     losses = []
     model.train()
-    for step, ids in enumerate(data[:-1]):
+    for step, batch in enumerate(data[:-1]):
         optimizer.zero_grad(set_to_none=True)
         # Phi-MoE's router samples in training: both runs draw alike.
         torch.manual_seed(step)
         with autocast:
-            loss = run(model, ids, labels=ids).loss
+            loss, _ = _loss_and_output(model, batch)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
     model.eval()
     with torch.no_grad(), autocast:
-        logits = run(model, data[-1]).logits.float()
-    logprobs = torch.log_softmax(logits, -1).topk(20, dim=-1).values
+        _, output = _loss_and_output(model, data[-1], labels=False)
+    output = output.float()
+    logprobs = output if isinstance(data[-1], tuple) else \
+        torch.log_softmax(output, -1).topk(20, dim=-1).values
     params = {n: p.detach().float().clone()
               for n, p in model.named_parameters()}
     return losses, logprobs, params
@@ -411,8 +464,7 @@ def compare(model_type, mode, device, steps=STEPS, seed=0):
     plain = mini_model(model_type, seed, device, dtype)
     patched = copy.deepcopy(plain)
     _, counts = tile.transformers.apply_tile(patched)
-    data = batches(plain.config.get_text_config().vocab_size, device, steps,
-                   seed + 1)
+    data = training_data(plain, device, steps, seed + 1)
     start = time.perf_counter()
     want = train(plain, data, mode, device)
     got = train(patched, data, mode, device)

@@ -53,7 +53,7 @@ def _tiny(model_type):
     return _CONVERGENCE.from_config(config).double()
 
 
-@pytest.mark.parametrize("model_type", _CONVERGENCE.FAMILIES)
+@pytest.mark.parametrize("model_type", _CONVERGENCE.LANGUAGE_MODELS)
 @pytest.mark.parametrize("tiled", [False, 2])
 def test_patched_model_matches_unpatched(model_type, tiled):
     if tiled and _geglu(model_type):
@@ -203,7 +203,7 @@ def test_patched_loss_honours_the_final_soft_cap():
     _assert_grads_close(model, grads)
 
 
-MOE = [t for t in _CONVERGENCE.FAMILIES if tile.transformers.family_of(
+MOE = [t for t in _CONVERGENCE.LANGUAGE_MODELS if tile.transformers.family_of(
     _CONVERGENCE.family_config(t)).experts]
 
 
@@ -370,7 +370,7 @@ def _loss_and_grads(model, ids):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("model_type", _CONVERGENCE.FAMILIES)
+@pytest.mark.parametrize("model_type", _CONVERGENCE.LANGUAGE_MODELS)
 @pytest.mark.parametrize("tiled", [False, True])
 def test_patched_bf16_model_matches_float64(model_type, tiled):
     """Both bf16 models against the float64 one: the patched model's error
