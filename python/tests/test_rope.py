@@ -29,15 +29,33 @@ def _rope_inputs(layout, dtype=torch.float64, generator=None):
     return leaf(q), leaf(k), cos.to(dtype), sin.to(dtype)
 
 
+def _hugging_face(interleaved):
+    """Hugging Face's apply_rotary_pos_emb: Llama's (rotate_half) or GLM-4's
+    (interleaved pairs: it takes Llama-layout tables and interleaves their
+    first half; its result contiguous, Tile's in q's layout), and the
+    tables Tile's kernel takes for Llama-layout ones."""
+    if not interleaved:
+        from transformers.models.llama import modeling_llama
+        return modeling_llama.apply_rotary_pos_emb, lambda t: t
+    from transformers.models.glm4 import modeling_glm4
+
+    def half(table):
+        return table[..., :table.shape[-1] // 2].repeat_interleave(2, -1)
+    return modeling_glm4.apply_rotary_pos_emb, half
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
 @pytest.mark.parametrize("unsqueeze_dim", [1, 2])
-def test_rope_matches_hugging_face(unsqueeze_dim, generator):
-    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+def test_rope_matches_hugging_face(unsqueeze_dim, interleaved, generator):
+    apply_rotary_pos_emb, tables = _hugging_face(interleaved)
     q, k, cos, sin = _rope_inputs(unsqueeze_dim, generator=generator)
-    got = tile.ops.rope(q, k, cos, sin, unsqueeze_dim)
+    got = tile.ops.rope(q, k, tables(cos), tables(sin), unsqueeze_dim,
+                        interleaved=interleaved)
     rq, rk = leaf(q.detach()), leaf(k.detach())
-    want = apply_rotary_pos_emb(rq, rk, cos, sin, unsqueeze_dim)
+    want = apply_rotary_pos_emb(rq, rk, cos, sin, unsqueeze_dim=unsqueeze_dim)
     for g, w in zip(got, want):
-        assert g.shape == w.shape and g.stride() == w.stride()
+        assert g.shape == w.shape
+        assert g.stride() == (q if g is got[0] else k).stride()
         assert_close(g, w, torch.float64, "rope")
     dq, dk = (torch.randn_like(w) for w in want)
     torch.autograd.backward(got, (dq, dk))
@@ -49,8 +67,10 @@ def test_rope_matches_hugging_face(unsqueeze_dim, generator):
 def test_rope_gradcheck_and_errors(generator):
     q, _, cos, sin = _rope_inputs(1, generator=generator)
     q = leaf(q.detach()[:, :2].contiguous())  # not a transposed view
-    assert torch.autograd.gradcheck(
-        lambda x: tile.ops.rotary(x, cos, sin), (q,))
+    for interleaved in (False, True):
+        assert torch.autograd.gradcheck(
+            lambda x: tile.ops.rotary(x, cos, sin, interleaved=interleaved),
+            (q,))
     with pytest.raises(ValueError, match="unsqueeze_dim must be 1 or 2"):
         tile.ops.rotary(q, cos, sin, 3)
     with pytest.raises(ValueError, match=r"cos and sin must be \[2 or 1, 9, 16\]"):
@@ -60,14 +80,17 @@ def test_rope_gradcheck_and_errors(generator):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("interleaved", [False, True])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16,
                                    torch.float32])
 @pytest.mark.parametrize("shape", [(1, 4096, 32, 8, 128), (2, 333, 4, 2, 64),
                                    (3, 17, 6, 3, 8)])
-def test_rope_against_float64(dtype, shape, poison_the_allocator):
+def test_rope_against_float64(dtype, shape, interleaved,
+                              poison_the_allocator):
     """tile.ops.rope on q, k as Llama's attention makes them (transposed
-    views of [B, S, heads, D]) against Hugging Face's formula in float64."""
-    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+    views of [B, S, heads, D]) against Hugging Face's formula in float64
+    (interleaved: GLM-4's)."""
+    apply_rotary_pos_emb, tables = _hugging_face(interleaved)
     batch, seq, heads, kv_heads, head_dim = shape
     g = torch.Generator("cuda").manual_seed(seq)
     q = torch.randn(batch, seq, heads, head_dim, device="cuda", generator=g)
@@ -78,7 +101,8 @@ def test_rope_against_float64(dtype, shape, poison_the_allocator):
     cos = torch.cat([angle.cos()] * 2, -1).to(dtype)
     sin = torch.cat([angle.sin()] * 2, -1).to(dtype)
     q, k = (leaf(t.to(dtype).transpose(1, 2)) for t in (q, k))
-    got = tile.ops.rope(q, k, cos, sin)
+    got = tile.ops.rope(q, k, tables(cos), tables(sin),
+                        interleaved=interleaved)
     exact_q, exact_k = (leaf(t.detach().double()) for t in (q, k))
     want = apply_rotary_pos_emb(exact_q, exact_k, cos.double(),
                                 sin.double())
@@ -86,7 +110,8 @@ def test_rope_against_float64(dtype, shape, poison_the_allocator):
     torch.autograd.backward(got, dy)
     torch.autograd.backward(want, [d.double() for d in dy])
     for o, w, name in zip(got, want, "qk"):
-        assert o.dtype == dtype and o.stride() == w.stride()
+        assert o.dtype == dtype and o.shape == w.shape
+        assert o.stride() == (q if o is got[0] else k).stride()
         assert_close(o, w, dtype, f"rope {name}")
     assert_close(q.grad, exact_q.grad, dtype, "rope dq")
     assert_close(k.grad, exact_k.grad, dtype, "rope dk")

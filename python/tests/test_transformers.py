@@ -467,9 +467,10 @@ def test_a_rope_of_another_signature_is_not_replaced(monkeypatch):
 
 def test_what_a_patch_leaves_is_said():
     """A fused gate_up MLP under main_grad stays the model's own (its
-    projections' gradients arrive in .grad, which a main_grad engine adds),
-    and GLM-4's interleaved RoPE too: each listed in "skipped" and warned
-    about; the rest is patched."""
+    projections' gradients arrive in .grad, which a main_grad engine adds):
+    listed in "skipped" and warned about; the rest is patched. DeepSeek-V3's
+    RoPE (interleaved pairs, its result de-interleaved) stays the model's,
+    said; GLM-4's is Tile's."""
     phi3 = _tiny("phi3")
     with pytest.warns(UserWarning, match="accumulate_into_main_grad is not "
                       "implemented for a fused gate_up"):
@@ -487,10 +488,17 @@ def test_what_a_patch_leaves_is_said():
         _, counts = tile.transformers.apply_tile(llama)
     assert counts["skipped"] == ["LlamaRMSNorm without a weight"]
     assert counts["rms_norm"] == 2 * llama.config.num_hidden_layers
+    deepseek = _tiny("deepseek_v3")
+    with pytest.warns(UserWarning, match="RoPE rotates interleaved pairs"):
+        _, counts = tile.transformers.apply_tile(deepseek)
+    assert counts["experts"] > 0 and counts["rope"] == 0
+    # GLM-4's interleaved RoPE is Tile's (examples/rope_interleaved.mlir).
     glm4 = _tiny("glm4")
-    with pytest.warns(UserWarning, match="interleaved"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         _, counts = tile.transformers.apply_tile(glm4)
-    assert counts["mlp"] == 2 and counts["rope"] == 0
+    assert counts["mlp"] == 2 and counts["rope"] == 1
+    assert counts["skipped"] == []
     assert isinstance(glm4.model.layers[0].mlp, tile.nn.FusedSwiGLUMLP)
 
 

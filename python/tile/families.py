@@ -24,9 +24,14 @@ class Family(typing.NamedTuple):
     # What else of the family's own stays the model's (a gated norm inside
     # a linear attention, ...): listed in "skipped" and warned about.
     own: tuple = ()
-    # Its RoPE's cos and sin cover half the head, and each half of the head
-    # is rotated by them (gpt-oss's): rotate-half with the tables repeated.
-    half_tables: bool = False
+    # How its apply_rotary_pos_emb(q, k, cos, sin, ...) rotates (the
+    # wrapper Tile puts in its place, tile.transformers.ROPE_LAYOUTS):
+    # "rotate_half" (Llama's: a head's halves; cos narrower than the head
+    # is a partial rotary factor's), "half_tables" (gpt-oss's: cos and sin
+    # cover half the head and rotate each half by them) or "interleaved"
+    # (GLM-4's: pairs 2i, 2i+1 of the rotated part, by the first half of
+    # cos and sin).
+    rope_layout: str = "rotate_half"
 
     def offset_of(self, norm):
         """The weight offset of the norm class named `norm`."""
@@ -62,8 +67,7 @@ SUPPORTED = {
     # GLM-4: sandwich norms and one gate_up projection; its RoPE rotates
     # interleaved pairs of a partial head.
     "glm4": Family(("Glm4RMSNorm",), ("Glm4MLP",),
-                   other_rope="GLM-4's RoPE rotates interleaved pairs "
-                              "(Tile's is rotate-half)"),
+                   rope_layout="interleaved"),
     # SmolLM3: some layers without RoPE (they never call it).
     "smollm3": Family(("SmolLM3RMSNorm",), ("SmolLM3MLP",)),
     # Mixture of experts: the experts on the grouped MLP, the router (and
@@ -127,7 +131,7 @@ SUPPORTED = {
     "gpt_oss": Family(("GptOssRMSNorm",), (),
                       own=("gpt-oss's experts (biases, gate and up "
                            "interleaved, a clamped SwiGLU)",),
-                      half_tables=True),
+                      rope_layout="half_tables"),
     "deepseek_v4": Family(("DeepseekV4RMSNorm",), (),
                           other_rope="DeepSeek-V4's RoPE rotates "
                                      "interleaved pairs of one tensor",

@@ -48,14 +48,18 @@ def silu_and_mul(x):
     return kernel("silu_and_mul")(x)
 
 
-def _rope_sign(head_dim, device):
-    """[-1]*(D/2) + [1]*(D/2) in f32: rotate_half's signs. Made each call
+def _rope_sign(head_dim, device, interleaved=False):
+    """[-1]*(D/2) + [1]*(D/2) in f32: rotate_half's signs (interleaved:
+    -1 on even columns, +1 on odd ones, the pairs' signs). Made each call
     (two fills) and freed by the rope's backward, not kept by the process:
     a whole step's memory peaks at the end of its backward, where a kept
     one would be the only block Tile holds beyond what the model's own
     layers hold (Qwen3-MoE at 4096 tokens: 512 bytes above Liger)."""
     sign = torch.ones(head_dim, dtype=torch.float32, device=device)
-    sign[: head_dim // 2] = -1.0
+    if interleaved:
+        sign[0::2] = -1.0
+    else:
+        sign[: head_dim // 2] = -1.0
     return sign
 
 
@@ -69,22 +73,27 @@ class _Rotary(torch.autograd.Function):
     as Hugging Face's own RoPE keeps only cos and sin."""
 
     @staticmethod
-    def forward(ctx, rows, cos, sin, sign):
+    def forward(ctx, name, rows, cos, sin, sign):
+        ctx.name = name
         ctx.save_for_backward(cos, sin, sign)
-        outputs, _ = run_forward(kernel("rope"), [rows, cos, sin, sign])
+        outputs, _ = run_forward(kernel(name), [rows, cos, sin, sign])
         return outputs[0]
 
     @staticmethod
     def backward(ctx, dy):
         cos, sin, sign = ctx.saved_tensors
         dy = dy.contiguous()
-        dx = run_backward(kernel("rope"), [dy, cos, sin, sign], (dy,), [])[0]
-        return dx, None, None, None
+        dx = run_backward(kernel(ctx.name), [dy, cos, sin, sign], (dy,),
+                          [])[0]
+        return None, dx, None, None, None
 
 
-def rotary(x, cos, sin, unsqueeze_dim=1, *, sign=None):
+def rotary(x, cos, sin, unsqueeze_dim=1, *, sign=None, interleaved=False):
     """x * cos + rotate_half(x) * sin for every head of x, as Hugging Face's
-    apply_rotary_pos_emb computes it for one of q and k: x is
+    apply_rotary_pos_emb computes it for one of q and k (interleaved=True:
+    the pairs 2i, 2i+1 of a head rotated, GLM-4's rotate_half_llm, cos and
+    sin holding each angle's value twice in a row; examples/
+    rope_interleaved.mlir): x is
     [B, heads, S, D] (unsqueeze_dim=1, the heads a transposed view of the
     projection's [B, S, heads, D], which is read in place) or
     [B, S, heads, D] (unsqueeze_dim=2); cos and sin are [B or 1, S, D].
@@ -112,22 +121,25 @@ def rotary(x, cos, sin, unsqueeze_dim=1, *, sign=None):
     table = [t.expand(batch, seq, head_dim).reshape(batch * seq, head_dim)
              .to(x.dtype) for t in (cos, sin)]
     if sign is None:
-        sign = _rope_sign(head_dim, x.device)
-    out = _Rotary.apply(rows, *table, sign)
+        sign = _rope_sign(head_dim, x.device, interleaved)
+    name = "rope_interleaved" if interleaved else "rope"
+    out = _Rotary.apply(name, rows, *table, sign)
     out = out.view(batch, seq, heads, head_dim)
     return out.transpose(1, 2) if unsqueeze_dim == 1 else out
 
 
-def rope(q, k, cos, sin, unsqueeze_dim=1):
+def rope(q, k, cos, sin, unsqueeze_dim=1, *, interleaved=False):
     """Hugging Face's apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim):
     (rotary(q, ...), rotary(k, ...)); the backward is derived (a rotation's
-    transpose, nothing saved but cos and sin)."""
+    transpose, nothing saved but cos and sin). interleaved: as rotary's."""
     # One sign for both where their heads agree (rotary checks the rest).
     same = all(isinstance(t, torch.Tensor) and t.dim() for t in (q, k)) \
         and q.shape[-1] == k.shape[-1] and q.device == k.device
-    sign = _rope_sign(q.shape[-1], q.device) if same else None
-    return (rotary(q, cos, sin, unsqueeze_dim, sign=sign),
-            rotary(k, cos, sin, unsqueeze_dim, sign=sign))
+    sign = _rope_sign(q.shape[-1], q.device, interleaved) if same else None
+    return (rotary(q, cos, sin, unsqueeze_dim, sign=sign,
+                   interleaved=interleaved),
+            rotary(k, cos, sin, unsqueeze_dim, sign=sign,
+                   interleaved=interleaved))
 
 
 def rms_norm(x, weight, eps=1e-6, offset=0.0, *, main_grad=False):

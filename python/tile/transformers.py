@@ -183,7 +183,7 @@ _ROPE_ORIGINALS = {}
 
 
 def _tile_apply_rotary_pos_emb(q, k, cos, sin, position_ids=None,
-                               unsqueeze_dim=1):
+                               unsqueeze_dim=1, *, interleaved=False):
     """Hugging Face's signature (position_ids: transformers 4's unused
     argument), Tile's kernel. cos narrower than the head (Phi-3's partial
     rotary factor) rotates the head's first dimensions; the rest pass
@@ -194,11 +194,26 @@ def _tile_apply_rotary_pos_emb(q, k, cos, sin, position_ids=None,
         cos, sin, unsqueeze_dim = cos[None], sin[None], 1
     rotary = cos.shape[-1]
     if rotary == q.shape[-1]:
-        return _ops.rope(q, k, cos, sin, unsqueeze_dim)
+        return _ops.rope(q, k, cos, sin, unsqueeze_dim,
+                         interleaved=interleaved)
     q_rot, k_rot = _ops.rope(q[..., :rotary], k[..., :rotary], cos, sin,
-                             unsqueeze_dim)
+                             unsqueeze_dim, interleaved=interleaved)
     return (torch.cat([q_rot, q[..., rotary:]], dim=-1),
             torch.cat([k_rot, k[..., rotary:]], dim=-1))
+
+
+def _tile_apply_interleaved(q, k, cos, sin, position_ids=None,
+                            unsqueeze_dim=1):
+    """GLM-4's apply_rotary_pos_emb, Tile's interleaved kernel: the first
+    half of cos and sin, each value twice in a row, rotates the pairs
+    (2i, 2i+1) of the head's first cos.shape[-1] columns (its partial
+    rotary factor); the rest pass through."""
+    half = cos.shape[-1] // 2
+    cos, sin = (t[..., :half].repeat_interleave(2, dim=-1)
+                for t in (cos, sin))
+    return _tile_apply_rotary_pos_emb(q, k, cos, sin,
+                                      unsqueeze_dim=unsqueeze_dim,
+                                      interleaved=True)
 
 
 def _tile_apply_half_tables(q, k, cos, sin, unsqueeze_dim=1):
@@ -209,6 +224,13 @@ def _tile_apply_half_tables(q, k, cos, sin, unsqueeze_dim=1):
     are: _tile_apply_rotary_pos_emb would rotate half the head only.)"""
     cos, sin = (torch.cat([t, t], dim=-1) for t in (cos, sin))
     return _ops.rope(q, k, cos, sin, unsqueeze_dim)
+
+
+# Family.rope_layout -> the function that stands in for the family's
+# apply_rotary_pos_emb.
+ROPE_LAYOUTS = {"rotate_half": _tile_apply_rotary_pos_emb,
+                "half_tables": _tile_apply_half_tables,
+                "interleaved": _tile_apply_interleaved}
 
 
 def _check_rope(modeling):
@@ -232,8 +254,7 @@ def _patch_rope(modeling, family):
     if modeling.__name__ in _ROPE_ORIGINALS:
         return 0
     _ROPE_ORIGINALS[modeling.__name__] = _check_rope(modeling)
-    modeling.apply_rotary_pos_emb = _tile_apply_half_tables \
-        if family.half_tables else _tile_apply_rotary_pos_emb
+    modeling.apply_rotary_pos_emb = ROPE_LAYOUTS[family.rope_layout]
     return 1
 
 
@@ -253,8 +274,8 @@ def apply_tile(model, rms_norm=True, mlp=True, tiled_mlp=False, rope=True,
     was replaced ({"rms_norm": n, "mlp": m, "experts": k, "rope": 0 or 1,
     "loss": 0 or 1,
     "skipped": [why, ...]}: rope 0 where an earlier call already replaced
-    the function). What a family has that Tile does not patch (GLM-4's
-    interleaved RoPE, a fused MLP under main_grad) stays the model's own,
+    the function). What a family has that Tile does not patch (DeepSeek's
+    RoPE, a fused MLP under main_grad) stays the model's own,
     is listed in "skipped" and warned about.
 
     tiled_mlp: False, True (automatic shards) or a shard count for
