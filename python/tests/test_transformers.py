@@ -69,13 +69,13 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     params = dict(model.named_parameters())
     family = tile.transformers.family_of(model.config)
     fused = model_type in FUSED_MLP
-    untileable = tiled and (fused or model_type in NOT_GATED | MULTIPLIED)
+    untileable = tiled and model_type in NOT_GATED | MULTIPLIED
     kinds = [type(m).__name__ for m in model.modules()]
     mlps = sum(kinds.count(k) for k in family.mlps)
     experts = sum(kinds.count(k) for k in family.experts)
     if untileable:
-        match = "tiled MLP takes separate" if fused else \
-            "multipliers" if model_type in MULTIPLIED else "take gated SwiGLU"
+        match = "multipliers" if model_type in MULTIPLIED else \
+            "take gated SwiGLU"
         with pytest.warns(UserWarning, match=match):
             _, counts = tile.transformers.apply_tile(model, tiled_mlp=tiled)
     elif family.other_rope or family.own:
@@ -89,6 +89,9 @@ def test_patched_model_matches_unpatched(model_type, tiled):
     assert mlps + experts >= layers or not (family.mlps or family.experts)
     assert (experts > 0) == bool(family.experts)
     assert counts["mlp"] == (0 if untileable else mlps)
+    if tiled and fused:  # Phi-3's, GLM-4's: the tiled MLP on its views
+        assert any(isinstance(m, tile.nn.TiledFusedSwiGLUMLP)
+                   for m in model.modules())
     assert counts["experts"] == experts
     assert counts["rope"] == (0 if family.other_rope else 1)
     weightless = any(type(m).__name__ in family.norms and

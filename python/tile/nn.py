@@ -25,7 +25,8 @@ from .operators import ACTIVATIONS, gated, kernel
 
 __all__ = ["RMSNorm", "SwiGLU", "SiluAndMul", "GatedMLP", "SwiGLUMLP",
            "FusedSwiGLUMLP", "SquaredReLUMLP",
-           "TiledSwiGLUMLP", "GroupedSwiGLUMLP", "MoEExperts",
+           "TiledSwiGLUMLP", "TiledFusedSwiGLUMLP", "GroupedSwiGLUMLP",
+           "MoEExperts",
            "attach_main_grads",
            "adopt_main_grad_module", "prepare_main_grads"]
 
@@ -282,6 +283,39 @@ class TiledSwiGLUMLP(nn.Module):
             shards=0 if self.shards == "auto" else self.shards,
             memory_budget=self.memory_budget,
             main_grad=self.accumulate_into_main_grad)
+
+    def extra_repr(self):
+        return (f"{self.hidden_size}, {self.intermediate_size}, "
+                f"shards={self.shards!r}")
+
+
+class TiledFusedSwiGLUMLP(nn.Module):
+    """TiledSwiGLUMLP of a fused gate_up_proj [2I, H] (Phi-3's, GLM-4's:
+    its gate rows, then its up rows): the two row blocks are contiguous
+    views of the one weight, so the tiled step reads them in place and
+    autograd adds their gradients into the weight's. (The backward's two
+    [2I, H] slice gradients are summed in the weight's dtype; under
+    accumulate_into_main_grad the views have no main_grad: refused.)"""
+
+    def __init__(self, hidden_size, intermediate_size, shards="auto", *,
+                 memory_budget=None, device=None, dtype=None):
+        super().__init__()
+        _check_shards(shards)
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.shards = shards
+        self.memory_budget = memory_budget
+        _add_projections(self, ("gate_up_proj",), 2, bias=False,
+                         device=device, dtype=dtype)
+
+    def forward(self, x):
+        gate_up = self.gate_up_proj.weight
+        inter = self.intermediate_size
+        return ops.swiglu_mlp(
+            x.contiguous(), gate_up[:inter], gate_up[inter:],
+            self.down_proj.weight,
+            shards=0 if self.shards == "auto" else self.shards,
+            memory_budget=self.memory_budget)
 
     def extra_repr(self):
         return (f"{self.hidden_size}, {self.intermediate_size}, "

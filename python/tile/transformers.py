@@ -67,7 +67,8 @@ def _activation(config):
 def _mlp(module, config, tiled_mlp, main_grad, memory_budget):
     """The module's tile.nn counterpart, or a string: why it stays."""
     if hasattr(module, "gate_up_proj"):
-        return _fused_mlp(module, config, tiled_mlp, main_grad)
+        return _fused_mlp(module, config, tiled_mlp, main_grad,
+                          memory_budget)
     if not hasattr(module, "gate_proj"):
         return _plain_mlp(module, config, tiled_mlp, main_grad)
     gate, up, down = module.gate_proj, module.up_proj, module.down_proj
@@ -156,24 +157,32 @@ def _plain_mlp(module, config, tiled_mlp, main_grad):
     return patched
 
 
-def _fused_mlp(module, config, tiled_mlp, main_grad):
+def _fused_mlp(module, config, tiled_mlp, main_grad, memory_budget):
     """Phi-3's and GLM-4's MLP (one gate_up projection) as
-    tile.nn.FusedSwiGLUMLP, or why it stays."""
+    tile.nn.FusedSwiGLUMLP (tiled: TiledFusedSwiGLUMLP), or why it
+    stays."""
     name = type(module).__name__
     if _nn.ACTIVATIONS.get(_activation(config)) != "swiglu":
         return (f"{name}: its fused gate_up MLP is not SwiGLU (activation "
                 f"{_activation(config)!r})")
-    if tiled_mlp:
-        return (f"{name}: the tiled MLP takes separate gate and up "
-                "projections, this one has one gate_up_proj")
+    gate_up, down = module.gate_up_proj, module.down_proj
+    if tiled_mlp and (gate_up.bias is not None or down.bias is not None):
+        raise ValueError(f"{name} has biases: the tiled MLP takes an MLP "
+                         "without them")
     if main_grad:
         # Left to the model: its projections' gradients arrive in .grad,
         # which a main_grad engine adds itself.
         return (f"{name}: accumulate_into_main_grad is not implemented for "
                 "a fused gate_up projection")
-    gate_up, down = module.gate_up_proj, module.down_proj
-    patched = _nn.FusedSwiGLUMLP(gate_up.in_features,
-                                 gate_up.out_features // 2, device="meta")
+    if tiled_mlp:
+        patched = _nn.TiledFusedSwiGLUMLP(
+            gate_up.in_features, gate_up.out_features // 2,
+            "auto" if tiled_mlp is True else tiled_mlp,
+            memory_budget=memory_budget, device="meta")
+    else:
+        patched = _nn.FusedSwiGLUMLP(gate_up.in_features,
+                                     gate_up.out_features // 2,
+                                     device="meta")
     patched.gate_up_proj, patched.down_proj = gate_up, down
     return patched
 
