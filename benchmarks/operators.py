@@ -103,7 +103,7 @@ def gpu_time(call, sets, iterations=50, ahead="stream"):
 def shape_times(shape, dtype, ahead):
     """(kernel, shape, ms) of each operator at one shape; its input sets
     are freed when it returns."""
-    from tile.kernel import run_backward
+    from tile.kernel_autograd import run_backward
     swiglu = tile.operators.kernel("swiglu")
     rms = tile.operators.kernel("rms_norm")
     r, c = shape

@@ -37,7 +37,9 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .autograd import grad_dtype, main_grad_of, mark_main_grads, tracing
-from .kernel import Kernel, registered, run_backward, run_forward
+from .kernel import Kernel
+from .kernel_autograd import run_backward
+from .kernel_launch import registered, run_forward
 from .losses import (REDUCTIONS, check_labels, check_options, dense_labels)
 from .mlp import matmul_into
 from .operators import kernel as operator

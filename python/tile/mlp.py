@@ -45,7 +45,7 @@ from . import operators
 from .autograd import (GPU_DTYPE_NAMES, TILE_DTYPES, grad_dtype,
                        main_grads_of, mark_main_grads, stream_of, tensor_arg,
                        tracing, workspace_of)
-from .kernel import run_backward
+from .kernel_autograd import run_backward
 
 __all__ = ["swiglu_mlp", "grouped_swiglu_mlp", "plan", "matmul_into"]
 

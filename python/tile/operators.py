@@ -8,7 +8,8 @@ and widths on first use.
 
 from . import _capi
 from .autograd import tracing
-from .kernel import Kernel, apply, run_backward
+from .kernel import Kernel
+from .kernel_autograd import apply, run_backward
 
 # Every operator's kernel, plain and with main_grad (where that changes
 # anything: a cross-row gradient added to main_grad), made when the package

@@ -9,7 +9,8 @@ grouped_swiglu_mlp its mixture-of-experts form (mlp.py, one stack).
 import torch
 
 from .head import linear_cross_entropy, linear_loss
-from .kernel import run_backward, run_forward
+from .kernel_autograd import run_backward
+from .kernel_launch import run_forward
 from .losses import cross_entropy
 from .mlp import grouped_swiglu_mlp, swiglu_mlp
 from .moe import moe_experts

@@ -1,0 +1,316 @@
+"""Running one compiled function of a tile.Kernel: the arguments flattened
+to rows, the library called eagerly (a CUDA launch on the tensors' stream,
+or the float64 evaluator for CPU tensors) or, while torch.compile traces,
+through the custom op tile::launch, whose fake implementation infers the
+result shapes; the results shaped back. Kernels are registered by key so
+that the custom op (strings and tensors only) finds the one a traced call
+belongs to."""
+
+import math
+
+import torch
+
+from . import _capi
+from ._capi import FLOAT, INT, OUTPUT, SAVED, TileError
+from .autograd import INTEGER_DTYPES, TILE_DTYPES, TORCH_DTYPES, stream_of, \
+    tracing
+
+# Kernels by key (kernel.Kernel adds itself).
+_REGISTRY = {}
+
+
+def register(kernel):
+    """Makes `kernel` findable by its key."""
+    _REGISTRY[kernel.key] = kernel
+
+
+def registered(key):
+    """The Kernel whose key is `key` (a custom op's way to name one)."""
+    return _REGISTRY[key]
+
+
+def flat_argument(arg, info):
+    """The tensor as the kernels see it: leading dimensions as rows, and a
+    per-row vector (integer data, a label per row; the cotangent of a
+    per-row result, which the forward shaped [...]) as one value per row."""
+    if info.rank == 2:
+        return arg.reshape(-1, arg.shape[-1]) if arg.dim() != 2 else arg
+    if info.rank == 1 and arg.dim() != 1:
+        return arg.reshape(-1)
+    return arg
+
+
+def flatten(call, args):
+    """`args` as `call`'s function takes them: tensors flattened to rows."""
+    if len(args) != len(call.info.arguments):
+        raise TileError(f"{call.info.name} takes "
+                        f"{len(call.info.arguments)} arguments, "
+                        f"{len(args)} given")
+    return [flat_argument(a, info) if isinstance(a, torch.Tensor) else a
+            for a, info in zip(args, call.info.arguments)]
+
+
+def _is_exact(flats):
+    """A call with a float64 tensor is evaluated exactly, in float64 (an
+    fp32 main_grad beside it is only an accumulator)."""
+    return any(isinstance(f, torch.Tensor) and f.dtype == torch.float64
+               for f in flats)
+
+
+def _arguments(call, args, flats, with_data=True, host=False,
+               shape_of=lambda flat: tuple(flat.shape)):
+    """The C layer's Arguments of a call: tensors (their flattened shapes,
+    or what `shape_of` makes of them) and numbers. Without data (inferring
+    shapes) tensors may be fake; on the host (evaluating) every tensor
+    holds float64."""
+    described = []
+    for arg, flat, info in zip(args, flats, call.info.arguments):
+        if isinstance(arg, torch.Tensor):
+            # Shapes of an exact (float64) call are those of the kernel's
+            # own types.
+            dtype = _capi.F64 if host else (
+                info.dtype if flat.dtype == torch.float64
+                else TILE_DTYPES[flat.dtype])
+            described.append(_capi.TensorArg(
+                flat.data_ptr() if with_data else 0, shape_of(flat), dtype))
+        elif info.dtype in INTEGER_DTYPES or isinstance(arg, bool):
+            described.append((INT, arg))
+        else:
+            described.append((FLOAT, arg))
+    return _capi.Arguments(described)
+
+
+def infer(call, args, flats, shape_of=lambda flat: tuple(flat.shape)):
+    """[(flat shape, torch dtype)] of the results, and workspace bytes
+    (launches keep them in their _Record; the host and tracing ask anew).
+    `shape_of`: the shape the C layer is told for each flat tensor."""
+    shapes, workspace = _capi.infer(
+        call.info, _arguments(call, args, flats, with_data=False,
+                              shape_of=shape_of))
+    exact = _is_exact(flats)
+    return [(shape, torch.float64 if exact else TORCH_DTYPES[info.dtype])
+            for shape, info in zip(shapes, call.info.results)], workspace
+
+
+# Two row counts no width equals both of: a traced call's shapes are
+# inferred for each, and a result dimension that follows them is the row
+# count (_traced_shapes).
+_ROW_PROBES = (1009, 1013)
+
+
+def _traced_shapes(call, args, flats):
+    """infer's result shapes for a traced call (torch.compile) whose row
+    count is symbolic: the rows stay symbolic, so a new sequence length
+    reuses the graph; every other dimension (a width, which the kernels
+    are specialized for) is read, and so guarded. The C layer sees
+    concrete shapes only: it is asked twice, with the rows at each of
+    _ROW_PROBES, and a result dimension equal to the probe both times is
+    the rows. A call whose rows are not one symbol, or that the probes do
+    not explain, is inferred on its concrete sizes (specialized)."""
+    rows = next((flat.shape[0] for flat, info in zip(flats, call.info.arguments)
+                 if isinstance(flat, torch.Tensor) and info.rank == 2), None)
+    if not isinstance(rows, torch.SymInt):
+        return infer(call, args, flats)[0]
+    expr = rows.node.expr
+
+    def probed(probe):
+        def shape_of(flat):
+            return tuple(probe if isinstance(d, torch.SymInt) and
+                         d.node.expr == expr else int(d) for d in flat.shape)
+        return infer(call, args, flats, shape_of)[0]
+    try:
+        first, second = (probed(probe) for probe in _ROW_PROBES)
+    except TileError:
+        return infer(call, args, flats)[0]
+    results = []
+    for (a, dtype), (b, _) in zip(first, second):
+        if len(a) != len(b) or any(x != y and (x, y) != _ROW_PROBES
+                                   for x, y in zip(a, b)):
+            return infer(call, args, flats)[0]
+        results.append((tuple(x if x == y else rows for x, y in zip(a, b)),
+                        dtype))
+    return results
+
+
+class _Record:
+    """What every call of one function on one set of shapes shares: the
+    results' shapes and dtypes, the workspace size, and the C layer's
+    Launch of those shapes."""
+
+    def __init__(self, call, args, flats):
+        self.results, self.workspace_bytes = infer(call, args, flats)
+        self.launch = _capi.Launch(
+            call.info, _arguments(call, args, flats, with_data=False),
+            [_capi.TensorArg(0, shape, TILE_DTYPES[dtype])
+             for shape, dtype in self.results])
+
+
+def _record(call, args, flats):
+    signature = tuple(f.shape if isinstance(f, torch.Tensor) else
+                      (f if isinstance(f, int) else None) for f in flats)
+    record = call.records.get(signature)
+    if record is None:
+        record = call.records[signature] = _Record(call, args, flats)
+    return record
+
+
+def launch(call, args, device, out=None):
+    """Runs `call` on `args` (tensors, already checked, and numbers) and
+    returns its results, flattened. `out` gives preallocated results by
+    index (main_grad accumulators)."""
+    flats = flatten(call, args)
+    if device.type == "cpu":
+        infer(call, args, flats)  # the GPU's shape rules and messages
+        results = _evaluate(call, args, flats)
+        for index, given in (out or {}).items():
+            given.copy_(results[index].view(given.shape))
+            results[index] = given
+        return results
+    record = _record(call, args, flats)
+    outputs = []
+    for index, (shape, dtype) in enumerate(record.results):
+        given = out.get(index) if out else None
+        outputs.append(given if given is not None else
+                       torch.empty(shape, dtype=dtype, device=device))
+    workspace = (torch.empty(record.workspace_bytes, dtype=torch.uint8,
+                             device=device) if record.workspace_bytes else None)
+    record.launch(
+        device.index, stream_of(device),
+        [flats[i].data_ptr() for i in record.launch.tensor_slots],
+        [args[i] for i in record.launch.float_slots],
+        [output.data_ptr() for output in outputs],
+        workspace.data_ptr() if workspace is not None else None,
+        record.workspace_bytes)
+    return outputs
+
+
+def _evaluate(call, args, flats):
+    """The reference evaluator: float64 on the host, results in the dtype
+    the kernel gives them (float64 where the inputs were)."""
+    exact = _is_exact(flats)
+    host = [f.detach().to(torch.float64).contiguous()
+            if isinstance(f, torch.Tensor) else f for f in flats]
+    arguments = _arguments(call, args, host, host=True)
+    outputs = []
+    for (shape, data), info in zip(_capi.evaluate(call.info, arguments,
+                                                   exact),
+                                   call.info.results):
+        result = torch.frombuffer(bytearray(data), dtype=torch.float64) \
+            if data else torch.empty(0, dtype=torch.float64)
+        outputs.append(result.view(shape).to(
+            torch.float64 if exact else TORCH_DTYPES[info.dtype]))
+    return outputs
+
+
+# -- autograd and torch.compile ---------------------------------------------
+
+def _pack(args):
+    kinds, tensors, floats, ints = [], [], [], []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            kinds.append("t")
+            tensors.append(a)
+        elif isinstance(a, int) and not isinstance(a, bool):
+            kinds.append("i")
+            ints.append(a)
+        else:
+            kinds.append("f")
+            floats.append(float(a))
+    return "".join(kinds), tensors, floats, ints
+
+
+def _unpack(kinds, tensors, floats, ints):
+    t, f, i = iter(tensors), iter(floats), iter(ints)
+    return [next(t) if k == "t" else next(f) if k == "f" else next(i)
+            for k in kinds]
+
+
+def _resolve(kernel, function, args):
+    """The compiled function for the call, and its device."""
+    device = next(a.device for a in args if isinstance(a, torch.Tensor))
+    call = kernel.call_for(function, device, kernel.dtype_of(args),
+                           kernel.widths_of(args), args)
+    return call, device
+
+
+@torch.library.custom_op("tile::launch", mutates_args=())
+def _launch_op(key: str, function: str, kinds: str,
+               tensors: list[torch.Tensor], floats: list[float],
+               ints: list[int]) -> list[torch.Tensor]:
+    args = _unpack(kinds, tensors, floats, ints)
+    call, device = _resolve(_REGISTRY[key], function, args)
+    return launch(call, args, device)
+
+
+@_launch_op.register_fake
+def _launch_fake(key, function, kinds, tensors, floats, ints):
+    args = _unpack(kinds, tensors, floats, ints)
+    kernel = _REGISTRY[key]
+    device = tensors[0].device
+    # The shapes do not depend on the chip: the host module says them.
+    call = kernel.call_for(function, torch.device("cpu"),
+                           kernel.dtype_of(args), ())
+    results = _traced_shapes(call, args, flatten(call, args))
+    return [torch.empty(shape, dtype=dtype, device=device)
+            for shape, dtype in results]
+
+
+def run(kernel, function, args, out=None):
+    """Runs `function` of `kernel` on `args`; the results flattened."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if tracing(tensors):
+        kinds, tensors, floats, ints = _pack(args)
+        flat = list(_launch_op(kernel.key, function, kinds, tensors, floats,
+                               ints))
+        # Traced, the launch stays functional and the results asked for in
+        # place are copied there: torch.compile records the copy as a
+        # mutation of the graph's input (a main_grad: the kernel read it as
+        # an argument and returned it with the gradient added, a tensor of
+        # the weight's [N] only) and may fuse or elide it.
+        for index, given in (out or {}).items():
+            flat[index] = given.copy_(flat[index].view(given.shape))
+        return flat
+    # Errors name the argument, whether the host module's check before a
+    # first compile for a GPU raised them or the launch.
+    try:
+        call, device = _resolve(kernel, function, args)
+        return launch(call, args, device, out)
+    except TileError as error:
+        raise TileError(kernel.name_in(str(error))) from None
+
+
+def _leading(args, infos):
+    """The leading shape the rows of the call came from."""
+    for a, info in zip(args, infos):
+        if isinstance(a, torch.Tensor) and info.is_tensor and info.rank == 2:
+            return tuple(a.shape[:-1])
+    return None
+
+
+def _shape_results(flat, infos, leading):
+    """Results as the caller sees them: rows back to the leading shape."""
+    shaped = []
+    for tensor, info in zip(flat, infos):
+        if leading is not None and info.rank == 2 and tensor.dim() == 2:
+            tensor = tensor.view(*leading, tensor.shape[-1])
+        elif leading is not None and info.rank == 1 and len(leading) > 1 \
+                and tensor.shape[0] == math.prod(leading):
+            tensor = tensor.view(*leading)
+        shaped.append(tensor)
+    return shaped
+
+
+def run_forward(kernel, args):
+    """(outputs as the caller sees them, the row statistics the policy
+    saves for the backward)."""
+    infos = kernel.forward_info.arguments
+    leading = _leading(args, infos)
+    if kernel.policy == "save-row-stats" and kernel.saving_function:
+        flat = run(kernel, kernel.saving_function, args)
+        info = kernel.functions[kernel.saving_function]
+        outputs = [t for t, r in zip(flat, info.results) if r.role == OUTPUT]
+        saved = [t for t, r in zip(flat, info.results) if r.role == SAVED]
+    else:
+        outputs, saved = run(kernel, kernel.function, args), []
+    results = kernel.forward_info.results
+    return _shape_results(outputs, results, leading), saved
