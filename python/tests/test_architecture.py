@@ -16,7 +16,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tile"
 
 # Bottom to top: a module may import the ones before it, never after.
 LAYERS = ["_capi", "autograd", "distributed", "kernel_launch",
-          "kernel_autograd", "kernel", "operators", "mlp",
+          "kernel_autograd", "kernel", "operators", "gemm", "mlp_checks",
+          "mlp_reference", "mlp",
           "moe", "losses", "head", "ops", "nn", "families", "lm_loss",
           "transformers", "__init__"]
 

@@ -325,7 +325,7 @@ def test_matmul_into_with_beta_zero_reads_nothing():
     a = torch.randn(5, 3, dtype=torch.bfloat16)
     b = torch.randn(5, 4, dtype=torch.bfloat16)
     d = torch.full((3, 4), float("nan"))
-    tile.mlp.matmul_into(d, a, b, trans_a=True, beta=0.0)
+    tile.gemm.matmul_into(d, a, b, trans_a=True, beta=0.0)
     torch.testing.assert_close(d, (a.double().T @ b.double()).float())
 
 

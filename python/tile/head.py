@@ -41,7 +41,7 @@ from .kernel import Kernel
 from .kernel_autograd import run_backward
 from .kernel_launch import registered, run_forward
 from .losses import (REDUCTIONS, check_labels, check_options, dense_labels)
-from .mlp import matmul_into
+from .gemm import matmul_into
 from .operators import kernel as operator
 
 __all__ = ["linear_cross_entropy", "linear_loss", "plan",

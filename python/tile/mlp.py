@@ -45,9 +45,12 @@ from . import operators
 from .autograd import (GPU_DTYPE_NAMES, TILE_DTYPES, grad_dtype,
                        main_grads_of, mark_main_grads, stream_of, tensor_arg,
                        tracing, workspace_of)
-from .kernel_autograd import run_backward
+from .gemm import matmul_into
+from .mlp_checks import check_dense, check_grouped, check_options, \
+    check_splits
+from .mlp_reference import cpu_backward, cpu_forward
 
-__all__ = ["swiglu_mlp", "grouped_swiglu_mlp", "plan", "matmul_into"]
+__all__ = ["swiglu_mlp", "grouped_swiglu_mlp", "plan"]
 
 
 def plan(rows, intermediate, dtype, *, shards=0, memory_budget=None,
@@ -58,55 +61,6 @@ def plan(rows, intermediate, dtype, *, shards=0, memory_budget=None,
     _check_dtype(dtype)
     return _capi.mlp_plan(rows, intermediate, experts, TILE_DTYPES[dtype],
                           shards, memory_budget, recompute, streams)
-
-
-# -- matmul_into: a GEMM into an fp32 main_grad ------------------------------
-
-def matmul_into(d, a, b, *, trans_a=False, trans_b=False, beta=1.0):
-    """d = op(a) @ op(b) + beta * d in place, fp32 accumulation: with d an
-    fp32 main_grad and bf16/f16 a and b, the weight gradient is added
-    without a gradient tensor of its own (cuBLASLt on CUDA tensors, on the
-    current stream; torch in float64 on the CPU). a, b, d dense 2-D."""
-    for name, t in (("a", a), ("b", b), ("d", d)):
-        if t.dim() != 2 or not t.is_contiguous():
-            raise ValueError(f"matmul_into: {name} must be a dense 2-D "
-                             f"tensor, got shape {list(t.shape)}")
-    if tracing([d, a, b]):
-        _matmul_into_op(d, a, b, trans_a, trans_b, beta)
-    else:
-        _matmul_into(d, a, b, trans_a, trans_b, beta)
-    return d
-
-
-def _matmul_into(d, a, b, trans_a, trans_b, beta):
-    if d.device.type == "cpu":
-        f64 = torch.float64
-        op_a = a.to(f64).T if trans_a else a.to(f64)
-        op_b = b.to(f64).T if trans_b else b.to(f64)
-        product = op_a @ op_b
-        # beta = 0 reads nothing of d (as cuBLASLt): it may be uninitialized
-        # memory, whose NaNs 0 * d would keep.
-        if beta != 0.0:
-            product += beta * d.to(f64)
-        d.copy_(product.to(d.dtype))
-        return
-    workspace = torch.empty(_capi.MATMUL_WORKSPACE_BYTES, dtype=torch.uint8,
-                            device=d.device)
-    _capi.matmul(d.device.index, stream_of(d.device), workspace_of(workspace),
-                 tensor_arg(a), trans_a, tensor_arg(b), trans_b,
-                 tensor_arg(d), beta)
-
-
-@torch.library.custom_op("tile::matmul_into", mutates_args=("d",))
-def _matmul_into_op(d: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
-                    trans_a: bool, trans_b: bool, beta: float) -> None:
-    """matmul_into traced (torch.compile): it writes d, a graph input."""
-    _matmul_into(d, a, b, trans_a, trans_b, beta)
-
-
-@_matmul_into_op.register_fake
-def _matmul_into_fake(d, a, b, trans_a, trans_b, beta):
-    return None
 
 
 # -- the gated MLP of torch GEMMs, its weight gradients into main_grad ------
@@ -155,99 +109,6 @@ def gated_mlp_into_main_grads(x, gate, up, down, activation, main_grads):
     autograd."""
     return _MainGradGatedMLP.apply(x, gate, up, down, activation,
                                    *main_grads)
-
-
-# -- the float64 reference (the CPU's step) ----------------------------------
-#
-# Weights are stacked throughout: gate and up [E, I, H] with down
-# [E, H, I], or a fused gate [E, 2I, H] with up None. `splits` None is one
-# expert over every row.
-
-def _expert_rows(splits, rows):
-    first = 0
-    for e, count in enumerate(splits if splits is not None else [rows]):
-        yield e, slice(first, first + count)
-        first += count
-
-
-def _halves(gate, up):
-    """gate and up [E, I, H] of either layout."""
-    if up is not None:
-        return gate, up
-    inter = gate.shape[1] // 2
-    return gate[:, :inter], gate[:, inter:]
-
-
-def _round(t, dtype):
-    """A float64 result stored in `dtype` and read as float64 again (where
-    the GPU rounds)."""
-    return t.to(dtype).to(torch.float64)
-
-
-def _gate_up(x64, gate, up, dtype):
-    """g and u of one expert, in the storage dtype."""
-    f64 = torch.float64
-    return (_round(x64 @ gate.to(f64).T, dtype).to(dtype),
-            _round(x64 @ up.to(f64).T, dtype).to(dtype))
-
-
-def _product(g, u, routing, rows):
-    """h = silu(g) * u (* the rows' routing weights, f32, or float64 in an
-    exact step: moe.py's _routing_of) by the operators' kernels, in g's
-    storage dtype."""
-    if routing is None:
-        return operators.kernel("swiglu")(g, u)
-    return operators.kernel("scaled_silu_and_mul")(
-        torch.cat([g, u], 1), routing[rows])
-
-
-def cpu_forward(x, gate, up, down, splits, routing=None):
-    gates, ups = _halves(gate, up)
-    f64 = torch.float64
-    y = torch.zeros_like(x)
-    for e, rows in _expert_rows(splits, x.shape[0]):
-        g, u = _gate_up(x[rows].to(f64), gates[e], ups[e], x.dtype)
-        h = _product(g, u, routing, rows).to(f64)
-        y[rows] = (h @ down[e].to(f64).T).to(x.dtype)
-    return y
-
-
-def cpu_backward(x, gate, up, down, dy, splits, grads, overwrite,
-                  routing=None, d_routing=None):
-    """dx; the fp32 (float64 for float64) weight gradients written to or
-    added to `grads`, stacked as the weights, as the GPU's step does; with
-    `routing`, the routing weights' gradient written to d_routing."""
-    gates, ups = _halves(gate, up)
-    dtype, f64 = x.dtype, torch.float64
-    swiglu = operators.kernel("swiglu")
-    scaled = operators.kernel("scaled_silu_and_mul")
-    dx = torch.zeros_like(x)
-    computed = [torch.zeros(g.shape, dtype=f64) for g in grads]
-    grad_gate, grad_up = _halves(computed[0],
-                                 None if up is None else computed[1])
-    for e, rows in _expert_rows(splits, x.shape[0]):
-        if rows.start == rows.stop:
-            continue  # no tokens: zero gradients (and no routing weights)
-        x64, dy64 = x[rows].to(f64), dy[rows].to(f64)
-        g, u = _gate_up(x64, gates[e], ups[e], dtype)
-        h64 = _product(g, u, routing, rows).to(f64)
-        dh = (dy64 @ down[e].to(f64)).to(dtype)
-        if routing is None:
-            dg, du = (t.to(f64)
-                      for t in run_backward(swiglu, [g, u], (dh,), []))
-        else:
-            gu, w = torch.cat([g, u], 1), routing[rows]
-            dgu, dw = run_backward(scaled, [gu, w], (dh,), [])
-            dg, du = dgu.to(f64).chunk(2, 1)
-            d_routing[rows] = dw.to(d_routing.dtype)
-        dx[rows] = (dg @ gates[e].to(f64) + du @ ups[e].to(f64)).to(dtype)
-        grad_gate[e] = dg.T @ x64
-        grad_up[e] = du.T @ x64
-        computed[-1][e] = dy64.T @ h64
-    for target, grad in zip(grads, computed):
-        grad = grad.to(grad_dtype(dtype))
-        target.copy_(grad) if overwrite else target.add_(grad)
-    return dx
 
 
 # -- one step, on either device ----------------------------------------------
@@ -508,128 +369,6 @@ class _MLPFunction(torch.autograd.Function):
         return dx, *weight_grads, *rest
 
 
-# -- checks and the public functions ---------------------------------------
-
-def _check_operands(named):
-    """The rules every MLP operand follows: a tensor of the GPU's dtypes
-    (float64 too on the CPU), x's dtype and device, contiguous. `named` is
-    ((name, tensor), ...) with x first."""
-    for name, t in named:
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a tensor, got "
-                            f"{type(t).__name__}")
-    x = named[0][1]
-    allowed = set(GPU_DTYPE_NAMES)
-    if x.device.type == "cpu":
-        allowed.add(torch.float64)
-    for name, t in named:
-        if t.dtype not in allowed:
-            raise TypeError(
-                f"{name} has dtype {t.dtype}; the MLP runs in bfloat16, "
-                "float16 or float32 (float64 on the CPU)")
-        if t.dtype != x.dtype:
-            raise TypeError(f"{name} is {t.dtype} but x is {x.dtype}")
-        if t.device != x.device:
-            raise ValueError(f"{name} is on {t.device} but x is on "
-                             f"{x.device}")
-        if t.device.type not in ("cpu", "cuda", "meta"):
-            raise ValueError(f"{name} is on {t.device}; Tile runs on CUDA "
-                             "devices and on the CPU")
-        if not t.is_contiguous():
-            raise ValueError(f"{name} is not contiguous (strides "
-                             f"{tuple(t.stride())}); call .contiguous()")
-
-
-def _check_dense(x, gate, up, down):
-    _check_operands((("x", x), ("gate", gate), ("up", up), ("down", down)))
-    if x.dim() == 0:
-        raise ValueError("x must be [..., H], not a 0-d tensor")
-    hidden = x.shape[-1]
-    if gate.dim() != 2 or gate.shape[1] != hidden:
-        raise ValueError(f"gate must be [I, H] = [I, {hidden}], got "
-                         f"{list(gate.shape)}")
-    inter = gate.shape[0]
-    if hidden == 0 or inter == 0:
-        raise ValueError(f"the MLP needs H > 0 and I > 0, got H = {hidden}, "
-                         f"I = {inter}")
-    if list(up.shape) != [inter, hidden]:
-        raise ValueError(f"up must be [I, H] = {[inter, hidden]} like gate, "
-                         f"got {list(up.shape)}")
-    if list(down.shape) != [hidden, inter]:
-        raise ValueError(f"down must be [H, I] = {[hidden, inter]}, got "
-                         f"{list(down.shape)}")
-
-
-def check_grouped(x, gate_up, down):
-    _check_operands((("x", x), ("gate_up", gate_up), ("down", down)))
-    if x.dim() != 2:
-        raise ValueError(f"x must be [T, H] (tokens grouped by expert), got "
-                         f"{list(x.shape)}")
-    hidden = x.shape[1]
-    if gate_up.dim() != 3 or gate_up.shape[2] != hidden or \
-            gate_up.shape[1] % 2 or gate_up.shape[0] == 0:
-        raise ValueError(f"gate_up must be [E, 2I, H] with E ≥ 1 and H = "
-                         f"{hidden}, got {list(gate_up.shape)}")
-    experts, inter = gate_up.shape[0], gate_up.shape[1] // 2
-    if hidden == 0 or inter == 0:
-        raise ValueError(f"the MLP needs H > 0 and I > 0, got H = {hidden}, "
-                         f"I = {inter}")
-    if list(down.shape) != [experts, hidden, inter]:
-        raise ValueError(f"down must be [E, H, I] = "
-                         f"{[experts, hidden, inter]}, got "
-                         f"{list(down.shape)}")
-
-
-def _check_splits(m_splits, experts, x):
-    """The splits: a list of ints checked against E and T, or a CUDA tensor
-    on x's device (int32 or int64, [E]; its values are checked by the GPU)."""
-    tokens = x.shape[0]
-    if isinstance(m_splits, torch.Tensor):
-        if m_splits.dim() != 1 or m_splits.dtype.is_floating_point or \
-                m_splits.dtype.is_complex or m_splits.dtype == torch.bool:
-            raise TypeError(f"m_splits must be a 1-D integer tensor, got "
-                            f"{m_splits.dtype} {list(m_splits.shape)}")
-        if m_splits.device.type != "cpu":
-            if m_splits.device != x.device:
-                raise ValueError(f"m_splits is on {m_splits.device} but x "
-                                 f"on {x.device}")
-            if m_splits.shape[0] != experts:
-                raise ValueError(f"m_splits has {m_splits.shape[0]} entries "
-                                 f"for {experts} experts")
-            if m_splits.dtype not in (torch.int32, torch.int64):
-                m_splits = m_splits.to(torch.int64)
-            return m_splits.contiguous()
-        m_splits = m_splits.tolist()
-    splits = tuple(m_splits)
-    if any(isinstance(s, bool) or not isinstance(s, int) for s in splits):
-        raise TypeError(f"m_splits must hold ints, got {list(splits)}")
-    if len(splits) != experts:
-        raise ValueError(f"m_splits has {len(splits)} entries for {experts} "
-                         "experts")
-    if any(s < 0 for s in splits):
-        raise ValueError(f"m_splits must be ≥ 0, got {list(splits)}")
-    if sum(splits) != tokens:
-        raise ValueError(f"m_splits add up to {sum(splits)} but x has "
-                         f"{tokens} rows")
-    return splits
-
-
-def check_options(shards, memory_budget, recompute):
-    """The step's options, as every MLP takes them."""
-    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 0:
-        raise ValueError(f"shards must be an int ≥ 0 (0: automatic), got "
-                         f"{shards!r}")
-    if memory_budget is not None and (not isinstance(memory_budget, int) or
-                                      memory_budget <= 0):
-        raise ValueError(f"memory_budget must be a positive number of "
-                         f"bytes, got {memory_budget!r}")
-    if not isinstance(recompute, bool):
-        raise TypeError(f"recompute must be a bool, got {recompute!r}")
-    if not recompute and shards > 1:
-        raise ValueError(f"recompute=False keeps every row in one shard; "
-                         f"shards must be 0 or 1, got {shards}")
-
-
 def _step(x, weights, names, splits, shards, memory_budget, main_grad,
           recompute):
     """y of x [T, H]: through the autograd node where a tensor requires
@@ -660,7 +399,7 @@ def swiglu_mlp(x, gate, up, down, *, shards=0, memory_budget=None,
     ``.main_grad`` and autograd gets None for them. recompute=False runs
     the untiled step: [rows, 3I] kept from the forward to the backward, no
     GEMM recomputed (one shard: `shards` must be 0 or 1)."""
-    _check_dense(x, gate, up, down)
+    check_dense(x, gate, up, down)
     check_options(shards, memory_budget, recompute)
     rows = x.reshape(-1, x.shape[-1])
     y = _step(rows, (gate, up, down), ("gate", "up", "down"), None, shards,
@@ -675,7 +414,7 @@ def grouped_swiglu_mlp(x, gate_up, down, m_splits, *, shards=0,
     [E, H, I]; `shards`, `memory_budget`, `main_grad` and `recompute` as
     for swiglu_mlp (main_grad: one fp32 [E, …] tensor per weight)."""
     check_grouped(x, gate_up, down)
-    splits = _check_splits(m_splits, gate_up.shape[0], x)
+    splits = check_splits(m_splits, gate_up.shape[0], x)
     check_options(shards, memory_budget, recompute)
     if not isinstance(splits, torch.Tensor):
         splits = list(splits)

@@ -10,9 +10,10 @@ import torch
 from . import _capi
 from .autograd import main_grads_of, mark_main_grads, stream_of, \
     tensor_arg, tracing, workspace_of
-from .mlp import (check_grouped, check_options, cpu_backward, cpu_forward,
-                  grad_buffers, kept_or_empty, tensor_args,
+from .mlp import (grad_buffers, kept_or_empty, tensor_args,
                   untiled_workspace_bytes, workspace_bytes)
+from .mlp_checks import check_grouped, check_options
+from .mlp_reference import cpu_backward, cpu_forward
 
 __all__ = ["moe_experts"]
 
