@@ -426,15 +426,15 @@ def test_persistent_grids_are_sized_for_the_device_described():
     """The kernels compile for the SMs of the GPU they will run on (the
     driver's figures on a GPU; here given): an H100 PCIe's 114 SMs give
     228 CTAs of 256 threads where the default 132 gives 264."""
-    from tile import _capi
+    from tile import _capi, _capi_functions
     source = _capi.operator_source("rms_norm")
-    default = _capi.Module(source, chip="sm_90a", cache_dir="none")
-    pcie = _capi.Module(source, chip="sm_90a", cache_dir="none",
+    default = _capi_functions.Module(source, chip="sm_90a", cache_dir="none")
+    pcie = _capi_functions.Module(source, chip="sm_90a", cache_dir="none",
                         device=(114, 2048, 65536, 233472))
     assert '"min(rows, 264)"' in default.manifest
     assert '"min(rows, 228)"' in pcie.manifest
     with pytest.raises(RuntimeError, match="every figure positive"):
-        _capi.Module(source, chip="sm_90a", cache_dir="none",
+        _capi_functions.Module(source, chip="sm_90a", cache_dir="none",
                      device=(114, 0, 65536, 233472))
 
 

@@ -7,7 +7,7 @@ passed every CPU test and failed only on the GPU."""
 import pytest
 import torch
 
-from tile import _capi
+from tile import _capi, _capi_operators
 from tile import mlp as tile_mlp
 
 
@@ -20,8 +20,8 @@ def recorded(monkeypatch):
             calls.append((name, args))
         return call
     monkeypatch.setattr(tile_mlp, "stream_of", lambda device: None)
-    monkeypatch.setattr(_capi, "mlp_forward", record("forward"))
-    monkeypatch.setattr(_capi, "mlp_backward", record("backward"))
+    monkeypatch.setattr(_capi_operators, "mlp_forward", record("forward"))
+    monkeypatch.setattr(_capi_operators, "mlp_backward", record("backward"))
     return calls
 
 

@@ -6,7 +6,7 @@ tile::matmul_into, which mutates d."""
 
 import torch
 
-from . import _capi
+from . import _capi, _capi_operators
 from .autograd import stream_of, tensor_arg, tracing, workspace_of
 
 
@@ -40,7 +40,7 @@ def _matmul_into(d, a, b, trans_a, trans_b, beta):
         return
     workspace = torch.empty(_capi.MATMUL_WORKSPACE_BYTES, dtype=torch.uint8,
                             device=d.device)
-    _capi.matmul(d.device.index, stream_of(d.device), workspace_of(workspace),
+    _capi_operators.matmul(d.device.index, stream_of(d.device), workspace_of(workspace),
                  tensor_arg(a), trans_a, tensor_arg(b), trans_b,
                  tensor_arg(d), beta)
 

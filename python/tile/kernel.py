@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from . import _capi
+from . import _capi, _capi_functions
 from ._capi import FORWARD_RESULT, INPUT, MAIN_GRAD
 from .autograd import GPU_DTYPE_NAMES, INTEGER_DTYPES, TILE_DTYPES, \
     TORCH_DTYPES
@@ -94,7 +94,7 @@ class Kernel:
         # Compiling for the host verifies and derives the source now: a
         # kernel that does not verify fails here, with its location.
         # The host module owns the functions' handles: kept with the kernel.
-        self._host = _capi.Module(source, policy=policy, main_grad=main_grad,
+        self._host = _capi_functions.Module(source, policy=policy, main_grad=main_grad,
                                   source_name=name, cache_dir=cache_dir)
         # Every function of the source, forward and derived, by name.
         self.functions = self._host.functions
@@ -257,7 +257,7 @@ class Kernel:
         with self._lock:
             module = self._modules.get(key)
             if module is None:
-                module = _capi.Module(
+                module = _capi_functions.Module(
                     self.source, chip=chip, dtype=name, policy=self.policy,
                     main_grad=self.main_grad,
                     widths=widths if chip else (),

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from . import _capi
+from . import _capi, _capi_functions
 from ._capi import FLOAT, INT, OUTPUT, SAVED, TileError
 from .autograd import INTEGER_DTYPES, TILE_DTYPES, TORCH_DTYPES, stream_of, \
     tracing
@@ -77,14 +77,14 @@ def _arguments(call, args, flats, with_data=True, host=False,
             described.append((INT, arg))
         else:
             described.append((FLOAT, arg))
-    return _capi.Arguments(described)
+    return _capi_functions.Arguments(described)
 
 
 def infer(call, args, flats, shape_of=lambda flat: tuple(flat.shape)):
     """[(flat shape, torch dtype)] of the results, and workspace bytes
     (launches keep them in their _Record; the host and tracing ask anew).
     `shape_of`: the shape the C layer is told for each flat tensor."""
-    shapes, workspace = _capi.infer(
+    shapes, workspace = _capi_functions.infer(
         call.info, _arguments(call, args, flats, with_data=False,
                               shape_of=shape_of))
     exact = _is_exact(flats)
@@ -139,7 +139,7 @@ class _Record:
 
     def __init__(self, call, args, flats):
         self.results, self.workspace_bytes = infer(call, args, flats)
-        self.launch = _capi.Launch(
+        self.launch = _capi_functions.Launch(
             call.info, _arguments(call, args, flats, with_data=False),
             [_capi.TensorArg(0, shape, TILE_DTYPES[dtype])
              for shape, dtype in self.results])
@@ -192,7 +192,7 @@ def _evaluate(call, args, flats):
             if isinstance(f, torch.Tensor) else f for f in flats]
     arguments = _arguments(call, args, host, host=True)
     outputs = []
-    for (shape, data), info in zip(_capi.evaluate(call.info, arguments,
+    for (shape, data), info in zip(_capi_functions.evaluate(call.info, arguments,
                                                    exact),
                                    call.info.results):
         result = torch.frombuffer(bytearray(data), dtype=torch.float64) \

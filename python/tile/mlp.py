@@ -40,7 +40,7 @@ from typing import Optional
 import torch
 from torch.nn import functional as F
 
-from . import _capi
+from . import _capi_operators
 from . import operators
 from .autograd import (GPU_DTYPE_NAMES, TILE_DTYPES, grad_dtype,
                        main_grads_of, mark_main_grads, stream_of, tensor_arg,
@@ -59,7 +59,7 @@ def plan(rows, intermediate, dtype, *, shards=0, memory_budget=None,
     experts (the workspace also holds one cuBLASLt workspace per GEMM
     stream: `streams` of them, 0 the operator's default); no GPU."""
     _check_dtype(dtype)
-    return _capi.mlp_plan(rows, intermediate, experts, TILE_DTYPES[dtype],
+    return _capi_operators.mlp_plan(rows, intermediate, experts, TILE_DTYPES[dtype],
                           shards, memory_budget, recompute, streams)
 
 
@@ -151,7 +151,7 @@ def untiled_workspace_bytes(rows, intermediate, dtype, *, experts=1,
     _check_dtype(dtype)
     # The width and the experts specialize (ints for the C API); the rows
     # stay symbolic.
-    fixed, buffers, row_bytes, alignment, kept = _capi.mlp_workspace_layout(
+    fixed, buffers, row_bytes, alignment, kept = _capi_operators.mlp_workspace_layout(
         int(intermediate), int(experts), TILE_DTYPES[dtype], 0, None, False,
         streams)
     rounded = (rows * row_bytes + alignment - 1) // alignment * alignment
@@ -186,7 +186,7 @@ def _forward(x, gate, up, down, splits, options):
     y = torch.empty_like(x)
     workspace = torch.empty(workspace_bytes(x, gate, up, splits, options),
                             dtype=torch.uint8, device=x.device)
-    _capi.mlp_forward(
+    _capi_operators.mlp_forward(
         x.device.index, options, stream_of(x.device),
         workspace_of(workspace), tensor_args((gate, up, down)),
         tensor_arg(x), _splits_or_all(splits, x), tensor_arg(y))
@@ -210,7 +210,7 @@ def _backward(x, gate, up, down, dy, splits, shards, memory_budget, kept,
         options = (0, 0, False)
     # The gradients as Tile.h takes them: laid out as the weights.
     grads = grads if up is not None else [grads[0], None, grads[1]]
-    _capi.mlp_backward(
+    _capi_operators.mlp_backward(
         x.device.index, options, stream_of(x.device), workspace_of(kept),
         tensor_args((gate, up, down)), tensor_arg(x),
         _splits_or_all(splits, x), tensor_arg(dy), tensor_arg(dx),

@@ -7,7 +7,7 @@ size [T*K, H]. CPU tensors take mlp.py's float64 reference step.
 
 import torch
 
-from . import _capi
+from . import _capi_operators
 from .autograd import main_grads_of, mark_main_grads, stream_of, \
     tensor_arg, tracing, workspace_of
 from .mlp import (grad_buffers, kept_or_empty, tensor_args,
@@ -170,7 +170,7 @@ def _routed_forward(rows, gate_up, down, splits, routing, options):
     else:
         kept, scratch = _untiled_bytes(rows, gate_up)
         workspace, scratch = _bytes_on(rows, kept), _bytes_on(rows, scratch)
-    _capi.mlp_forward_routed(
+    _capi_operators.mlp_forward_routed(
         rows.device.index, options, stream_of(rows.device),
         workspace_of(workspace), tensor_args((gate_up, down)),
         tensor_arg(rows), tensor_arg(splits), tensor_arg(routing),
@@ -198,7 +198,7 @@ def _routed_backward(x, token, gate_up, down, splits, routing, dy, options,
     if kept is None:  # the tiled step reads x's rows and dy shard by shard
         kept = _bytes_on(dy, workspace_bytes(dy, gate_up, None, splits,
                                              options))
-        _capi.mlp_backward_routed(
+        _capi_operators.mlp_backward_routed(
             device, options, stream, workspace_of(kept), weights,
             tensor_arg(x.index_select(0, token)), tensor_arg(splits),
             tensor_arg(routing), tensor_arg(dy), tensor_arg(dy),
@@ -207,12 +207,12 @@ def _routed_backward(x, token, gate_up, down, splits, routing, dy, options,
     # Alive until both calls are queued.
     scratch_buffer = _bytes_on(dy, _untiled_bytes(dy, gate_up)[1])
     scratch = workspace_of(scratch_buffer)
-    _capi.mlp_backward_routed_down(
+    _capi_operators.mlp_backward_routed_down(
         device, options, stream, workspace_of(kept), scratch, weights,
         tensor_arg(splits), tensor_arg(routing), tensor_arg(dy),
         tensor_arg(d_routing), tensor_args(grads), overwrite)
     rows = torch.index_select(x, 0, token, out=dy)
-    _capi.mlp_backward_routed_gate_up(
+    _capi_operators.mlp_backward_routed_gate_up(
         device, options, stream, workspace_of(kept), scratch, weights,
         tensor_arg(rows), tensor_arg(splits), tensor_arg(rows),
         tensor_args(grads), overwrite)
