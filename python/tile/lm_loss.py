@@ -197,6 +197,15 @@ def _output_class(original):
     return CausalLMOutputWithPast
 
 
+def _arguments(signature, model, args, kwargs):
+    """A forward's call as {name: value}: its arguments bound to the
+    model's forward's signature, **kwargs spread, no self."""
+    call = dict(signature.bind(model, *args, **kwargs).arguments)
+    call.pop("self")
+    call.update(call.pop("kwargs", {}))
+    return call
+
+
 def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad,
                             router):
     """The model's forward with Tile's loss: in training with labels, the
@@ -209,10 +218,7 @@ def _tile_causal_lm_forward(original, *, linear, logits_loss, main_grad,
 
     @functools.wraps(original)
     def forward(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
-        call = dict(bound.arguments)
-        call.pop("self")
-        call.update(call.pop("kwargs", {}))
+        call = _arguments(signature, self, args, kwargs)
         labels = call.pop("labels", None)
         keep = call.pop("logits_to_keep", 0)
         return_dict = _returns_dict(self, call.pop("return_dict", None))
@@ -274,10 +280,7 @@ def _tile_composite_forward(original):
 
     @functools.wraps(original)
     def forward(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
-        call = dict(bound.arguments)
-        call.pop("self")
-        call.update(call.pop("kwargs", {}))
+        call = _arguments(signature, self, args, kwargs)
         ids = call.pop("input_ids", None)
         pixels = call.pop("pixel_values", None)
         embeds = call.pop("inputs_embeds", None)

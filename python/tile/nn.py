@@ -254,7 +254,30 @@ class SwiGLUMLP(GatedMLP):
         super().__init__(hidden_size, intermediate_size, "silu", **kwargs)
 
 
-class TiledSwiGLUMLP(nn.Module):
+class _TiledMLP(nn.Module):
+    """What the tiled MLPs share: the shard count ("auto" or n) and the
+    memory budget the automatic count is planned against."""
+
+    def __init__(self, hidden_size, intermediate_size, shards, memory_budget):
+        super().__init__()
+        _check_shards(shards)
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.shards = shards
+        self.memory_budget = memory_budget
+
+    def _mlp(self, x, gate, up, down, main_grad=False):
+        return ops.swiglu_mlp(
+            x.contiguous(), gate, up, down,
+            shards=0 if self.shards == "auto" else self.shards,
+            memory_budget=self.memory_budget, main_grad=main_grad)
+
+    def extra_repr(self):
+        return (f"{self.hidden_size}, {self.intermediate_size}, "
+                f"shards={self.shards!r}")
+
+
+class TiledSwiGLUMLP(_TiledMLP):
     """SwiGLUMLP over tile::ops::TiledSwiGLUMLP: the sequence is split into
     `shards` ("auto": the fewest whose [rows, I] intermediates fit
     `memory_budget` bytes, 1 GiB by default) and nothing of size [S, I] is
@@ -264,12 +287,8 @@ class TiledSwiGLUMLP(nn.Module):
     def __init__(self, hidden_size, intermediate_size, shards="auto", *,
                  memory_budget=None, accumulate_into_main_grad=False,
                  device=None, dtype=None):
-        super().__init__()
-        _check_shards(shards)
-        self.hidden_size = hidden_size
-        self.intermediate_size = intermediate_size
-        self.shards = shards
-        self.memory_budget = memory_budget
+        super().__init__(hidden_size, intermediate_size, shards,
+                         memory_budget)
         self.accumulate_into_main_grad = accumulate_into_main_grad
         _add_projections(self, bias=False, device=device, dtype=dtype)
 
@@ -278,18 +297,11 @@ class TiledSwiGLUMLP(nn.Module):
                    self.down_proj.weight)
         if self.accumulate_into_main_grad:
             _prepare_main_grads(self, weights)
-        return ops.swiglu_mlp(
-            x.contiguous(), *weights,
-            shards=0 if self.shards == "auto" else self.shards,
-            memory_budget=self.memory_budget,
-            main_grad=self.accumulate_into_main_grad)
-
-    def extra_repr(self):
-        return (f"{self.hidden_size}, {self.intermediate_size}, "
-                f"shards={self.shards!r}")
+        return self._mlp(x, *weights,
+                         main_grad=self.accumulate_into_main_grad)
 
 
-class TiledFusedSwiGLUMLP(nn.Module):
+class TiledFusedSwiGLUMLP(_TiledMLP):
     """TiledSwiGLUMLP of a fused gate_up_proj [2I, H] (Phi-3's, GLM-4's:
     its gate rows, then its up rows): the two row blocks are contiguous
     views of the one weight, so the tiled step reads them in place and
@@ -299,27 +311,16 @@ class TiledFusedSwiGLUMLP(nn.Module):
 
     def __init__(self, hidden_size, intermediate_size, shards="auto", *,
                  memory_budget=None, device=None, dtype=None):
-        super().__init__()
-        _check_shards(shards)
-        self.hidden_size = hidden_size
-        self.intermediate_size = intermediate_size
-        self.shards = shards
-        self.memory_budget = memory_budget
+        super().__init__(hidden_size, intermediate_size, shards,
+                         memory_budget)
         _add_projections(self, ("gate_up_proj",), 2, bias=False,
                          device=device, dtype=dtype)
 
     def forward(self, x):
         gate_up = self.gate_up_proj.weight
         inter = self.intermediate_size
-        return ops.swiglu_mlp(
-            x.contiguous(), gate_up[:inter], gate_up[inter:],
-            self.down_proj.weight,
-            shards=0 if self.shards == "auto" else self.shards,
-            memory_budget=self.memory_budget)
-
-    def extra_repr(self):
-        return (f"{self.hidden_size}, {self.intermediate_size}, "
-                f"shards={self.shards!r}")
+        return self._mlp(x, gate_up[:inter], gate_up[inter:],
+                         self.down_proj.weight)
 
 
 class GroupedSwiGLUMLP(nn.Module):
