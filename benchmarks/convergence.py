@@ -461,13 +461,22 @@ def compare(model_type, mode, device, steps=STEPS, seed=0):
     weights on the same batches: the distances, their bounds and whether
     they hold."""
     dtype = torch.bfloat16 if mode == "bf16" else torch.float32
+    # apply_tile replaces a modeling module's apply_rotary_pos_emb for the
+    # whole process: every unpatched and reference run goes with the
+    # model's own (revert_rope), every patched one with Tile's (apply_tile
+    # puts it back).
+    tile.transformers.revert_rope()
     plain = mini_model(model_type, seed, device, dtype)
     patched = copy.deepcopy(plain)
-    _, counts = tile.transformers.apply_tile(patched)
     data = training_data(plain, device, steps, seed + 1)
     start = time.perf_counter()
     want = train(plain, data, mode, device)
+    if mode != "fp32":
+        exact = train(mini_model(model_type, seed, device, torch.float32),
+                      data, "fp32", device)
+    _, counts = tile.transformers.apply_tile(patched)
     got = train(patched, data, mode, device)
+    tile.transformers.revert_rope()
     row = dict(case=f"{model_type} {mode}", family=model_type, mode=mode,
                steps=steps,
                first_loss=want[0][0], last_loss=want[0][-1],
@@ -484,8 +493,6 @@ def compare(model_type, mode, device, steps=STEPS, seed=0):
             factor, floor = FP32_FACTOR, dict.fromkeys(figures, 0.0)
             row["against"] = "float64"
     else:
-        exact = train(mini_model(model_type, seed, device, torch.float32),
-                      data, "fp32", device)
         factor, floor = BF16_FACTOR, BF16_FLOOR
         within = False  # the first comparison below decides
     if mode != "fp32" or not within:
@@ -502,6 +509,7 @@ def compare(model_type, mode, device, steps=STEPS, seed=0):
             patcheds = [figures] + [
                 distances(run, exact) for run in _neighbours(
                     model_type, seed, device, dtype, mode, data, True)]
+            tile.transformers.revert_rope()
             reference = {k: max(run[k] for run in plains) for k in reference}
             figures = {k: sorted(run[k] for run in patcheds)[len(patcheds) // 2]
                        for k in figures}

@@ -61,3 +61,19 @@ def test_a_wrong_patch_is_caught(fault):
     finally:
         tile.transformers._rms_norm = original
     assert not row["within"], row
+
+
+def test_a_wrong_rope_is_caught(monkeypatch):
+    """apply_tile replaces a modeling module's RoPE for the whole process:
+    the unpatched run must still run the model's own (compare reverts it
+    around every unpatched and reference run), or a wrong RoPE of Tile's
+    would sit on both sides and pass. One that rotates nothing is caught;
+    the process is left with the model's own."""
+    from transformers.models.llama import modeling_llama
+    own = modeling_llama.apply_rotary_pos_emb
+    monkeypatch.setitem(tile.transformers.ROPE_LAYOUTS, "rotate_half",
+                        lambda q, k, *args, **kwargs: (q, k))
+    row = convergence.compare("llama", "fp32", "cpu")
+    assert row["patched"]["rope"] == 1
+    assert not row["within"], row
+    assert modeling_llama.apply_rotary_pos_emb is own
