@@ -287,9 +287,13 @@ def _tile_composite_forward(original):
         encoded = call.pop("mm_encoder_outputs", None) or {}
         strategy = call.pop("vision_feature_select_strategy", None)
         return_dict = _returns_dict(self, call.pop("return_dict", None))
+        # The model's own forward's refusals.
         if (ids is None) == (embeds is None):
             raise ValueError("You must specify exactly one of input_ids or "
                              "inputs_embeds")
+        if pixels is not None and (embeds is not None or encoded):
+            raise ValueError("You cannot specify pixel_values with "
+                             "inputs_embeds or mm_encoder_outputs")
         if embeds is None:
             embeds = self.get_input_embeddings()(ids)
         image = encoded.get("image")
