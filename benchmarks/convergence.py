@@ -249,15 +249,24 @@ def family_config(model_type, **sizes):
     return config
 
 
+# A config's count of experts, under each family's name for it.
+EXPERT_COUNTS = ("num_experts", "num_local_experts", "n_routed_experts")
+
+
+def has_experts(config):
+    """Whether the model of `config` (a vision-language model: its text
+    stack) has mixture-of-experts layers, Tile's or its own."""
+    text = config.get_text_config()
+    return any(getattr(text, name, None) for name in EXPERT_COUNTS)
+
+
 def from_config(config):
     """The model of `config`; mixture-of-experts experts as Hugging Face's
     own per-expert loop (its "eager" experts: the reference, and the only
     one in float64)."""
     import transformers
     extra = {}
-    text = config.get_text_config()
-    if any(getattr(text, name, None) for name in
-           ("num_experts", "num_local_experts", "n_routed_experts")):
+    if has_experts(config):
         # Experts, Tile's or left to the model (gpt-oss's).
         extra["experts_implementation"] = "eager"
     if config.model_type in tile.transformers.VISION_LANGUAGE:
@@ -443,6 +452,18 @@ def distances(got, want):
     return dict(loss=loss, logprob=logprob, param=param)
 
 
+def _train_patched(model, data, mode, device):
+    """(train() of the model patched by apply_tile, its counts). apply_tile
+    replaces a modeling module's apply_rotary_pos_emb for the whole
+    process; it is put back after (revert_rope), so that every unpatched
+    and reference run goes with the model's own."""
+    _, counts = tile.transformers.apply_tile(model)
+    try:
+        return train(model, data, mode, device), counts
+    finally:
+        tile.transformers.revert_rope()
+
+
 def _neighbours(model_type, seed, device, dtype, mode, data, patch):
     """NEIGHBOURS runs of the model (patched where `patch`) whose weights
     start a rounding of the mode away from the model's."""
@@ -450,9 +471,8 @@ def _neighbours(model_type, seed, device, dtype, mode, data, patch):
     for neighbour in range(1, NEIGHBOURS + 1):
         model = mini_model(model_type, seed, device, dtype)
         _nudge(model, neighbour, NUDGE[mode])
-        if patch:
-            tile.transformers.apply_tile(model)
-        runs.append(train(model, data, mode, device))
+        runs.append(_train_patched(model, data, mode, device)[0] if patch
+                    else train(model, data, mode, device))
     return runs
 
 
@@ -461,10 +481,8 @@ def compare(model_type, mode, device, steps=STEPS, seed=0):
     weights on the same batches: the distances, their bounds and whether
     they hold."""
     dtype = torch.bfloat16 if mode == "bf16" else torch.float32
-    # apply_tile replaces a modeling module's apply_rotary_pos_emb for the
-    # whole process: every unpatched and reference run goes with the
-    # model's own (revert_rope), every patched one with Tile's (apply_tile
-    # puts it back).
+    # The model's own RoPE, whatever apply_tile replaced before this call
+    # (_train_patched puts it back after each patched run).
     tile.transformers.revert_rope()
     plain = mini_model(model_type, seed, device, dtype)
     patched = copy.deepcopy(plain)
@@ -474,9 +492,7 @@ def compare(model_type, mode, device, steps=STEPS, seed=0):
     if mode != "fp32":
         exact = train(mini_model(model_type, seed, device, torch.float32),
                       data, "fp32", device)
-    _, counts = tile.transformers.apply_tile(patched)
-    got = train(patched, data, mode, device)
-    tile.transformers.revert_rope()
+    got, counts = _train_patched(patched, data, mode, device)
     row = dict(case=f"{model_type} {mode}", family=model_type, mode=mode,
                steps=steps,
                first_loss=want[0][0], last_loss=want[0][-1],
@@ -509,7 +525,6 @@ def compare(model_type, mode, device, steps=STEPS, seed=0):
             patcheds = [figures] + [
                 distances(run, exact) for run in _neighbours(
                     model_type, seed, device, dtype, mode, data, True)]
-            tile.transformers.revert_rope()
             reference = {k: max(run[k] for run in plains) for k in reference}
             figures = {k: sorted(run[k] for run in patcheds)[len(patcheds) // 2]
                        for k in figures}

@@ -330,8 +330,8 @@ def _moe_config_for_bf16(config):
     machine's) does not pass output_router_logits to its base model and
     fails adding a missing auxiliary loss."""
     config.output_router_logits = False
-    for count in ("num_experts", "num_local_experts", "n_routed_experts",
-                  "num_experts_per_tok", "moe_topk"):
+    for count in (*_CONVERGENCE.EXPERT_COUNTS, "num_experts_per_tok",
+                  "moe_topk"):
         if hasattr(config, count):
             setattr(config, count, 2)
     for groups in ("n_group", "topk_group"):
@@ -343,13 +343,11 @@ def _moe_config_for_bf16(config):
 def _model(model_type, dtype):
     config = _config(model_type, 64, vocab_size=256, hidden_size=256,
                      intermediate_size=768, max_position_embeddings=256)
-    text = config.get_text_config()
-    if any(getattr(text, count, None) for count in
-           ("num_experts", "num_local_experts", "n_routed_experts")):
+    if _CONVERGENCE.has_experts(config):
         # Experts, Tile's or the model's own (gpt-oss's, Llama 4's: their
         # routers' ties move tokens all the same); set where the model
         # reads them (a vision-language model's text config).
-        _moe_config_for_bf16(text)
+        _moe_config_for_bf16(config.get_text_config())
     torch.manual_seed(0)
     return _CONVERGENCE.from_config(config).to("cuda", dtype)
 
