@@ -197,6 +197,29 @@ def current(benchmark, files):
     return newest, groups, sorted(set(day) - shown)
 
 
+# Benchmarks whose rows a later file of the same day may run again: the key
+# of a row. A file every row of which a newer file of that day holds is
+# superseded: named, not shown.
+RERUN_KEY = {"convergence": lambda row: (row["family"], row["mode"])}
+
+
+def without_superseded(benchmark, groups):
+    """(the groups, newest first, that hold a row no newer group holds;
+    the names of the files of the others)."""
+    key = RERUN_KEY.get(benchmark)
+    if key is None:
+        return groups, []
+    kept, superseded, seen = [], [], set()
+    for group in groups:
+        keys = {key(r) for _, document in group for r in document["results"]}
+        if keys <= seen:
+            superseded += [name for name, _ in group]
+        else:
+            kept.append(group)
+        seen |= keys
+    return kept, sorted(superseded)
+
+
 # Tables.
 
 def fmt(value, spec):
@@ -375,9 +398,12 @@ def host_table(documents):
 
 
 def rope_table(documents):
-    return pivot(documents, lambda r: (r["sequence"], r["direction"].replace("_", "+")),
+    """Per family (files before GLM-4's were Llama's alone), sequence and
+    direction: each implementation's ms (GB/s)."""
+    return pivot(documents, lambda r: (r.get("family", "llama"), r["sequence"],
+                                       r["direction"].replace("_", "+")),
                  lambda r: r["impl"], with_second("ms", ".3f", "gbps", ".0f"),
-                 ["sequence", "direction"])
+                 ["family", "sequence", "direction"])
 
 
 def grouped_table(documents):
@@ -492,7 +518,8 @@ KINDS = [
      "Host and GPU time per call through `tile.ops`, next to the peers and "
      "to tile-bench.", host_table),
     ("rope", "RoPE: `benchmarks/rope.py`",
-     "RoPE on Llama-3-8B's q and k (bf16), GPU time behind a sleep: ms "
+     "RoPE on Llama-3-8B's q and k (bf16) and GLM-4-9B's (interleaved "
+     "pairs, half of each head rotated), GPU time behind a sleep: ms "
      "(GB/s).",
      rope_table),
     ("tile-bench mlp", "Tiled SwiGLU MLP: `tile-bench mlp`",
@@ -546,7 +573,8 @@ KINDS = [
      "the median of five patched runs against the farthest of five "
      "unpatched ones, their weights a rounding apart (the script says "
      "which). Files newest first: a family and mode run again appears "
-     "again below, its first row is its word.",
+     "again below, its first row is its word; a file every row of which a "
+     "later one ran again is named, not shown.",
      convergence_table),
     ("derived", "Derived kernels next to torch.compile: "
      "`benchmarks/derived.py`",
@@ -580,6 +608,7 @@ def source(group, directory, page_dir):
 
 def section(benchmark, title, about, render, files, directory, page_dir):
     newest, groups, others = current(benchmark, files)
+    groups, superseded = without_superseded(benchmark, groups)
     lines = [f"## {title}", "", f"{about} Newest run: {newest}.", ""]
     for group in groups:
         lines += [source(group, directory, page_dir), ""]
@@ -587,6 +616,10 @@ def section(benchmark, title, about, render, files, directory, page_dir):
     if others:
         lines += [f"Also of {newest}, earlier per the dated log: "
                   + ", ".join(f"`{name}`" for name in others) + ".", ""]
+    if superseded:
+        lines += [f"Also of {newest}, every row of which a later file above "
+                  "ran again: " + ", ".join(f"`{name}`" for name in superseded)
+                  + ".", ""]
     return lines
 
 

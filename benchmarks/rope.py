@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """RoPE on q and k of Llama-3-8B's attention (32 query heads, 8 KV heads,
-head size 128, bf16, batch 1), on the GPU machine (docs/Performance.md).
+head size 128, bf16, batch 1), on the GPU machine (docs/Performance.md);
+family glm4: GLM-4-9B's (32 query heads, 2 KV heads, head size 128, the
+first 64 columns of each head rotated in interleaved pairs, the rest passed
+through), Tile's being what apply_tile puts in GLM-4's place
+(tile.transformers.ROPE_LAYOUTS["interleaved"]) and Hugging Face's GLM-4's
+own; Liger has no interleaved RoPE.
 
 Columns: tile.ops.rope (the examples/rope.mlir kernel and its derived
 backward), Liger's liger_rotary_pos_emb (pure-Python wheel carried),
@@ -16,7 +21,8 @@ hid the host (a ratio above 1 shows host cost the shorter one let in; at
 GB/s counts q and k read and written once and cos, sin read once per
 direction.
 
-    python3 benchmarks/rope.py [--sequences 4096,16384,65536] [--json f]
+    python3 benchmarks/rope.py [--families llama,glm4]
+        [--sequences 4096,16384,65536] [--json f]
 """
 
 import argparse
@@ -27,37 +33,50 @@ import results
 import tile
 import timing
 
-HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128
+# family -> (query heads, KV heads, head size, rotated columns of a head).
+SHAPES = {"llama": (32, 8, 128, 128), "glm4": (32, 2, 128, 64)}
 
 
-def inputs(seq):
+def inputs(seq, shape):
+    """q, k as the attention hands them over and cos, sin [1, S, rotated]
+    as the family's rotary embedding makes them (the angles twice)."""
+    heads, kv_heads, head_dim, rotated = shape
     g = torch.Generator("cuda").manual_seed(seq)
-    q = torch.randn(1, seq, HEADS, HEAD_DIM, device="cuda", generator=g)
-    k = torch.randn(1, seq, KV_HEADS, HEAD_DIM, device="cuda", generator=g)
-    angle = torch.rand(1, seq, HEAD_DIM // 2, device="cuda", generator=g)
+    q = torch.randn(1, seq, heads, head_dim, device="cuda", generator=g)
+    k = torch.randn(1, seq, kv_heads, head_dim, device="cuda", generator=g)
+    angle = torch.rand(1, seq, rotated // 2, device="cuda", generator=g)
     cos = torch.cat([angle.cos()] * 2, -1).bfloat16()
     sin = torch.cat([angle.sin()] * 2, -1).bfloat16()
     q, k = (t.bfloat16().transpose(1, 2).requires_grad_(True) for t in (q, k))
     return q, k, cos, sin
 
 
-def implementations():
-    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-    impls = {"tile": tile.ops.rope, "hf-eager": apply_rotary_pos_emb,
+def implementations(family):
+    if family == "glm4":
+        from transformers.models.glm4.modeling_glm4 import \
+            apply_rotary_pos_emb
+        import tile.transformers
+        ours = tile.transformers.ROPE_LAYOUTS["interleaved"]
+    else:
+        from transformers.models.llama.modeling_llama import \
+            apply_rotary_pos_emb
+        ours = tile.ops.rope
+    impls = {"tile": ours, "hf-eager": apply_rotary_pos_emb,
              "hf-compile": torch.compile(apply_rotary_pos_emb,
                                          dynamic=False)}
     try:
         from liger_kernel.transformers.rope import liger_rotary_pos_emb
-        impls["liger"] = liger_rotary_pos_emb
+        if family == "llama":
+            impls["liger"] = liger_rotary_pos_emb
     except ImportError:
         pass
     return impls
 
 
-def sequence_rows(seq, impls):
+def sequence_rows(seq, impls, family):
     """Every implementation at one sequence, printed as it goes: result
     rows. The inputs are freed when it returns."""
-    q, k, cos, sin = inputs(seq)
+    q, k, cos, sin = inputs(seq, SHAPES[family])
     moved = 2 * (q.numel() + k.numel()) * 2 + 2 * cos.numel() * 2
     dq, dk = torch.randn_like(q), torch.randn_like(k)
     rows = []
@@ -75,13 +94,14 @@ def sequence_rows(seq, impls):
                 lambda _: call(), timing.sleep_spacer(cycles))
                 for cycles in (1.6e6, 6.4e6))
             ms = long
-            row[key] = {"case": f"{name} {key}", "impl": name,
+            row[key] = {"case": f"{family} {name} {key}", "impl": name,
+                        "family": family,
                         "direction": key, "sequence": seq, "ms": ms,
                         "gbps": scale * moved / ms / 1e6,
                         "short_over_long": short / long}
         rows += row.values()
         f, b = row["fwd"], row["fwd_bwd"]
-        print(f"{name:11} {seq:6d} {f['ms']:8.3f} {f['gbps']:6.0f} "
+        print(f"{family:6} {name:11} {seq:6d} {f['ms']:8.3f} {f['gbps']:6.0f} "
               f"{f['short_over_long']:6.2f} {b['ms']:10.3f} "
               f"{b['gbps']:6.0f} {b['short_over_long']:6.2f}", flush=True)
     return rows
@@ -89,23 +109,30 @@ def sequence_rows(seq, impls):
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--families", default=",".join(SHAPES))
     parser.add_argument("--sequences", default="4096,16384,65536")
     parser.add_argument("--json")
     options = parser.parse_args()
-    impls = implementations()
+    families = options.families.split(",")
+    unknown = sorted(set(families) - set(SHAPES))
+    if unknown:
+        parser.error(f"unknown families {unknown}; known: {sorted(SHAPES)}")
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__};"
-          f" q [1, {HEADS}, S, {HEAD_DIM}], k [1, {KV_HEADS}, S, {HEAD_DIM}]"
-          f" bf16; GPU ms behind a sleep of 6.4e6 cycles, ratio = the same"
-          f" behind 1.6e6 / that, GB/s")
-    print(f"{'impl':11} {'seq':>6} {'fwd ms':>8} {'GB/s':>6} {'ratio':>6} "
-          f"{'fwd+bwd ms':>10} {'GB/s':>6} {'ratio':>6}")
+          f" bf16; GPU ms behind a sleep of 6.4e6 cycles, ratio = the same "
+          f"behind 1.6e6 / that, GB/s")
     rows = []
-    for seq in map(int, options.sequences.split(",")):
-        rows += sequence_rows(seq, impls)
+    for family in families:
+        heads, kv_heads, head_dim, rotated = SHAPES[family]
+        print(f"\n{family}: q [1, {heads}, S, {head_dim}], k [1, {kv_heads}, "
+              f"S, {head_dim}], {rotated} columns of a head rotated")
+        print(f"{'family':6} {'impl':11} {'seq':>6} {'fwd ms':>8} {'GB/s':>6} "
+              f"{'ratio':>6} {'fwd+bwd ms':>10} {'GB/s':>6} {'ratio':>6}")
+        impls = implementations(family)
+        for seq in map(int, options.sequences.split(",")):
+            rows += sequence_rows(seq, impls, family)
     if options.json:
         results.write(options.json, "rope", rows,
-                      dict(vars(options), heads=HEADS, kv_heads=KV_HEADS,
-                           head_dim=HEAD_DIM, dtype="bf16",
+                      dict(vars(options), shapes=SHAPES, dtype="bf16",
                            torch=torch.__version__))
 
 

@@ -62,3 +62,24 @@ def test_report_needs_no_torch(tmp_path):
                           text=True, cwd=tmp_path,
                           env=dict(os.environ, PYTHONPATH=""))
     assert done.returncode == 0, done.stderr
+
+
+def test_a_file_whose_rows_a_later_one_ran_again_is_named_not_shown():
+    """Convergence files of one day: the newest first; an older one whose
+    every (family, mode) the newer holds is superseded, one holding a row
+    the newer lacks stays."""
+    report = load_report()
+
+    def group(name, date, *rows):
+        return [(name, {"date": date, "results": [
+            {"family": family, "mode": mode} for family, mode in rows]})]
+    newest = group("all.json", "T3", ("llama", "bf16"), ("qwen3", "bf16"))
+    covered = group("part1.json", "T2", ("llama", "bf16"))
+    extra = group("part2.json", "T1", ("qwen3", "bf16"), ("qwen3", "fp32"))
+    kept, superseded = report.without_superseded(
+        "convergence", [newest, covered, extra])
+    assert kept == [newest, extra]
+    assert superseded == ["part1.json"]
+    # Other benchmarks' files are shown as they come.
+    assert report.without_superseded("rope", [newest, covered]) == (
+        [newest, covered], [])
