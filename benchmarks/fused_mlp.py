@@ -9,6 +9,7 @@ Columns:
               down_proj)
   liger       Liger's LigerPhi3SwiGLUMLP (what apply_liger_kernel_to_phi3
               puts there; not tiled)
+  tile        tile.nn.FusedSwiGLUMLP (what apply_tile puts there by default)
   tile-fused  tile.nn.TiledFusedSwiGLUMLP (apply_tile(tiled_mlp=True)): the
               tiled step reading the gate and up halves of gate_up_proj in
               place
@@ -40,11 +41,14 @@ def modules(hidden, inter):
                         hidden_act="silu")
     torch.manual_seed(0)
     hf = Phi3MLP(config).to("cuda", torch.bfloat16)
+    default = tile.nn.FusedSwiGLUMLP(hidden, inter, device="cuda",
+                                     dtype=torch.bfloat16)
     fused = tile.nn.TiledFusedSwiGLUMLP(hidden, inter, device="cuda",
                                         dtype=torch.bfloat16)
     split = tile.nn.TiledSwiGLUMLP(hidden, inter, device="cuda",
                                    dtype=torch.bfloat16)
-    found = {"hf": hf, "tile-fused": fused, "tile-split": split}
+    found = {"hf": hf, "tile": default, "tile-fused": fused,
+             "tile-split": split}
     try:
         from liger_kernel.transformers.swiglu import LigerPhi3SwiGLUMLP
         found["liger"] = LigerPhi3SwiGLUMLP(config).to("cuda", torch.bfloat16)

@@ -406,6 +406,12 @@ def rope_table(documents):
                  ["family", "sequence", "direction"])
 
 
+def fused_mlp_table(documents):
+    return pivot(documents, lambda r: (r["model"], r["tokens"]),
+                 lambda r: r["impl"], with_second("ms", ".2f", "peak_gib", ".2f"),
+                 ["model", "tokens"])
+
+
 def grouped_table(documents):
     return pivot(documents, shape_key, lambda r: r["case"],
                  with_second("ms", ".3f", "host_ms", ".3f"),
@@ -522,6 +528,12 @@ KINDS = [
      "pairs, half of each head rotated), GPU time behind a sleep: ms "
      "(GB/s).",
      rope_table),
+    ("fused_mlp", "The MLP of a fused gate_up projection: "
+     "`benchmarks/fused_mlp.py`",
+     "Phi-3-mini's and GLM-4-9B's MLP (bf16, forward + backward), the "
+     "model's own, Liger's and Tile's (default, tiled, tiled of split "
+     "weights), GPU time behind a sleep: ms (peak GiB above the inputs).",
+     fused_mlp_table),
     ("tile-bench mlp", "Tiled SwiGLU MLP: `tile-bench mlp`",
      "One training step (forward + backward) of the SwiGLU MLP, H = 4096, "
      "I = 12288, bf16: tiled (automatic shards) against untiled, time and "

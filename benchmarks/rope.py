@@ -30,7 +30,7 @@ import argparse
 import torch
 
 import results
-import tile
+import tile.transformers
 import timing
 
 # family -> (query heads, KV heads, head size, rotated columns of a head).
@@ -55,7 +55,6 @@ def implementations(family):
     if family == "glm4":
         from transformers.models.glm4.modeling_glm4 import \
             apply_rotary_pos_emb
-        import tile.transformers
         ours = tile.transformers.ROPE_LAYOUTS["interleaved"]
     else:
         from transformers.models.llama.modeling_llama import \

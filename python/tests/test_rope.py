@@ -64,6 +64,35 @@ def test_rope_matches_hugging_face(unsqueeze_dim, interleaved, generator):
     assert_close(k.grad, rk.grad, torch.float64, "rope dk")
 
 
+@pytest.mark.parametrize("rotated", [16, 8])
+@pytest.mark.parametrize("unsqueeze_dim", [1, 2])
+def test_glm4_apply_as_apply_tile_installs_it(unsqueeze_dim, rotated,
+                                              generator):
+    """tile.transformers' stand-in for GLM-4's apply_rotary_pos_emb, whole
+    heads and a partial rotary factor (its tables half the head: the rest
+    of each head passes through the kernel at angle 0), against GLM-4's
+    own in float64: values, q's layout and both gradients."""
+    import tile.transformers
+    from transformers.models.glm4 import modeling_glm4
+    ours = tile.transformers.ROPE_LAYOUTS["interleaved"]
+    q, k, cos, sin = _rope_inputs(unsqueeze_dim, generator=generator)
+    cos, sin = cos[..., :rotated], sin[..., :rotated]
+    got = ours(q, k, cos, sin, unsqueeze_dim=unsqueeze_dim)
+    rq, rk = leaf(q.detach()), leaf(k.detach())
+    want = modeling_glm4.apply_rotary_pos_emb(rq, rk, cos, sin,
+                                              unsqueeze_dim=unsqueeze_dim)
+    for g, w, x in zip(got, want, (q, k)):
+        assert g.shape == w.shape and g.stride() == x.stride()
+        assert_close(g, w, torch.float64, "glm4 rope")
+    # The passed-through columns are the input's, bit for bit.
+    assert torch.equal(got[0][..., rotated:], q[..., rotated:])
+    dq, dk = (torch.randn_like(w) for w in want)
+    torch.autograd.backward(got, (dq, dk))
+    torch.autograd.backward(want, (dq, dk))
+    assert_close(q.grad, rq.grad, torch.float64, "glm4 rope dq")
+    assert_close(k.grad, rk.grad, torch.float64, "glm4 rope dk")
+
+
 def test_rope_gradcheck_and_errors(generator):
     q, _, cos, sin = _rope_inputs(1, generator=generator)
     q = leaf(q.detach()[:, :2].contiguous())  # not a transposed view

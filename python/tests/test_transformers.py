@@ -188,6 +188,33 @@ def test_patched_loss_keeps_hugging_faces_conventions(loss_kwargs, linear,
     _assert_grads_close(model, grads)
 
 
+@pytest.mark.parametrize("model_type, tied", [("llama", True),
+                                              ("llama", False),
+                                              ("gemma", True)])
+def test_a_tied_head_gets_both_gradients(model_type, tied):
+    """With the head tied to the embedding (Gemma's always, Llama's by
+    config), the chunked head's gradient and the embedding's land in the
+    one weight as in the model's own forward; untied, each its own."""
+    config = _config(model_type, 8, vocab_size=64, hidden_size=32,
+                     intermediate_size=48, max_position_embeddings=64,
+                     tie_word_embeddings=tied)
+    torch.manual_seed(0)
+    model = _CONVERGENCE.from_config(config).double()
+    head, embedding = (model.get_output_embeddings().weight,
+                       model.get_input_embeddings().weight)
+    assert (head is embedding) == tied
+    ids = torch.randint(0, 64, (2, 9))
+    expected, grads = _grads_of(model, input_ids=ids, labels=ids)
+    tile.transformers.apply_tile(model)
+    assert (model.get_output_embeddings().weight is embedding) == tied
+    model.zero_grad()
+    got = model(input_ids=ids, labels=ids)
+    assert got.logits is None  # the chunked head ran
+    got.loss.backward()
+    assert abs(got.loss.item() - expected.loss.item()) <= HF_RTOL
+    _assert_grads_close(model, grads)
+
+
 def test_patched_loss_honours_the_final_soft_cap():
     """Gemma 2's final_logit_softcapping, through the chunked head."""
     config = transformers.Gemma2Config(

@@ -111,8 +111,10 @@ Value PointEmitter::alignmentTest() {
     if (auto pad = dyn_cast<PadOp>(op))
       both(multipleOf(uniformValue(pad.getOffset()), width));
     // A group's partner columns are a half block away (a repeat's input
-    // width is among the widths above).
-    if (auto swap = dyn_cast<SwapHalvesOp>(op))
+    // width is among the widths above), unless the blocks lie inside the
+    // groups.
+    if (auto swap = dyn_cast<SwapHalvesOp>(op);
+        swap && !blockWithinGroup(swap, width))
       both(multipleOf(halfBlock(swap), width));
   }
   return ok;
@@ -600,6 +602,17 @@ Lanes PointEmitter::group(Value value, Value base) {
     } else if (auto test = dyn_cast<arith::CmpFOp>(def);
                test && isColumnTest(test)) {
       result = columnTest(test, base);
+    } else if (auto swap = dyn_cast<SwapHalvesOp>(def);
+               swap && blockWithinGroup(swap, laneCount)) {
+      // The partners are lanes of the same group (the interleaved pairs
+      // of RoPE's GPT-J layout: neighbours), traded in registers. Read a
+      // half block away instead, the group would be a misaligned load, so
+      // that the whole kernel took the scalar path (GLM-4's RoPE at half
+      // the bandwidth of the rotate-half one).
+      Lanes input = group(swap.getInput(), base);
+      int64_t half = *blockWithinGroup(swap, laneCount) / 2;
+      for (int64_t l = 0; l < laneCount; ++l)
+        result.push_back(input[l % (2 * half) < half ? l + half : l - half]);
     } else if (Value column = inputColumn(def, base)) {
       result = group(def->getOperand(0), column);
     } else if (auto pad = dyn_cast<PadOp>(def)) {
@@ -679,6 +692,17 @@ Value PointEmitter::inputColumn(Operation *def, Value base) {
                                    arith::SubIOp::create(b, loc, base, half));
   }
   return {};
+}
+
+std::optional<int64_t> PointEmitter::blockWithinGroup(SwapHalvesOp swap,
+                                                      int64_t lanes) {
+  // Groups start at multiples of `lanes` on the vector path (the test
+  // above), so a constant block that divides `lanes` never straddles one.
+  APInt block;
+  if (lanes > 1 && matchPattern(swap.getBlock(), m_ConstantInt(&block)) &&
+      block.getSExtValue() >= 2 && lanes % block.getSExtValue() == 0)
+    return block.getSExtValue();
+  return std::nullopt;
 }
 
 Value PointEmitter::halfBlock(SwapHalvesOp swap) {

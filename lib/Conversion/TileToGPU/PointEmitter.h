@@ -221,6 +221,10 @@ private:
   Value inputColumn(Operation *def, Value base);
   /// Half of a swap_halves block, as an index.
   Value halfBlock(SwapHalvesOp swap);
+  /// The swap's block where it is a constant that divides `lanes` > 1:
+  /// every group then holds whole blocks, and the swap trades its lanes.
+  static std::optional<int64_t> blockWithinGroup(SwapHalvesOp swap,
+                                                 int64_t lanes);
   Lanes branch(Value condition, function_ref<Lanes()> then,
                function_ref<Lanes()> otherwise, Type type);
 
