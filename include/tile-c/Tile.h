@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped when a struct or a signature below changes or a function is
    added. */
-#define TILE_C_API_VERSION 11
+#define TILE_C_API_VERSION 12
 TILE_C_EXPORT int tile_api_version(void);
 
 /*===-- Status ------------------------------------------------------------===*/
@@ -193,6 +193,21 @@ TILE_C_EXPORT tile_value_info tile_function_argument(tile_function function,
                                                      size_t index);
 TILE_C_EXPORT tile_value_info tile_function_result(tile_function function,
                                                    size_t index);
+/* The flattened shape of argument (result = 0) or result (result = 1)
+   `index` as the launch rules write it (since version 12): dimension
+   `dim`'s expression, or NULL past its last dimension, for a scalar or an
+   index out of range. A [rows, width] buffer's leading dimensions flatten
+   into `rows`. The expressions are over `rows`, `w<i>` (argument i's
+   width: its last dimension) and `arg<i>` (integer argument i's value),
+   in integers, + - * / % (C's division), parentheses, min(a, b),
+   max(a, b) and ceildiv(a, b); each symbol is bound by the first
+   argument dimension, in argument order, whose whole expression it is.
+   tile_function_infer evaluates the same expressions; a caller with
+   symbolic sizes (a tracing framework) evaluates them itself. Owned by
+   the function. */
+TILE_C_EXPORT const char *tile_function_shape(tile_function function,
+                                              int result, size_t index,
+                                              size_t dim);
 /* For a derived function, the kernel it was derived from; else NULL. */
 TILE_C_EXPORT const char *tile_function_backward_of(tile_function function);
 TILE_C_EXPORT const char *tile_function_forward_of(tile_function function);

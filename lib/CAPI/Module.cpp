@@ -34,6 +34,9 @@ using tile::rt::StatusOr;
 struct tile_function_t {
   std::string name, backwardOf, forwardOf;
   std::vector<tile_value_info> arguments, results;
+  /// The manifest's shape expressions of each argument and result (empty
+  /// for a scalar): tile_function_shape's strings live here.
+  std::vector<std::vector<std::string>> argumentShapes, resultShapes;
   tile_module module = nullptr;
 };
 
@@ -154,6 +157,12 @@ Status describeFunctions(tile_module module) {
               return info.takeStatus();
             list->push_back(*info);
           }
+    for (size_t i = 0; i < function->arguments.size(); ++i)
+      function->argumentShapes.push_back(
+          module->plan.shapeExpressions(function->name, false, i));
+    for (size_t i = 0; i < function->results.size(); ++i)
+      function->resultShapes.push_back(
+          module->plan.shapeExpressions(function->name, true, i));
     module->functions.push_back(std::move(function));
   }
   return Status::ok();
@@ -309,6 +318,16 @@ tile_value_info tile_function_result(tile_function function, size_t index) {
   if (!function || index >= function->results.size())
     return tile_value_info{};
   return function->results[index];
+}
+const char *tile_function_shape(tile_function function, int result,
+                                size_t index, size_t dim) {
+  if (!function)
+    return nullptr;
+  const auto &shapes =
+      result ? function->resultShapes : function->argumentShapes;
+  if (index >= shapes.size() || dim >= shapes[index].size())
+    return nullptr;
+  return shapes[index][dim].c_str();
 }
 const char *tile_function_backward_of(tile_function function) {
   return function && !function->backwardOf.empty()

@@ -3,159 +3,10 @@
 #include "tile/Launcher/Launcher.h"
 #include "Manifest.h"
 
-#include <cctype>
-#include <limits>
-
 namespace tile::ops {
 
 using rt::Status;
 using rt::StatusOr;
-
-//===----------------------------------------------------------------------===//
-// Manifest expressions
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// Recursive descent over `+ - * / %`, parentheses, integers, symbols and
-/// min/max/ceildiv calls: the whole language the manifest writes.
-class Parser {
-public:
-  Parser(const std::string &text, const std::map<std::string, int64_t> &env)
-      : text(text), env(env) {}
-
-  StatusOr<int64_t> parse() {
-    StatusOr<int64_t> value = sum();
-    skip();
-    if (value && pos != text.size())
-      return Status::error("unexpected '" + text.substr(pos) + "' in '" + text +
-                           "'");
-    return value;
-  }
-
-private:
-  void skip() {
-    while (pos < text.size() && std::isspace(text[pos]))
-      ++pos;
-  }
-  bool eat(char c) {
-    skip();
-    if (pos < text.size() && text[pos] == c) {
-      ++pos;
-      return true;
-    }
-    return false;
-  }
-  StatusOr<int64_t> sum() {
-    StatusOr<int64_t> left = product();
-    while (left) {
-      if (eat('+')) {
-        StatusOr<int64_t> right = product();
-        if (!right)
-          return right;
-        if (__builtin_add_overflow(*left, *right, &*left))
-          return overflow();
-      } else if (eat('-')) {
-        StatusOr<int64_t> right = product();
-        if (!right)
-          return right;
-        if (__builtin_sub_overflow(*left, *right, &*left))
-          return overflow();
-      } else {
-        break;
-      }
-    }
-    return left;
-  }
-  StatusOr<int64_t> product() {
-    StatusOr<int64_t> left = atom();
-    while (left) {
-      char op = 0;
-      for (char c : {'*', '/', '%'})
-        if (eat(c)) {
-          op = c;
-          break;
-        }
-      if (!op)
-        break;
-      StatusOr<int64_t> right = atom();
-      if (!right)
-        return right;
-      if (op != '*' && *right == 0)
-        return Status::error("division by zero in '" + text + "'");
-      // Shapes near 2^63 must not wrap into a constraint that holds.
-      if (op == '*') {
-        if (__builtin_mul_overflow(*left, *right, &*left))
-          return overflow();
-      } else if (*left == std::numeric_limits<int64_t>::min() && *right == -1) {
-        return overflow();
-      } else {
-        *left = op == '/' ? *left / *right : *left % *right;
-      }
-    }
-    return left;
-  }
-  StatusOr<int64_t> atom() {
-    skip();
-    if (eat('(')) {
-      StatusOr<int64_t> inner = sum();
-      if (inner && !eat(')'))
-        return Status::error("missing ')' in '" + text + "'");
-      return inner;
-    }
-    size_t start = pos;
-    if (pos < text.size() && std::isdigit(text[pos])) {
-      int64_t value = 0;
-      for (; pos < text.size() && std::isdigit(text[pos]); ++pos)
-        if (__builtin_mul_overflow(value, 10, &value) ||
-            __builtin_add_overflow(value, text[pos] - '0', &value))
-          return overflow();
-      return value;
-    }
-    while (pos < text.size() && (std::isalnum(text[pos]) || text[pos] == '_'))
-      ++pos;
-    std::string name = text.substr(start, pos - start);
-    if (name.empty())
-      return Status::error("expected a value at '" + text.substr(start) +
-                           "' in '" + text + "'");
-    if (eat('(')) {
-      StatusOr<int64_t> a = sum();
-      if (!a || !eat(','))
-        return a ? StatusOr<int64_t>(
-                       Status::error("expected ',' in '" + text + "'"))
-                 : a;
-      StatusOr<int64_t> b = sum();
-      if (!b || !eat(')'))
-        return b ? StatusOr<int64_t>(
-                       Status::error("expected ')' in '" + text + "'"))
-                 : b;
-      if (name == "min")
-        return std::min(*a, *b);
-      if (name == "max")
-        return std::max(*a, *b);
-      if (name == "ceildiv" && *b > 0)
-        return *a / *b + (*a % *b > 0 ? 1 : 0);
-      return Status::error("unknown function '" + name + "' in '" + text + "'");
-    }
-    auto it = env.find(name);
-    if (it == env.end())
-      return Status::error("unbound symbol '" + name + "' in '" + text + "'");
-    return it->second;
-  }
-
-  Status overflow() const {
-    return Status::error("'" + text + "' overflows 64-bit integers");
-  }
-
-  const std::string &text;
-  const std::map<std::string, int64_t> &env;
-  size_t pos = 0;
-};
-} // namespace
-
-StatusOr<int64_t> evaluate(const std::string &expression,
-                           const std::map<std::string, int64_t> &symbols) {
-  return Parser(expression, symbols).parse();
-}
 
 //===----------------------------------------------------------------------===//
 // Launcher
@@ -202,6 +53,23 @@ std::map<std::string, int64_t> LaunchPlan::kernelBlocks() const {
   return blocks;
 }
 
+std::vector<std::string>
+LaunchPlan::shapeExpressions(const std::string &function, bool result,
+                             int64_t index) const {
+  auto found = impl->functions.find(function);
+  if (found == impl->functions.end())
+    return {};
+  Param::Kind kind = result ? Param::Kind::Result : Param::Kind::Argument;
+  for (const Param &param : found->second.params)
+    if (param.kind == kind && param.index == index && param.buffer) {
+      std::vector<std::string> texts;
+      for (const Expression &size : param.shape)
+        texts.push_back(size.text());
+      return texts;
+    }
+  return {};
+}
+
 bool LaunchPlan::countsArrivals() const {
   for (auto &[name, function] : impl->functions)
     for (const Param &param : function.params)
@@ -238,7 +106,9 @@ Status LaunchPlan::Impl::bindTensor(const rt::TensorView &view,
     for (int64_t size : view.shape)
       count *= size;
     flat = {count};
-    if (param.shape.size() == 1 && param.shape[0] != "rows" &&
+    const std::string *only =
+        param.shape.size() == 1 ? param.shape[0].symbol() : nullptr;
+    if (param.shape.size() == 1 && !(only && *only == "rows") &&
         view.shape.size() != 1)
       return Status::error(what + " has shape " + rt::formatShape(view.shape) +
                            ", expected a vector");
@@ -254,23 +124,20 @@ Status LaunchPlan::Impl::bindTensor(const rt::TensorView &view,
       !status)
     return status;
   for (size_t i = 0; i < param.shape.size(); ++i) {
-    const std::string &symbol = param.shape[i];
-    bool plain = !symbol.empty() &&
-                 std::all_of(symbol.begin(), symbol.end(), [](char c) {
-                   return std::isalnum(c) || c == '_';
-                 });
-    if (plain && !symbols.count(symbol) && !std::isdigit(symbol[0])) {
-      symbols[symbol] = flat[i];
+    const Expression &size = param.shape[i];
+    if (const std::string *symbol = size.symbol();
+        symbol && !symbols.count(*symbol)) {
+      symbols[*symbol] = flat[i];
       continue;
     }
-    StatusOr<int64_t> expected = evaluate(symbol, symbols);
+    StatusOr<int64_t> expected = size.evaluate(symbols);
     if (!expected)
       return expected.takeStatus();
     if (*expected != flat[i])
       return Status::error(
           what + " has shape " + rt::formatShape(view.shape) + ": its " +
           (param.shape.size() == 2 && i == 0 ? "row count" : "width") + " " +
-          std::to_string(flat[i]) + " should be " + symbol + " = " +
+          std::to_string(flat[i]) + " should be " + size.text() + " = " +
           std::to_string(*expected));
   }
   return Status::ok();
@@ -309,15 +176,9 @@ StatusOr<const Function *> LaunchPlan::Impl::bindArguments(
 Status LaunchPlan::Impl::checkConstraints(
     const std::string &name, const Function &function,
     const std::map<std::string, int64_t> &symbols, bool onlyBound) const {
-  for (const std::string &constraint : function.constraints) {
-    size_t at = constraint.find("==");
-    bool equal = at != std::string::npos;
-    if (!equal)
-      at = constraint.find("<=");
-    if (at == std::string::npos)
-      return Status::error("malformed shape constraint '" + constraint + "'");
-    StatusOr<int64_t> lhs = evaluate(constraint.substr(0, at), symbols);
-    StatusOr<int64_t> rhs = evaluate(constraint.substr(at + 2), symbols);
+  for (const manifest::Constraint &constraint : function.constraints) {
+    StatusOr<int64_t> lhs = constraint.lhs.evaluate(symbols);
+    StatusOr<int64_t> rhs = constraint.rhs.evaluate(symbols);
     if (onlyBound && (!lhs || !rhs) &&
         (lhs.message().rfind("unbound symbol", 0) == 0 ||
          rhs.message().rfind("unbound symbol", 0) == 0))
@@ -326,21 +187,22 @@ Status LaunchPlan::Impl::checkConstraints(
       return lhs.takeStatus();
     if (!rhs)
       return rhs.takeStatus();
-    if (equal ? *lhs != *rhs : *lhs > *rhs)
-      return Status::error(name + ": the shapes do not fit together: " +
-                           constraint + " is " + std::to_string(*lhs) +
-                           (equal ? " == " : " <= ") + std::to_string(*rhs));
+    if (constraint.equal ? *lhs != *rhs : *lhs > *rhs)
+      return Status::error(
+          name + ": the shapes do not fit together: " + constraint.text +
+          " is " + std::to_string(*lhs) + (constraint.equal ? " == " : " <= ") +
+          std::to_string(*rhs));
   }
   return Status::ok();
 }
 
 StatusOr<size_t> LaunchPlan::Impl::workspaceBytes(
     const Function &function, std::map<std::string, int64_t> &symbols) const {
-  StatusOr<int64_t> ctas = evaluate(function.ctas, symbols);
+  StatusOr<int64_t> ctas = function.ctas.evaluate(symbols);
   if (!ctas)
     return ctas.takeStatus();
   symbols["ctas"] = *ctas;
-  StatusOr<int64_t> elements = evaluate(function.workspace, symbols);
+  StatusOr<int64_t> elements = function.workspace.evaluate(symbols);
   if (!elements)
     return elements.takeStatus();
   if (*elements < 0 || *elements > (int64_t(1) << 60))
@@ -366,8 +228,8 @@ LaunchPlan::infer(const std::string &name,
     if (param.kind != Param::Kind::Result)
       continue;
     std::vector<int64_t> shape;
-    for (const std::string &size : param.shape) {
-      StatusOr<int64_t> value = evaluate(size, symbols);
+    for (const Expression &size : param.shape) {
+      StatusOr<int64_t> value = size.evaluate(symbols);
       if (!value)
         return value.takeStatus();
       shape.push_back(*value);
@@ -452,7 +314,7 @@ LaunchPlan::bind(const std::string &name,
     }
   }
   for (const Kernel &kernel : function.kernels) {
-    StatusOr<int64_t> grid = evaluate(kernel.grid, symbols);
+    StatusOr<int64_t> grid = kernel.grid.evaluate(symbols);
     if (!grid)
       return grid.takeStatus();
     // cuLaunchKernel takes at most 2^31 - 1 CTAs in x (an element grid is

@@ -10,6 +10,7 @@
 #ifndef TILE_LIB_OPS_MANIFEST_H
 #define TILE_LIB_OPS_MANIFEST_H
 
+#include "Expression.h"
 #include "tile/Runtime/Runtime.h"
 #include "tile/Runtime/Status.h"
 
@@ -31,12 +32,12 @@ struct Param {
   rt::DType dtype = rt::DType::F32;
   bool buffer = false;
   /// Expressions over rows, w<i> and arg<i>; [rows, width] or [width].
-  std::vector<std::string> shape;
+  std::vector<Expression> shape;
 };
 
 struct Kernel {
   std::string name;
-  std::string grid;
+  Expression grid;
   int64_t block = 0;
   /// The kernel waits for the one before it in the stream itself
   /// (griddepcontrol.wait), so it may launch while that one finishes.
@@ -46,12 +47,19 @@ struct Kernel {
   bool cooperative = false;
 };
 
+/// `lhs == rhs` (equal) or `lhs <= rhs` over the call's symbols.
+struct Constraint {
+  Expression lhs, rhs;
+  bool equal = true;
+  /// As the manifest wrote it (messages).
+  std::string text;
+};
 struct Function {
   std::vector<Kernel> kernels;
   std::vector<Param> params;
-  std::string ctas;
-  std::vector<std::string> constraints;
-  std::string workspace;
+  Expression ctas;
+  std::vector<Constraint> constraints;
+  Expression workspace;
 };
 
 /// The functions of `text` by name; an error names what is wrong and where

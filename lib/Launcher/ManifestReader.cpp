@@ -107,6 +107,47 @@ public:
     }
     return Status::ok();
   }
+  /// An expression, parsed once here rather than at every call.
+  Status get(const char *key, Expression &out) const {
+    std::string text;
+    if (Status s = get(key, text); !s)
+      return s;
+    return parsed(key, text, out);
+  }
+  Status get(const char *key, std::vector<Expression> &out) const {
+    std::vector<std::string> texts;
+    if (Status s = get(key, texts); !s)
+      return s;
+    out.assign(texts.size(), Expression());
+    for (size_t i = 0; i < texts.size(); ++i)
+      if (Status s = parsed(key, texts[i], out[i]); !s)
+        return s;
+    return Status::ok();
+  }
+  /// `lhs == rhs` or `lhs <= rhs` each.
+  Status get(const char *key, std::vector<Constraint> &out) const {
+    std::vector<std::string> texts;
+    if (Status s = get(key, texts); !s)
+      return s;
+    out.clear();
+    for (const std::string &text : texts) {
+      Constraint &constraint = out.emplace_back();
+      size_t at = text.find("==");
+      constraint.equal = at != std::string::npos;
+      if (!constraint.equal)
+        at = text.find("<=");
+      if (at == std::string::npos)
+        return error("'" + std::string(key) + "': '" + text +
+                     "' is not a == b or a <= b");
+      if (Status s =
+              firstError({parsed(key, text.substr(0, at), constraint.lhs),
+                          parsed(key, text.substr(at + 2), constraint.rhs)});
+          !s)
+        return s;
+      constraint.text = text;
+    }
+    return Status::ok();
+  }
   /// A storage dtype, looked up once here rather than at every call.
   Status get(const char *key, rt::DType &out) const {
     std::string name;
@@ -141,6 +182,14 @@ public:
   }
 
 private:
+  Status parsed(const char *key, const std::string &text,
+                Expression &out) const {
+    StatusOr<Expression> expression = Expression::parse(text);
+    if (!expression)
+      return error("'" + std::string(key) + "': " + expression.message());
+    out = std::move(*expression);
+    return Status::ok();
+  }
   const Json *field(const char *key) const {
     auto it = object.find(key);
     return it == object.end() ? nullptr : &*it;

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tile"
 # The C layer: the only modules that touch ctypes or the library.
 C_LAYER = ["_capi", "_capi_functions", "_capi_operators"]
 # Bottom to top: a module may import the ones before it, never after.
-LAYERS = [*C_LAYER, "autograd", "distributed", "kernel_launch",
+LAYERS = [*C_LAYER, "shape_expressions", "autograd", "distributed", "kernel_launch",
           "kernel_autograd", "kernel", "operators", "gemm", "mlp_checks",
           "mlp_reference", "mlp", "moe", "losses", "head_chunks", "head",
           "ops", "nn", "families", "lm_loss", "transformers", "__init__"]

@@ -244,6 +244,47 @@ def test_operator_compiles_once_over_row_counts(case):
     assert counters["stats"]["unique_graphs"] == 1, _recompiles_hint()
 
 
+_THREE_SHAPES = """
+func.func @three(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?xf32>,
+                                         tensor<?xf32>)
+    attributes {tile.kernel} {
+  %y = arith.mulf %x, %x : tensor<?x?xf32>
+  %r = tile.reduce sum %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %c = tile.reduce sum %x [0] across_rows : tensor<?x?xf32> -> tensor<?xf32>
+  return %y, %r, %c : tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>
+}"""
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_results_take_the_shapes_the_library_says(compiled):
+    """A kernel's results shaped by the library's shape expressions, not by
+    guesses: x [2, S, 8] gives x² [2, S, 8], the row sums [2, S] and the
+    column sums [8] — also at S = 4, where the 8 rows equal the width (a
+    [width] result was viewed as the [2, 4] rows when its size matched).
+    Compiled with dynamic shapes: one graph over every S, the rows a symbol
+    (the library never asked for their value)."""
+    kernel = tile.Kernel(_THREE_SHAPES)
+    info = kernel.forward_info
+    assert info.argument_shapes == [("rows", "w0")]
+    assert info.result_shapes[:2] == [("rows", "w0"), ("rows",)]
+    assert info.result_shapes[2] != ("rows",)
+    fn = torch.compile(kernel, backend="aot_eager", fullgraph=True,
+                       dynamic=True) if compiled else kernel
+    for seq in (3, 4, 5, 9):
+        x = torch.randn(2, seq, 8, dtype=torch.float64, requires_grad=True)
+        y, r, c = fn(x)
+        assert y.shape == (2, seq, 8) and r.shape == (2, seq)
+        assert c.shape == (8,)
+        torch.testing.assert_close(y, x * x)
+        torch.testing.assert_close(r, x.sum(-1))
+        torch.testing.assert_close(c, x.sum((0, 1)))
+        (y.sum() + r.sum() + (c * torch.arange(8.0)).sum()).backward()
+        torch.testing.assert_close(
+            x.grad, 2 * x.detach() + 1 + torch.arange(8.0, dtype=x.dtype))
+    if compiled:
+        assert counters["stats"]["unique_graphs"] == 1, _recompiles_hint()
+
+
 # -- a patched model over 12 sequence lengths ----------------------------------
 
 def _llama(vocab=64, hidden=32, head_dim=8, **kwargs):

@@ -504,3 +504,25 @@ def test_version_matches_cmake_project():
     wheel = re.search(r'^version = "([0-9.]+)"',
                       (root / "pyproject.toml").read_text(), re.M).group(1)
     assert tile.__version__ == cmake == wheel
+
+
+def test_shape_expressions_are_the_launch_rules_language():
+    """The library's shape expressions as Python evaluates them for traced
+    calls: the launcher's language and nothing more."""
+    from tile import shape_expressions as se
+    symbols = {"rows": 7, "w0": 13, "arg2": 3}
+    assert se.evaluate("(w0 / 2) + (w0 / 2)", symbols) == 12
+    assert se.evaluate("min(rows, 264) * arg2", symbols) == 21
+    assert se.evaluate("max(rows, w0) - ceildiv(w0, 4) % 3", symbols) == 12
+    for text in ("__import__('os')", "w0 ** 2", "w0 if 1 else 2", "w0.real",
+                 "min(w0)", "frob(1, 2)", "1.5", "True", "w0 +"):
+        with pytest.raises(se.ShapeExpressionError, match="not a shape"):
+            se.evaluate(text, symbols)
+    with pytest.raises(se.ShapeExpressionError, match="unbound symbol 'w9'"):
+        se.evaluate("w9 + 1", symbols)
+    # Binding: the first plain occurrence, in argument order; integers.
+    x, w = torch.zeros(5, 4), torch.zeros(4)
+    bound = se.bind([("rows", "w0"), ("w0",), ()], [x, w, 3], {2})
+    assert bound == {"rows": 5, "w0": 4, "arg2": 3}
+    assert se.is_per_row(("rows",)) and not se.is_per_row(("w0",))
+

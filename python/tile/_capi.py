@@ -16,7 +16,7 @@ import os
 from collections import namedtuple
 from pathlib import Path
 
-API_VERSION = 11
+API_VERSION = 12
 
 # tile_dtype
 BF16, F16, F32, F64, I64, I32 = range(6)
@@ -163,6 +163,8 @@ SIGNATURES = {
     "tile_function_num_results": ([_handle], ctypes.c_size_t),
     "tile_function_argument": ([_handle, ctypes.c_size_t], ValueInfo),
     "tile_function_result": ([_handle, ctypes.c_size_t], ValueInfo),
+    "tile_function_shape": ([_handle, ctypes.c_int, ctypes.c_size_t,
+                             ctypes.c_size_t], ctypes.c_char_p),
     "tile_function_backward_of": ([_handle], ctypes.c_char_p),
     "tile_function_forward_of": ([_handle], ctypes.c_char_p),
     "tile_function_infer": ([_handle, ctypes.POINTER(Value), ctypes.c_size_t,

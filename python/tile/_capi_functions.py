@@ -26,9 +26,21 @@ class Info:
         self.reads_data = bool(info.reads_data)
 
 
+def _shape(handle, result, index):
+    """The launch rules' expressions of one buffer's flattened shape (Tile.h's
+    tile_function_shape), a tuple of strings; () for a scalar."""
+    dims = []
+    while (dim := lib.tile_function_shape(handle, result, index,
+                                          len(dims))) is not None:
+        dims.append(dim.decode())
+    return tuple(dims)
+
+
 class FunctionInfo:
     """What the library says of one function: its arguments and results
-    (ValueInfo each), and which kernel it was derived from."""
+    (ValueInfo each) with their flattened shapes as expressions
+    (argument_shapes, result_shapes: shape_expressions.py evaluates them),
+    and which kernel it was derived from."""
 
     def __init__(self, handle):
         self.handle = handle
@@ -39,6 +51,10 @@ class FunctionInfo:
         self.results = [
             Info(lib.tile_function_result(handle, i))
             for i in range(lib.tile_function_num_results(handle))]
+        self.argument_shapes = [_shape(handle, 0, i)
+                                for i in range(len(self.arguments))]
+        self.result_shapes = [_shape(handle, 1, i)
+                              for i in range(len(self.results))]
         backward_of = lib.tile_function_backward_of(handle)
         forward_of = lib.tile_function_forward_of(handle)
         self.backward_of = backward_of.decode() if backward_of else None

@@ -387,7 +387,7 @@ def _check_row_kernel(kernel, per_row):
             arguments[0].rank != 2 or not arguments[0].differentiable:
         raise ValueError(f"{kernel.function}'s first argument must be the "
                          "logits, a [rows, vocab] tensor")
-    if len(results) != 1 or results[0].rank != 1:
+    if len(results) != 1 or kernel.forward_info.result_shapes[0] != ("rows",):
         raise ValueError(f"{kernel.function} must return one value per row "
                          "(a single rank-1 result)")
     if kernel.backward_function is None:

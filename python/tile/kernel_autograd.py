@@ -100,7 +100,8 @@ def run_backward(kernel, args, grads, saved, into=None, main_grads=None,
     if kernel.backward_function is None:
         raise RuntimeError(f"{kernel.function} has no derived backward")
     info = kernel.functions[kernel.backward_function]
-    outputs = kernel.forward_info.results
+    forward = kernel.forward_info
+    outputs = forward.results
     call_args, out, accumulators = [], {}, {}
     for value in info.arguments:
         if value.role == INPUT:
@@ -109,7 +110,8 @@ def run_backward(kernel, args, grads, saved, into=None, main_grads=None,
             # autograd materializes the gradient of an unused result as
             # zeros; an expanded one (from .sum()) has zero strides.
             grad = grads[value.of].contiguous()
-            call_args.append(flat_argument(grad, outputs[value.of]))
+            call_args.append(flat_argument(grad, outputs[value.of],
+                                           forward.result_shapes[value.of]))
         elif value.role == SAVED:
             call_args.append(saved[value.of])
         elif value.role == FORWARD_RESULT:
@@ -118,7 +120,8 @@ def run_backward(kernel, args, grads, saved, into=None, main_grads=None,
                     f"{kernel.backward_function} reads the forward's result "
                     f"#{value.of}; pass it (results=)")
             call_args.append(flat_argument(results[value.of].contiguous(),
-                                   outputs[value.of]))
+                                           outputs[value.of],
+                                           forward.result_shapes[value.of]))
         elif value.role == MAIN_GRAD:
             accumulators[value.of] = main_grads[value.of]
             call_args.append(accumulators[value.of])
@@ -130,8 +133,9 @@ def run_backward(kernel, args, grads, saved, into=None, main_grads=None,
         if value.of in accumulators:
             out[index] = accumulators[value.of]
         elif into and value.of in into:
-            out[index] = flat_argument(
-                into[value.of], kernel.forward_info.arguments[value.of])
+            out[index] = flat_argument(into[value.of],
+                                       forward.arguments[value.of],
+                                       forward.argument_shapes[value.of])
     flat = run(kernel, kernel.backward_function, call_args, out)
     # The main_grad contract (Megatron, TransformerEngine): the gradient is
     # in main_grad, and autograd gets None for it, never a view of it.

@@ -6,11 +6,9 @@ result shapes; the results shaped back. Kernels are registered by key so
 that the custom op (strings and tensors only) finds the one a traced call
 belongs to."""
 
-import math
-
 import torch
 
-from . import _capi, _capi_functions
+from . import _capi, _capi_functions, shape_expressions
 from ._capi import FLOAT, INT, OUTPUT, SAVED, TileError
 from .autograd import INTEGER_DTYPES, TILE_DTYPES, TORCH_DTYPES, stream_of, \
     tracing
@@ -29,13 +27,15 @@ def registered(key):
     return _REGISTRY[key]
 
 
-def flat_argument(arg, info):
+def flat_argument(arg, info, shape):
     """The tensor as the kernels see it: leading dimensions as rows, and a
-    per-row vector (integer data, a label per row; the cotangent of a
-    per-row result, which the forward shaped [...]) as one value per row."""
+    per-row vector (its shape expressions `shape` lead with the rows:
+    integer data, a label per row; the cotangent of a per-row result, which
+    the forward shaped [...]) as one value per row. Any other vector is
+    passed as it is (the library refuses one that is not 1-D)."""
     if info.rank == 2:
         return arg.reshape(-1, arg.shape[-1]) if arg.dim() != 2 else arg
-    if info.rank == 1 and arg.dim() != 1:
+    if arg.dim() != 1 and shape_expressions.is_per_row(shape):
         return arg.reshape(-1)
     return arg
 
@@ -46,8 +46,9 @@ def flatten(call, args):
         raise TileError(f"{call.info.name} takes "
                         f"{len(call.info.arguments)} arguments, "
                         f"{len(args)} given")
-    return [flat_argument(a, info) if isinstance(a, torch.Tensor) else a
-            for a, info in zip(args, call.info.arguments)]
+    return [flat_argument(a, info, shape) if isinstance(a, torch.Tensor)
+            else a for a, info, shape in zip(args, call.info.arguments,
+                                             call.info.argument_shapes)]
 
 
 def _is_exact(flats):
@@ -92,44 +93,29 @@ def infer(call, args, flats, shape_of=lambda flat: tuple(flat.shape)):
             for shape, info in zip(shapes, call.info.results)], workspace
 
 
-# Two row counts no width equals both of: a traced call's shapes are
-# inferred for each, and a result dimension that follows them is the row
-# count (_traced_shapes).
-_ROW_PROBES = (1009, 1013)
+def _hinted(flat):
+    """A traced tensor's flattened shape with each symbolic size at the value
+    it was traced with (no guard added), for the shape rules' checks."""
+    return tuple(d.node.hint if isinstance(d, torch.SymInt) and
+                 d.node.hint is not None else d for d in flat.shape)
 
 
 def _traced_shapes(call, args, flats):
-    """infer's result shapes for a traced call (torch.compile) whose row
-    count is symbolic: the rows stay symbolic, so a new sequence length
-    reuses the graph; every other dimension (a width, which the kernels
-    are specialized for) is read, and so guarded. The C layer sees
-    concrete shapes only: it is asked twice, with the rows at each of
-    _ROW_PROBES, and a result dimension equal to the probe both times is
-    the rows. A call whose rows are not one symbol, or that the probes do
-    not explain, is inferred on its concrete sizes (specialized)."""
-    rows = next((flat.shape[0] for flat, info in zip(flats, call.info.arguments)
-                 if isinstance(flat, torch.Tensor) and info.rank == 2), None)
-    if not isinstance(rows, torch.SymInt):
-        return infer(call, args, flats)[0]
-    expr = rows.node.expr
-
-    def probed(probe):
-        def shape_of(flat):
-            return tuple(probe if isinstance(d, torch.SymInt) and
-                         d.node.expr == expr else int(d) for d in flat.shape)
-        return infer(call, args, flats, shape_of)[0]
-    try:
-        first, second = (probed(probe) for probe in _ROW_PROBES)
-    except TileError:
-        return infer(call, args, flats)[0]
-    results = []
-    for (a, dtype), (b, _) in zip(first, second):
-        if len(a) != len(b) or any(x != y and (x, y) != _ROW_PROBES
-                                   for x, y in zip(a, b)):
-            return infer(call, args, flats)[0]
-        results.append((tuple(x if x == y else rows for x, y in zip(a, b)),
-                        dtype))
-    return results
+    """infer's result shapes for a traced call (torch.compile) whose sizes
+    may be symbolic: each result's shape expressions (FunctionInfo.
+    result_shapes) evaluated with the arguments' sizes, the rows kept
+    symbolic so that a new sequence length reuses the graph, every width
+    read (so guarded: the kernels are specialized for widths). The shape
+    rules are checked on the traced sizes, with their messages."""
+    results = infer(call, args, flats, _hinted)[0]
+    integers = {i for i, (arg, info) in enumerate(zip(args,
+                                                      call.info.arguments))
+                if not isinstance(arg, torch.Tensor) and
+                (info.dtype in INTEGER_DTYPES or isinstance(arg, bool))}
+    symbols = shape_expressions.bind(call.info.argument_shapes, flats,
+                                     integers)
+    return [(shape_expressions.shape(texts, symbols), dtype)
+            for texts, (_, dtype) in zip(call.info.result_shapes, results)]
 
 
 class _Record:
@@ -287,17 +273,16 @@ def _leading(args, infos):
     return None
 
 
-def _shape_results(flat, infos, leading):
-    """Results as the caller sees them: rows back to the leading shape."""
-    shaped = []
-    for tensor, info in zip(flat, infos):
-        if leading is not None and info.rank == 2 and tensor.dim() == 2:
-            tensor = tensor.view(*leading, tensor.shape[-1])
-        elif leading is not None and info.rank == 1 and len(leading) > 1 \
-                and tensor.shape[0] == math.prod(leading):
-            tensor = tensor.view(*leading)
-        shaped.append(tensor)
-    return shaped
+def _shape_results(flat, shapes, leading):
+    """Results as the caller sees them: a result whose flattened shape leads
+    with the rows (its shape expressions, `shapes`) gets the leading shape
+    back; any other keeps its own (a [width] sum over the rows, even where
+    the width equals the rows)."""
+    if leading is None:
+        return list(flat)
+    return [tensor.view(*leading, *tensor.shape[1:])
+            if shape_expressions.is_per_row(texts) else tensor
+            for tensor, texts in zip(flat, shapes)]
 
 
 def run_forward(kernel, args):
@@ -312,5 +297,7 @@ def run_forward(kernel, args):
         saved = [t for t, r in zip(flat, info.results) if r.role == SAVED]
     else:
         outputs, saved = run(kernel, kernel.function, args), []
-    results = kernel.forward_info.results
-    return _shape_results(outputs, results, leading), saved
+    info = kernel.forward_info
+    shapes = [texts for texts, result in zip(info.result_shapes, info.results)
+              if result.role == OUTPUT]
+    return _shape_results(outputs, shapes, leading), saved

@@ -108,6 +108,18 @@ static void test_describe_infer_evaluate(void) {
   tile_value_info dw = tile_function_result(backward, 1);
   CHECK(dw.role == TILE_ROLE_GRADIENT && dw.of == 1 && dw.rank == 1);
 
+  /* The shapes as expressions: x [rows, w0], the weight [w1], eps a
+     scalar; the backward's dW [w1] is no row-sized result. */
+  CHECK(strcmp(tile_function_shape(forward, 0, 0, 0), "rows") == 0);
+  CHECK(strcmp(tile_function_shape(forward, 0, 0, 1), "w0") == 0);
+  CHECK(tile_function_shape(forward, 0, 0, 2) == NULL);
+  CHECK(strcmp(tile_function_shape(forward, 0, 1, 0), "w1") == 0);
+  CHECK(tile_function_shape(forward, 0, 2, 0) == NULL);
+  CHECK(strcmp(tile_function_shape(forward, 1, 0, 0), "rows") == 0);
+  CHECK(tile_function_shape(forward, 1, 1, 0) == NULL);
+  CHECK(strcmp(tile_function_shape(backward, 1, 1, 0), "rows") != 0);
+  CHECK(tile_function_shape(NULL, 1, 0, 0) == NULL);
+
   /* infer: shapes from the arguments alone (no storage). */
   int64_t xs[2] = {6, 8}, ws[1] = {8}, bad[1] = {7};
   tile_value args[5] = {tensor(NULL, xs, 2, TILE_DTYPE_BF16),

@@ -104,6 +104,23 @@ TEST(ManifestReaderTest, UnknownFieldsAndKindsAreErrorsNotGuesses) {
                        "'index' must be an integer"));
 }
 
+TEST(ManifestReaderTest, MalformedExpressionsAreRefusedWithTheManifest) {
+  // Parsed once, when the manifest is read, not found at a launch.
+  EXPECT_TRUE(contains(errorOf(edited("\"ceildiv(rows * w0, 1024)\"",
+                                      "\"cielDiv(rows * w0, 1024)\"")),
+                       "functions[0]: 'ctas': unknown function 'cielDiv'"));
+  EXPECT_TRUE(contains(errorOf(edited("\"grid\": \"ceildiv(rows * w0, 1024)\"",
+                                      "\"grid\": \"ceildiv(rows * w0)\"")),
+                       "functions[0].kernels[0]: 'grid': expected ','"));
+  EXPECT_TRUE(contains(errorOf(edited("\"w0 == w1\"", "\"w0 = w1\"")),
+                       "'w0 = w1' is not a == b or a <= b"));
+  EXPECT_TRUE(contains(errorOf(edited("\"w0 == w1\"", "\"w0 == (w1\"")),
+                       "missing ')'"));
+  EXPECT_TRUE(contains(errorOf(edited("\"workspace_f32_elements\": \"0\"",
+                                      "\"workspace_f32_elements\": \"0 +\"")),
+                       "'workspace_f32_elements': expected a value"));
+}
+
 TEST(ManifestReaderTest, NotJsonSaysWhere) {
   std::string message = errorOf("{\"format_version\": 1, \"functions\": [}");
   EXPECT_TRUE(contains(message, "kernel manifest: not JSON")) << message;

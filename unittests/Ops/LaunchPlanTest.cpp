@@ -52,17 +52,6 @@ LaunchPlan plan(const std::string &kernel, bool mainGrad = false,
   return parsed ? std::move(*parsed) : LaunchPlan();
 }
 
-TEST(ExpressionTest, ArithmeticAndCalls) {
-  std::map<std::string, int64_t> env = {{"rows", 7}, {"w0", 13}, {"ctas", 3}};
-  EXPECT_EQ(*evaluate("(w0 / 2) + (w0 / 2)", env), 12);
-  EXPECT_EQ(*evaluate("min(rows, 264)", env), 7);
-  EXPECT_EQ(*evaluate("ceildiv(w0, 4)", env), 4);
-  EXPECT_EQ(*evaluate("ctas * w0 + 1 - 2 % 2", env), 40);
-  EXPECT_FALSE(evaluate("w9", env));
-  EXPECT_TRUE(contains(evaluate("w9", env).message(), "unbound symbol 'w9'"));
-  EXPECT_FALSE(evaluate("w0 / 0", env));
-  EXPECT_FALSE(evaluate("frob(1, 2)", env));
-}
 TEST(LaunchPlanTest, ARightCallBindsSizesAndLaunches) {
   LaunchPlan rms = plan("rms_norm");
   // Leading dimensions flatten into rows: [2, 3, 1000] is 6 rows.

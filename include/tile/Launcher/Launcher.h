@@ -33,11 +33,6 @@ constexpr size_t kArrivalCounters = 1024;
 /// One argument of a call: a tensor, or a scalar (f32 or integer).
 using Argument = std::variant<rt::TensorView, float, int64_t>;
 
-/// Evaluates a manifest expression (`(w0 / 2) + 1`, `min(rows, 264)`,
-/// `ceildiv(w4, 256)`) with the symbols bound in `symbols`.
-rt::StatusOr<int64_t> evaluate(const std::string &expression,
-                               const std::map<std::string, int64_t> &symbols);
-
 /// What the manifest says about each function, without a GPU: enough to
 /// check a call's tensors and to work out its launches.
 class LaunchPlan {
@@ -96,6 +91,16 @@ public:
   };
   rt::StatusOr<Inferred> infer(const std::string &function,
                                const std::vector<Argument> &arguments) const;
+
+  /// The flattened shape of `function`'s argument or result `index` as the
+  /// manifest writes it, an expression per dimension (`rows`, `w0`,
+  /// `(w1 * 2)`, `ceildiv(w0, 256)`) over `rows` (a [rows, width] buffer's
+  /// leading dimensions, flattened), `w<i>` (argument i's width) and
+  /// `arg<i>` (integer argument i): what infer evaluates. Symbols bind in
+  /// argument order at their first plain occurrence. Empty for a scalar or
+  /// an index the function does not have.
+  std::vector<std::string> shapeExpressions(const std::string &function,
+                                            bool result, int64_t index) const;
 
   /// The kernels the manifest lists and the threads of each one's CTAs.
   std::map<std::string, int64_t> kernelBlocks() const;
