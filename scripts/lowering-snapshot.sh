@@ -48,7 +48,7 @@ one() {
     t512c132) sopt="-tile-schedule=threads=512 ctas=132" ;;
   esac
   if [ -n "$dopt" ]; then
-    "$bin/tile-opt" "$f" "$dopt" -canonicalize -cse -o "$t.src" 2>/dev/null || { echo fail > "$t.err"; return; }
+    "$bin/tile-opt" "$f" -tile-approximate-shifted-exponentials "$dopt" -canonicalize -cse -o "$t.src" 2>/dev/null || { echo fail > "$t.err"; return; }
   else
     cp "$f" "$t.src"
   fi
@@ -57,7 +57,8 @@ one() {
       mv "$t.spec" "$t.src"
   fi
   if "$bin/tile-opt" "$t.src" "$sopt" -o "$t.sched" 2> "$t.err"; then
-    "$bin/tile-opt" "$t.sched" -convert-tile-to-gpu -o "$t.gpu" 2>> "$t.err" || true
+    # The rewrites and the conversion as tile-lower-to-ptx runs them.
+    "$bin/tile-opt" "$t.sched" -tile-approximate-shifted-exponentials -tile-row-reciprocals -convert-tile-to-gpu -o "$t.gpu" 2>> "$t.err" || true
     "$bin/tile-translate" --tile-manifest "$t.sched" -o "$t.json" 2>> "$t.err" || true
     "$bin/tile-translate" --tile-to-ptx --tile-chip=sm_90a "$t.gpu" -o "$t.ptx" 2>> "$t.err" || true
   fi

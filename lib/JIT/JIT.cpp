@@ -84,6 +84,8 @@ std::vector<std::string> specializationPasses(const CompileOptions &options) {
   if (!options.dtype.empty())
     passes.push_back("tile-specialize-storage{dtype=" + options.dtype + "}");
   if (options.differentiate) {
+    // The backward clones the forward's exponentials with their marks.
+    passes.push_back("tile-approximate-shifted-exponentials");
     passes.push_back("tile-differentiate{policy=" + options.policy +
                      (options.mainGrad ? " main-grad=true" : "") +
                      (options.returnPrimal ? " return-primal=true" : "") + "}");

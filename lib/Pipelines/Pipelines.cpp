@@ -204,7 +204,12 @@ void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
 
 void mlir::tile::buildTileToPtxPipeline(OpPassManager &pm,
                                         const PtxOptions &options) {
+  // The rewrites the lowering wants, each a pass: the approximable
+  // exponentials (kept where tile-differentiate already marked them), then
+  // the schedule, which sees the kernel as written, then the reciprocals.
+  pm.addPass(createTileApproximateShiftedExponentialsPass());
   pm.addPass(createTileSchedulePass(options.device, options.schedule));
+  pm.addPass(createTileRowReciprocalsPass());
   pm.addPass(createConvertTileToGPUPass());
   buildGpuToPtxPipeline(pm, options);
 }

@@ -125,6 +125,22 @@ def test_struct_fields_agree(struct):
         assert _ctype(declaration) == kind, f"{struct}.{name}"
 
 
+def test_the_device_description_is_device_facts_def_in_its_order():
+    """tile_device_description is the C copy of the one list of device
+    facts (include/tile/Target/DeviceFacts.def; C++ checks only its size):
+    each field the fact's option name in C spelling, in the list's order
+    (`sms` is the C struct's `multiprocessors`)."""
+    facts = re.findall(r'^TILE_DEVICE_FACT\(\w+, "([\w-]+)"',
+                       (HEADER.parents[1] / "tile" / "Target" /
+                        "DeviceFacts.def").read_text(), re.M)
+    assert len(facts) >= 4
+    body = re.search(r"typedef struct \{([^{}]*)\} tile_device_description;",
+                     SOURCE).group(1)
+    fields = [_split(field)[1] for field in body.split(";") if field.strip()]
+    spelled = {"sms": "multiprocessors"}
+    assert fields == [spelled.get(f, f.replace("-", "_")) for f in facts]
+
+
 @pytest.mark.parametrize("name", sorted(_capi.SIGNATURES))
 def test_signature_agrees(name):
     assert name in FUNCTIONS, f"{name} is not in Tile.h"

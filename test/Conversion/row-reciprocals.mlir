@@ -2,12 +2,16 @@
 // taken once per row (the row value's) or once at kernel entry (the
 // scalar's) and shared by every division by the same value; a division by
 // a per-column weight stays a division (multiplyByRowReciprocals). The
-// broadcast and splat it divided by are gone.
-// RUN: tile-opt %s -tile-schedule -convert-tile-to-gpu | FileCheck %s
-// RUN: tile-opt %s -tile-schedule -convert-tile-to-gpu | FileCheck %s --check-prefix=KERNEL
+// broadcast and splat it divided by are gone. The rewrite is the pass
+// tile-row-reciprocals (tile-lower-to-ptx runs it right before the
+// conversion); the conversion alone divides as written.
+// RUN: tile-opt %s -tile-schedule -tile-row-reciprocals -convert-tile-to-gpu | FileCheck %s
+// RUN: tile-opt %s -tile-row-reciprocals | FileCheck %s --check-prefix=KERNEL
+// RUN: tile-opt %s -tile-row-reciprocals=max-ops=12 | FileCheck %s --check-prefix=TOO-BIG
+// RUN: tile-opt %s -tile-schedule -convert-tile-to-gpu | FileCheck %s --check-prefix=AS-WRITTEN
 //
-// The tile function, as the lowering rewrote it: one reciprocal each,
-// shaped like its divisor where the divisor was.
+// The tile function, as the pass rewrote it: one reciprocal each, shaped
+// like its divisor where the divisor was.
 // KERNEL-LABEL: func.func @scale(
 // KERNEL-SAME: %[[X:[^:]*]]: tensor<?x?xf32>, %[[W:[^:]*]]: tensor<?xf32>, %[[C:[^:]*]]: f32
 // KERNEL: %[[RC:.*]] = arith.divf %{{.*}}, %[[C]] : f32
@@ -24,6 +28,16 @@
 // KERNEL: arith.mulf %[[X]], %{{.*}} fastmath<afn> : tensor<?x?xf32>
 // KERNEL-NOT: arith.divf
 // KERNEL: return
+//
+// Past max-ops (its 10 ops and up to 4 more a division), nothing changes.
+// TOO-BIG-LABEL: func.func @scale(
+// TOO-BIG-COUNT-4: arith.divf %{{.*}} : tensor<?x?xf32>
+// TOO-BIG-NOT: arith.mulf
+//
+// Without the pass, every division is the GPU kernel's, per element.
+// AS-WRITTEN-LABEL: gpu.func @scale(
+// AS-WRITTEN-NOT: arith.divf %{{.*}} : f32
+// AS-WRITTEN-COUNT-4: arith.divf %{{.*}} : f32
 //
 // The GPU kernel: the scalar's reciprocal at entry, the row's once per
 // row, then multiplies; only the weight's division is per element.

@@ -1,10 +1,23 @@
 // exp(x - max x), a softmax's or a logsumexp's, is approximable (afn:
 // ex2.approx of d * log2 e), in the forward, in the backward derived from
 // it, and in the online sum's steps; any other exp keeps libdevice's
-// accurate expf.
-// RUN: tile-opt %s -tile-differentiate | FileCheck %s --check-prefix=DIFF
-// RUN: tile-opt %s -convert-tile-to-gpu | FileCheck %s --check-prefix=GPU
-// RUN: tile-opt %s -tile-differentiate -convert-tile-to-gpu | tile-translate --tile-to-ptx | FileCheck %s --check-prefix=PTX
+// accurate expf. The marks are the pass tile-approximate-shifted-exponentials
+// (before tile-differentiate, whose backward clones them, and in
+// tile-lower-to-ptx); without it every exp is libdevice's.
+// RUN: tile-opt %s -tile-approximate-shifted-exponentials | FileCheck %s --check-prefix=PASS
+// RUN: tile-opt %s -tile-approximate-shifted-exponentials -tile-differentiate | FileCheck %s --check-prefix=DIFF
+// RUN: tile-opt %s -tile-approximate-shifted-exponentials -convert-tile-to-gpu | FileCheck %s --check-prefix=GPU
+// RUN: tile-opt %s -tile-approximate-shifted-exponentials -tile-differentiate -convert-tile-to-gpu | tile-translate --tile-to-ptx | FileCheck %s --check-prefix=PTX
+// RUN: tile-opt %s -tile-differentiate | FileCheck %s --check-prefix=NONE
+//
+// PASS-LABEL: func.func @lse(
+// PASS: %[[D:.*]] = arith.subf
+// PASS: math.exp %[[D]] fastmath<afn>
+// PASS-LABEL: func.func @plain(
+// PASS-NOT: fastmath<afn>
+// PASS: return
+//
+// NONE-NOT: fastmath<afn>
 //
 // DIFF-LABEL: func.func @lse(
 // DIFF: math.exp %{{.*}} fastmath<afn>

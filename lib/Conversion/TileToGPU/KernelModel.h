@@ -22,15 +22,15 @@
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
+
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::tile::gpu_lowering {
 
-/// The most ops one kernel may have for the GPU lowering (the examples
-/// and their derived backward kernels have a few dozen).
-constexpr int64_t kMaxKernelOps = 4096;
+using mlir::tile::kMaxKernelOps;
 
 /// A non-splat tensor constant becomes a table in the GPU module's global
 /// memory; larger ones belong in an argument.

@@ -10,8 +10,6 @@
 #include "tile/Conversion/Passes.h"
 #include "tile/Dialect/Tile/IR/KernelSchedule.h"
 #include "tile/Dialect/Tile/IR/KernelVerifier.h"
-#include "tile/Dialect/Tile/Transforms/RowReciprocals.h"
-#include "tile/Dialect/Tile/Transforms/ShiftedExponentials.h"
 
 namespace mlir::tile {
 #define GEN_PASS_DEF_CONVERTTILETOGPUPASS
@@ -42,15 +40,12 @@ struct ConvertTileToGPUPass final
     builder.setInsertionPointToEnd(module.getBody());
     auto gpuModule =
         gpu::GPUModuleOp::create(builder, module.getLoc(), "tile_kernels");
+    // The kernels as given: the rewrites the lowering wants ran before it
+    // (tile-approximate-shifted-exponentials, tile-row-reciprocals, in
+    // tile-lower-to-ptx), each analyzed once.
     for (func::FuncOp kernel : kernels) {
-      approximateShiftedExponentials(kernel);
-      // Analyzed as written first, so that an error names the user's ops;
-      // again only if the rewrite added reciprocals.
       FailureOr<gpu_lowering::KernelModel> model =
           gpu_lowering::KernelModel::analyze(kernel);
-      if (succeeded(model) &&
-          multiplyByRowReciprocals(kernel, gpu_lowering::kMaxKernelOps))
-        model = gpu_lowering::KernelModel::analyze(kernel);
       KernelSchedule schedule = getSchedule(kernel);
       if (failed(model) ||
           failed(gpu_lowering::emitKernels(*model, schedule, gpuModule)))

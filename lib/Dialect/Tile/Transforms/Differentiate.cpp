@@ -25,7 +25,6 @@
 #include "RecomputePolicy.h"
 #include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileOps.h"
-#include "tile/Dialect/Tile/Transforms/ShiftedExponentials.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -451,8 +450,6 @@ void Differentiator::dropPolicyMarks() {
 FailureOr<DerivedKernel> Differentiator::run() {
   if (failed(checkForward()))
     return failure();
-  // Before the forward is cloned into the backward, which keeps the marks.
-  approximateShiftedExponentials(forward);
   recompute();
   analyzeActivity();
   if (failed(sweep())) {

@@ -7,6 +7,11 @@
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::tile {
+/// The most ops one kernel may have for the GPU lowering (the examples and
+/// their derived backward kernels have a few dozen): the lowering refuses a
+/// larger kernel, and the rewrites before it never make one.
+constexpr int64_t kMaxKernelOps = 4096;
+
 /// Whether `func` has what every Tile rule reads: its one region, its
 /// `function_type` and its `sym_name`. A generic-form func.func may lack
 /// them; func.func's own verifier reports that after the attribute

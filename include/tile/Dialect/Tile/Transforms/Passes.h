@@ -3,6 +3,7 @@
 #ifndef TILE_DIALECT_TILE_TRANSFORMS_PASSES_H
 #define TILE_DIALECT_TILE_TRANSFORMS_PASSES_H
 
+#include "tile/Dialect/Tile/IR/KernelVerifier.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
 #include "tile/Target/DeviceDescription.h"

@@ -82,6 +82,37 @@ def TileDifferentiatePass : Pass<"tile-differentiate", "::mlir::ModuleOp"> {
   ];
 }
 
+def TileApproximateShiftedExponentialsPass
+    : Pass<"tile-approximate-shifted-exponentials", "::mlir::ModuleOp"> {
+  let summary = "lets a softmax's exp(x - max x) use the hardware's exp2";
+  let description = [{
+    Sets `fastmath<afn>` on every `math.exp` of `x - broadcast(max x)` in
+    every `tile.kernel` (approximateShiftedExponentials: ex2.approx of
+    d * log2 e, whose error no sum or quotient with that row can see);
+    every other exponential keeps libdevice's accurate expf. Runs before
+    `tile-differentiate`, whose backward clones the forward's exponentials
+    with their marks (a saved row maximum would hide the pattern there),
+    and in `tile-lower-to-ptx` before `convert-tile-to-gpu`. Idempotent.
+  }];
+}
+
+def TileRowReciprocalsPass : Pass<"tile-row-reciprocals", "::mlir::ModuleOp"> {
+  let summary = "divides by a row value as a multiply by its reciprocal";
+  let description = [{
+    Rewrites every f32 `a / tile.broadcast(r) [1]` (a row value) and
+    `a / tile.splat(s)` of every `tile.kernel` as `a * (1 / r)`, the
+    reciprocal taken once per row (per kernel) and shared by every division
+    by the same value (multiplyByRowReciprocals: about 1 ulp instead of
+    0.5; a kernel it would take past `max-ops` ops is left as it is).
+    `tile-lower-to-ptx` runs it after `tile-schedule`, right before
+    `convert-tile-to-gpu`.
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", "::mlir::tile::kMaxKernelOps",
+           "leave a kernel the rewrite would take past this many ops">
+  ];
+}
+
 def TileSchedulePass : Pass<"tile-schedule", "::mlir::ModuleOp"> {
   let summary = "chooses how each kernel is mapped onto the GPU";
   let description = [{
