@@ -12,6 +12,7 @@
 #include "tile/Conversion/Passes.h"
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Passes.h"
+#include "tile/Pipelines/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -116,17 +117,17 @@ void mlir::tile::registerGpuTargets(DialectRegistry &registry) {
   vector::registerConvertVectorToLLVMInterface(registry);
 }
 
+namespace mlir::tile {
+#define GEN_PASS_DEF_TILECHECKTARGETPASS
+#define GEN_PASS_DEF_TILEDROPGRIDDEPENDENCYCONTROLPASS
+#include "tile/Pipelines/Passes.h.inc"
+} // namespace mlir::tile
+
 namespace {
-/// Fails on a chip Tile does not know (NVVM would say "Minimum NVVM target
-/// SM version is sm_20" for `h100`) and, naming the path and how to give
-/// another, on a missing libdevice: upstream would carry on and emit PTX
-/// with unresolved __nv_ calls that only ptxas rejects.
-struct CheckTargetPass final
-    : PassWrapper<CheckTargetPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckTargetPass)
-  CheckTargetPass(std::string chip, std::string libdevice)
-      : chip(std::move(chip)), libdevice(std::move(libdevice)) {}
-  StringRef getArgument() const override { return "tile-check-target"; }
+struct TileCheckTargetPass final
+    : mlir::tile::impl::TileCheckTargetPassBase<TileCheckTargetPass> {
+  using TileCheckTargetPassBase::TileCheckTargetPassBase;
+
   void runOnOperation() override {
     if (!mlir::tile::isKnownChip(chip)) {
       getOperation().emitError("unknown chip '")
@@ -144,18 +145,11 @@ struct CheckTargetPass final
            "(tile-translate) or the pipeline option libdevice=PATH (tile-opt)";
     signalPassFailure();
   }
-  std::string chip, libdevice;
 };
 
-/// Removes nvvm.griddepcontrol, which needs sm_90, from code for an older
-/// chip. The kernels only use it to let a dependent kernel launch early
-/// (the finalize, which waits for the row kernel with it); without it the
-/// runtime launches them one after the other, as it does on those chips.
-struct DropGridDependencyControlPass final
-    : PassWrapper<DropGridDependencyControlPass,
-                  OperationPass<gpu::GPUModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DropGridDependencyControlPass)
-  StringRef getArgument() const override { return "tile-drop-griddepcontrol"; }
+struct TileDropGridDependencyControlPass final
+    : mlir::tile::impl::TileDropGridDependencyControlPassBase<
+          TileDropGridDependencyControlPass> {
   void runOnOperation() override {
     getOperation().walk([](NVVM::GriddepcontrolOp op) { op.erase(); });
   }
@@ -175,7 +169,7 @@ void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
                                        const PtxOptions &options) {
   std::string libdevice =
       options.libdevice.empty() ? defaultLibdevicePath() : options.libdevice;
-  pm.addPass(std::make_unique<CheckTargetPass>(options.chip, libdevice));
+  pm.addPass(createTileCheckTargetPass({options.chip, libdevice}));
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features = options.features.empty() ? ptxFeaturesFor(options.chip)
@@ -186,7 +180,7 @@ void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
 
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   if (!chipHasGridDependencyControl(options.chip))
-    device.addPass(std::make_unique<DropGridDependencyControlPass>());
+    device.addPass(createTileDropGridDependencyControlPass());
   device.addPass(createSCFToControlFlowPass());
   device.addPass(memref::createExpandStridedMetadataPass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;
@@ -272,6 +266,7 @@ struct LowerToPtxOptions final : PtxPipelineOptionsBase<LowerToPtxOptions> {
 } // namespace
 
 void mlir::tile::registerTilePipelines() {
+  registerTilePipelinePasses();
   PassPipelineRegistration<GpuToPtxOptions>(
       "tile-gpu-to-ptx",
       "lowers every gpu.module to NVVM and serializes it to PTX",
