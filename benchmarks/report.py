@@ -212,7 +212,7 @@ def without_superseded(benchmark, groups):
     kept, superseded, seen = [], [], set()
     for group in groups:
         keys = {key(r) for _, document in group for r in document["results"]}
-        if keys <= seen:
+        if keys and keys <= seen:
             superseded += [name for name, _ in group]
         else:
             kept.append(group)

@@ -105,7 +105,8 @@ class Runner:
                    [translate, "--tile-manifest", kernel, "-o", os.devnull])
         for policy in ("recompute", "save-row-stats"):
             self.check(kernel, f"backward to PTX ({policy})",
-                       f"'{opt}' '{kernel}' -tile-differentiate=policy={policy}"
+                       f"'{opt}' '{kernel}' -tile-approximate-shifted-exponentials"
+                       f" -tile-differentiate=policy={policy}"
                        f" | '{translate}' --tile-to-ptx -o {os.devnull}")
 
     def device_checks(self, kernel, specs):

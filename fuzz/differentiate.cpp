@@ -10,6 +10,7 @@
 
 #include "tile/Dialect/Tile/IR/TileDialect.h"
 #include "tile/Dialect/Tile/Transforms/Differentiate.h"
+#include "tile/Dialect/Tile/Transforms/ShiftedExponentials.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -31,8 +32,12 @@ static void differentiate(const uint8_t *data, size_t size) {
     options.policy = variant == 1 ? mlir::tile::RecomputePolicy::SaveRowStats
                                   : mlir::tile::RecomputePolicy::Recompute;
     options.mainGrad = variant == 2;
-    for (mlir::func::FuncOp kernel : kernels)
+    // As the JIT: the approximable exponentials marked first, which the
+    // backward clones.
+    for (mlir::func::FuncOp kernel : kernels) {
+      mlir::tile::approximateShiftedExponentials(kernel);
       (void)mlir::tile::differentiateKernel(kernel, options);
+    }
     if (mlir::failed(mlir::verify(*module))) {
       llvm::errs() << "tile-differentiate produced IR that does not verify\n";
       std::abort();

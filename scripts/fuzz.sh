@@ -64,7 +64,7 @@ make_seeds() {
   for file in "$seeds.new"/*.mlir; do
     "${opt[@]}" "$file" >"${file%.mlir}.generic.mlir" 2>/dev/null ||
       rm -f "${file%.mlir}.generic.mlir"
-    "${opt[@]}" -tile-differentiate "$file" \
+    "${opt[@]}" -tile-approximate-shifted-exponentials -tile-differentiate "$file" \
       >"${file%.mlir}.derived.mlir" 2>/dev/null ||
       rm -f "${file%.mlir}.derived.mlir"
   done

@@ -41,7 +41,8 @@ for example in swiglu silu_and_mul rms_norm; do
   done
   for policy in recompute save-row-stats; do
     echo "--- derived backward (tile-differentiate=policy=$policy -canonicalize -cse)"
-    "$bin/tile-opt" "$file" -tile-differentiate="policy=$policy" -canonicalize \
+    "$bin/tile-opt" "$file" -tile-approximate-shifted-exponentials \
+      -tile-differentiate="policy=$policy" -canonicalize \
       -cse | sed -n "/func.func @${example}_fwd/,/^  }/p;/func.func @${example}_bwd/,/^  }/p"
     echo "--- gradient check, policy $policy"
     "$bin/tile-run" "$file" --gradient-check --policy="$policy" \
@@ -51,7 +52,9 @@ for example in swiglu silu_and_mul rms_norm; do
   echo "--- GPU kernels and PTX (forward and backward, sm_90a)"
   ptx=$build/examples/$example.ptx
   mkdir -p "$build/examples"
-  "$bin/tile-opt" "$file" -tile-differentiate -canonicalize -cse \
+  # As the JIT and tile-lower-to-ptx run them.
+  "$bin/tile-opt" "$file" -tile-approximate-shifted-exponentials \
+    -tile-differentiate -canonicalize -cse -tile-schedule -tile-row-reciprocals \
     -convert-tile-to-gpu -o "$build/examples/$example.gpu.mlir"
   "$bin/tile-translate" --tile-to-ptx --tile-chip=sm_90a \
     "$build/examples/$example.gpu.mlir" -o "$ptx"

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 using tile::rt::Status;
 using tile::rt::StatusOr;
@@ -157,12 +158,19 @@ Status describeFunctions(tile_module module) {
               return info.takeStatus();
             list->push_back(*info);
           }
-    for (size_t i = 0; i < function->arguments.size(); ++i)
-      function->argumentShapes.push_back(
-          module->plan.shapeExpressions(function->name, false, i));
-    for (size_t i = 0; i < function->results.size(); ++i)
-      function->resultShapes.push_back(
-          module->plan.shapeExpressions(function->name, true, i));
+    // Every tensor's shape from the launch rules: a signature and a
+    // manifest that disagree would give a caller empty shapes.
+    for (auto [infos, shapes, result] :
+         {std::tuple{&function->arguments, &function->argumentShapes, false},
+          std::tuple{&function->results, &function->resultShapes, true}})
+      for (size_t i = 0; i < infos->size(); ++i) {
+        shapes->push_back(
+            module->plan.shapeExpressions(function->name, result, i));
+        if ((*infos)[i].is_tensor && shapes->back().empty())
+          return Status::error(
+              "kernel manifest: no shape for " + function->name +
+              (result ? " result #" : " argument #") + std::to_string(i));
+      }
     module->functions.push_back(std::move(function));
   }
   return Status::ok();

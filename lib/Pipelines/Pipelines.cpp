@@ -199,8 +199,9 @@ void mlir::tile::buildGpuToPtxPipeline(OpPassManager &pm,
 void mlir::tile::buildTileToPtxPipeline(OpPassManager &pm,
                                         const PtxOptions &options) {
   // The rewrites the lowering wants, each a pass: the approximable
-  // exponentials (kept where tile-differentiate already marked them), then
-  // the schedule, which sees the kernel as written, then the reciprocals.
+  // exponentials (again where the JIT marked them before deriving the
+  // backward: idempotent), then the schedule, which sees the kernel as
+  // written, then the reciprocals.
   pm.addPass(createTileApproximateShiftedExponentialsPass());
   pm.addPass(createTileSchedulePass(options.device, options.schedule));
   pm.addPass(createTileRowReciprocalsPass());

@@ -520,6 +520,20 @@ def test_shape_expressions_are_the_launch_rules_language():
             se.evaluate(text, symbols)
     with pytest.raises(se.ShapeExpressionError, match="unbound symbol 'w9'"):
         se.evaluate("w9 + 1", symbols)
+    # C's division and remainder, as the launcher's (an integer argument may
+    # be negative: ignore_index = -100).
+    neg = {"arg1": -7}
+    assert se.evaluate("arg1 / 2", neg) == -3
+    assert se.evaluate("arg1 % 2", neg) == -1
+    assert se.evaluate("7 / (0 - 2)", neg) == -3
+    for text, match in (("w0 / (w0 - 13)", "division by zero"),
+                        ("w0 % 0", "division by zero"),
+                        ("ceildiv(w0, 0)", "ceildiv by 0"),
+                        ("(" * 300 + "1" + ")" * 300, "not a shape")):
+        with pytest.raises(se.ShapeExpressionError, match=match):
+            se.evaluate(text, symbols)
+    assert se.symbol(" rows ") == "rows" and se.symbol("(w0)") == "w0"
+    assert se.symbol("w0 + 1") is None
     # Binding: the first plain occurrence, in argument order; integers.
     x, w = torch.zeros(5, 4), torch.zeros(4)
     bound = se.bind([("rows", "w0"), ("w0",), ()], [x, w, 3], {2})

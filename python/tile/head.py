@@ -389,7 +389,7 @@ def _check_row_kernel(kernel, per_row):
                          "logits, a [rows, vocab] tensor")
     if len(results) != 1 or kernel.forward_info.result_shapes[0] != ("rows",):
         raise ValueError(f"{kernel.function} must return one value per row "
-                         "(a single rank-1 result)")
+                         "(a single result of shape [rows])")
     if kernel.backward_function is None:
         raise ValueError(f"{kernel.function} has no derived backward")
     for index, arg in enumerate(per_row, start=1):

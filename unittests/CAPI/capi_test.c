@@ -117,7 +117,9 @@ static void test_describe_infer_evaluate(void) {
   CHECK(tile_function_shape(forward, 0, 2, 0) == NULL);
   CHECK(strcmp(tile_function_shape(forward, 1, 0, 0), "rows") == 0);
   CHECK(tile_function_shape(forward, 1, 1, 0) == NULL);
-  CHECK(strcmp(tile_function_shape(backward, 1, 1, 0), "rows") != 0);
+  /* dW: the width of dy (argument 4), not the rows. */
+  CHECK(tile_function_shape(backward, 1, 1, 0) != NULL &&
+        strcmp(tile_function_shape(backward, 1, 1, 0), "w4") == 0);
   CHECK(tile_function_shape(NULL, 1, 0, 0) == NULL);
 
   /* infer: shapes from the arguments alone (no storage). */

@@ -328,6 +328,11 @@ TEST_F(JITTest, ItsPipelineAsTileOptSpellsItReproducesTheCompile) {
   EXPECT_TRUE(
       contains(pipeline, "tile-specialize-widths{widths=0:4096,1:4096}"))
       << pipeline;
+  // The backward clones the forward's approximable exponentials: they are
+  // marked right before the derivation.
+  EXPECT_TRUE(contains(pipeline, "tile-approximate-shifted-exponentials,"
+                                 "tile-differentiate{"))
+      << pipeline;
   EXPECT_EQ(runLikeTileOpt(source, pipeline), kernels->ptx);
 
   // A compile that fails says so with the pipeline that fails the same way.

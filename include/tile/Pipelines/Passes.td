@@ -8,7 +8,9 @@ include "mlir/Pass/PassBase.td"
 def TileCheckTargetPass : Pass<"tile-check-target", "::mlir::ModuleOp"> {
   let summary = "refuses a chip Tile does not know and a missing libdevice";
   let description = [{
-    The first step of `tile-gpu-to-ptx` (and so of `tile-lower-to-ptx`):
+    The first step of `tile-gpu-to-ptx` (and so of `tile-lower-to-ptx`,
+    which pass it the chip and the default libdevice; run alone, it needs
+    both options):
     fails on a chip outside Tile's list (NVVM would say "Minimum NVVM target
     SM version is sm_20" for `h100`) and, naming the path and how to give
     another, on a libdevice file that does not exist (upstream would carry

@@ -65,7 +65,8 @@ void registerGpuTargets(DialectRegistry &registry);
 /// gpu.module → NVVM → PTX, for every gpu.module of the module it runs on.
 void buildGpuToPtxPipeline(OpPassManager &pm, const PtxOptions &options);
 
-/// tile kernels → PTX: tile-schedule, convert-tile-to-gpu, then the above.
+/// tile kernels → PTX: tile-approximate-shifted-exponentials, tile-schedule,
+/// tile-row-reciprocals, convert-tile-to-gpu, then the above.
 void buildTileToPtxPipeline(OpPassManager &pm, const PtxOptions &options);
 
 /// Registers `tile-gpu-to-ptx` and `tile-lower-to-ptx` (with

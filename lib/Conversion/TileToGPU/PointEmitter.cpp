@@ -609,6 +609,8 @@ Lanes PointEmitter::group(Value value, Value base) {
       // half block away instead, the group would be a misaligned load, so
       // that the whole kernel took the scalar path (GLM-4's RoPE at half
       // the bandwidth of the rotate-half one).
+      // (The alignment test asked the same of the vector width.)
+      assert(laneCount == f.schedule.vectorWidth);
       Lanes input = group(swap.getInput(), base);
       int64_t half = *blockWithinGroup(swap, laneCount) / 2;
       for (int64_t l = 0; l < laneCount; ++l)

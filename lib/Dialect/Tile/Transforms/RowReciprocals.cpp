@@ -1,11 +1,10 @@
 //===- RowReciprocals.cpp - a / row value as a * (1 / row value) ----------===//
 //
-// The rewrite runs on a kernel inside convert-tile-to-gpu, just before its
-// GPU code is emitted: the float64 reference (tile-run, tile.Kernel on the
-// host) and the derivation run on the kernel as written; only the GPU code
-// multiplies (and a module printed after convert-tile-to-gpu shows the
-// rewritten kernel). A row value's reciprocal is a rank-1 op the lowering
-// computes once per row, a scalar's an op at kernel entry
+// The rewrite is the pass tile-row-reciprocals, which tile-lower-to-ptx
+// runs right before convert-tile-to-gpu: the float64 reference (tile-run,
+// tile.Kernel on the host) and the derivation run on the kernel as
+// written; only the GPU code multiplies. A row value's reciprocal is a rank-1
+// op the lowering computes once per row, a scalar's an op at kernel entry
 // (Evaluator::evaluateUniforms).
 //
 //===----------------------------------------------------------------------===//

@@ -22,7 +22,8 @@ namespace mlir::tile {
 /// below what any sum or quotient with that row can see; every other
 /// exponential keeps libdevice's accurate expf. The derived backward
 /// clones the forward's exponentials with their attributes, so it runs
-/// the same approximation.
+/// the same approximation where this ran before tile-differentiate (as
+/// the pass tile-approximate-shifted-exponentials does in the JIT).
 void approximateShiftedExponentials(func::FuncOp kernel);
 
 } // namespace mlir::tile
