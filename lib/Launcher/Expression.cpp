@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <limits>
 
 namespace tile::ops {
@@ -77,32 +78,32 @@ private:
     }
     return false;
   }
-  StatusOr<NodePtr> sum() {
-    StatusOr<NodePtr> left = product();
+  /// One of `ops` next, consumed; else 0.
+  char eatOneOf(const char *ops) {
+    skip();
+    if (pos < text.size() && std::strchr(ops, text[pos])) {
+      ++pos;
+      return text[pos - 1];
+    }
+    return 0;
+  }
+  /// One precedence level: operand (op operand)*, left to right.
+  StatusOr<NodePtr> level(const char *ops,
+                          StatusOr<NodePtr> (Parser::*operand)()) {
+    StatusOr<NodePtr> left = (this->*operand)();
     while (left) {
-      char op = eat('+') ? '+' : eat('-') ? '-' : 0;
+      char op = eatOneOf(ops);
       if (!op)
         break;
-      StatusOr<NodePtr> right = product();
+      StatusOr<NodePtr> right = (this->*operand)();
       if (!right)
         return right;
       left = inner(Node::Kind::Binary, op, "", *left, *right);
     }
     return left;
   }
-  StatusOr<NodePtr> product() {
-    StatusOr<NodePtr> left = atom();
-    while (left) {
-      char op = eat('*') ? '*' : eat('/') ? '/' : eat('%') ? '%' : 0;
-      if (!op)
-        break;
-      StatusOr<NodePtr> right = atom();
-      if (!right)
-        return right;
-      left = inner(Node::Kind::Binary, op, "", *left, *right);
-    }
-    return left;
-  }
+  StatusOr<NodePtr> sum() { return level("+-", &Parser::product); }
+  StatusOr<NodePtr> product() { return level("*/%", &Parser::atom); }
   StatusOr<NodePtr> atom() {
     skip();
     if (eat('(')) {

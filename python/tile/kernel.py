@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from . import _capi, _capi_functions
-from ._capi import FORWARD_RESULT, INPUT, MAIN_GRAD
+from . import _capi, _capi_functions, shape_expressions
+from ._capi import FORWARD_RESULT, INPUT, MAIN_GRAD, OUTPUT
 from .autograd import GPU_DTYPE_NAMES, INTEGER_DTYPES, TILE_DTYPES, \
     TORCH_DTYPES
 from .kernel_autograd import apply
@@ -112,6 +112,12 @@ class Kernel:
                              f"{', '.join(f.name for f in forwards)})")
         self.function = function
         self.forward_info = self.functions[function]
+        # Which outputs lead with the rows (and get the caller's leading
+        # shape back), decided once: every call shapes its results by it.
+        self.outputs_per_row = [
+            shape_expressions.is_per_row(texts) for texts, result in
+            zip(self.forward_info.result_shapes, self.forward_info.results)
+            if result.role == OUTPUT]
         self.names = _argument_names(source, function)
         backward = [f for f in self.functions.values()
                     if f.backward_of == function]

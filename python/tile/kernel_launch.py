@@ -58,6 +58,12 @@ def _is_exact(flats):
                for f in flats)
 
 
+def _is_integer(arg, info):
+    """Whether a number argument is passed as an integer (an `arg<i>` of
+    the launch rules), not as an f32."""
+    return info.dtype in INTEGER_DTYPES or isinstance(arg, bool)
+
+
 def _arguments(call, args, flats, with_data=True, host=False,
                shape_of=lambda flat: tuple(flat.shape)):
     """The C layer's Arguments of a call: tensors (their flattened shapes,
@@ -74,7 +80,7 @@ def _arguments(call, args, flats, with_data=True, host=False,
                 else TILE_DTYPES[flat.dtype])
             described.append(_capi.TensorArg(
                 flat.data_ptr() if with_data else 0, shape_of(flat), dtype))
-        elif info.dtype in INTEGER_DTYPES or isinstance(arg, bool):
+        elif _is_integer(arg, info):
             described.append((INT, arg))
         else:
             described.append((FLOAT, arg))
@@ -110,8 +116,7 @@ def _traced_shapes(call, args, flats):
     results = infer(call, args, flats, _hinted)[0]
     integers = {i for i, (arg, info) in enumerate(zip(args,
                                                       call.info.arguments))
-                if not isinstance(arg, torch.Tensor) and
-                (info.dtype in INTEGER_DTYPES or isinstance(arg, bool))}
+                if not isinstance(arg, torch.Tensor) and _is_integer(arg, info)}
     symbols = shape_expressions.bind(call.info.argument_shapes, flats,
                                      integers)
     return [(shape_expressions.shape(texts, symbols), dtype)
@@ -273,16 +278,15 @@ def _leading(args, infos):
     return None
 
 
-def _shape_results(flat, shapes, leading):
+def _shape_results(flat, per_row, leading):
     """Results as the caller sees them: a result whose flattened shape leads
-    with the rows (its shape expressions, `shapes`) gets the leading shape
-    back; any other keeps its own (a [width] sum over the rows, even where
-    the width equals the rows)."""
+    with the rows (`per_row`, from its shape expressions) gets the leading
+    shape back; any other keeps its own (a [width] sum over the rows, even
+    where the width equals the rows)."""
     if leading is None:
         return list(flat)
-    return [tensor.view(*leading, *tensor.shape[1:])
-            if shape_expressions.is_per_row(texts) else tensor
-            for tensor, texts in zip(flat, shapes)]
+    return [tensor.view(*leading, *tensor.shape[1:]) if rows else tensor
+            for tensor, rows in zip(flat, per_row)]
 
 
 def run_forward(kernel, args):
@@ -297,7 +301,4 @@ def run_forward(kernel, args):
         saved = [t for t, r in zip(flat, info.results) if r.role == SAVED]
     else:
         outputs, saved = run(kernel, kernel.function, args), []
-    info = kernel.forward_info
-    shapes = [texts for texts, result in zip(info.result_shapes, info.results)
-              if result.role == OUTPUT]
-    return _shape_results(outputs, shapes, leading), saved
+    return _shape_results(outputs, kernel.outputs_per_row, leading), saved

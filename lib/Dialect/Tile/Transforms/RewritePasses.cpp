@@ -24,21 +24,20 @@ using namespace mlir;
 using namespace mlir::tile;
 
 namespace {
-/// Every tile.kernel function of `module`.
-SmallVector<func::FuncOp> kernelsOf(ModuleOp module) {
-  SmallVector<func::FuncOp> kernels;
+/// Calls `rewrite` on every tile.kernel function of `module` (each rewrite
+/// changes a function's body only).
+template <typename Rewrite>
+void forEachKernel(ModuleOp module, Rewrite rewrite) {
   for (auto func : module.getOps<func::FuncOp>())
     if (func->hasAttr(TileDialect::getKernelAttrName()))
-      kernels.push_back(func);
-  return kernels;
+      rewrite(func);
 }
 
 struct TileApproximateShiftedExponentialsPass final
     : mlir::tile::impl::TileApproximateShiftedExponentialsPassBase<
           TileApproximateShiftedExponentialsPass> {
   void runOnOperation() override {
-    for (func::FuncOp kernel : kernelsOf(getOperation()))
-      approximateShiftedExponentials(kernel);
+    forEachKernel(getOperation(), approximateShiftedExponentials);
   }
 };
 
@@ -47,8 +46,9 @@ struct TileRowReciprocalsPass final
   using TileRowReciprocalsPassBase::TileRowReciprocalsPassBase;
 
   void runOnOperation() override {
-    for (func::FuncOp kernel : kernelsOf(getOperation()))
+    forEachKernel(getOperation(), [&](func::FuncOp kernel) {
       (void)multiplyByRowReciprocals(kernel, maxOps);
+    });
   }
 };
 } // namespace
