@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tile"
 # The C layer: the only modules that touch ctypes or the library.
 C_LAYER = ["_capi", "_capi_functions", "_capi_operators"]
 # Bottom to top: a module may import the ones before it, never after.
-LAYERS = [*C_LAYER, "shape_expressions", "autograd", "distributed", "kernel_launch",
+LAYERS = [*C_LAYER, "shape_expressions", "custom_ops", "autograd", "distributed", "kernel_launch",
           "kernel_autograd", "kernel", "operators", "gemm", "mlp_checks",
           "mlp_reference", "mlp", "moe", "losses", "head_chunks", "head",
           "ops", "nn", "families", "lm_loss", "transformers", "__init__"]
@@ -128,3 +128,36 @@ def test_nn_holds_modules_only():
             bases = [ast.unparse(base) for base in node.bases]
             assert not any(base.endswith("Function") for base in bases), \
                 f"nn.py:{node.lineno}: {node.name}({', '.join(bases)})"
+
+
+# What only custom_ops may ask or do: whether a call is traced, and
+# defining an op.
+_TRACING_QUESTIONS = ("is_compiling", "_is_functional_tensor", "FakeTensor",
+                      "is_current_stream_capturing", "custom_op",
+                      "register_fake", "Library")
+
+
+@pytest.mark.parametrize("name", [n for n in LAYERS if n != "custom_ops"])
+def test_only_custom_ops_asks_whether_a_call_is_traced(name):
+    """One op helper (issue 61): every branch on tracing is one of
+    custom_ops' named rules, every op defined through define_op."""
+    for node in ast.walk(_tree(name)):
+        called = node.attr if isinstance(node, ast.Attribute) else \
+            node.id if isinstance(node, ast.Name) else None
+        assert called not in _TRACING_QUESTIONS, \
+            f"{name}.py:{node.lineno} uses {called}: ask custom_ops"
+        if isinstance(node, ast.FunctionDef):
+            assert node.name != "tracing", f"{name}.py:{node.lineno}"
+
+
+def test_every_op_is_defined_through_the_helper():
+    import torch
+    import tile  # noqa: F401  (defines the ops)
+    from tile.custom_ops import OPS
+    names = {n.split("::")[1].split(".")[0]
+             for n in torch._C._dispatch_get_all_op_names()
+             if n.startswith("tile::")}
+    assert names == set(OPS), names ^ set(OPS)
+    assert {"launch", "matmul_into", "chunked_head", "chunked_head_into",
+            "swiglu_mlp", "swiglu_mlp_untiled", "swiglu_mlp_backward",
+            "moe_experts_forward", "moe_experts_backward"} <= names

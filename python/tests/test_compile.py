@@ -55,28 +55,32 @@ def test_launch_op_passes_opcheck_with_dynamic_shapes():
 
 
 def test_chunked_head_op_passes_opcheck_with_dynamic_shapes():
-    from tile.head import _chunked_head_op
+    from tile.head import _configuration_key
+    from tile.head_chunks import Head
     g = _generator()
     hidden = torch.randn(6, 8, generator=g)
     weight = torch.randn(11, 8, generator=g)
     bias = torch.randn(11, generator=g)
     labels = torch.tensor([1, 0, 3, -100, 2, 10])
     rows_grad = torch.full((6,), 0.2)
-    ce = tile.operators.kernel("cross_entropy")
-    for grad, need in ((rows_grad, [True, True, True]),
-                       (None, [False, False, False])):
-        torch.library.opcheck(
-            _chunked_head_op,
-            (ce.key, [-100.0, 0.0, 0.0], [False, False, False], None, True,
-             "mean", None, need, torch.float32, torch.float32,
-             hidden, weight, bias, [labels], grad))
+    loss = tile.operators.kernel("cross_entropy")
+    # The ignore index an int, the smoothing and z-loss floats; no softcap,
+    # the default chunk budget.
+    numbers = ([-100.0, 0.0, 0.0], [True, False, False], None, None)
+
+    def key(need):
+        head = Head(type("Loss", (), {"kernel": loss, "in_place": True}),
+                    "mean", None, None, need, torch.float32, torch.float32)
+        return _configuration_key(head)
+    for grad, need in ((rows_grad, (True, True, True)),
+                       (None, (False, False, False))):
+        torch.library.opcheck(torch.ops.tile.chunked_head.default,
+                              (key(need), *numbers, hidden, weight, bias,
+                               [labels], grad))
     # Under main_grad: the weight's gradient added to main_grad in place.
-    from tile.head import _chunked_head_into_op
-    torch.library.opcheck(
-        _chunked_head_into_op,
-        (ce.key, [-100.0, 0.0, 0.0], [False, False, False], None, True,
-         "mean", None, [True, True, True], torch.float32, torch.float32,
-         hidden, weight, bias, [labels], rows_grad, torch.zeros(11, 8)))
+    torch.library.opcheck(torch.ops.tile.chunked_head_into.default,
+                          (key((True, True, True)), *numbers, hidden, weight,
+                           bias, [labels], rows_grad, torch.zeros(11, 8)))
 
 
 def test_linear_cross_entropy_with_main_grad_compiles_once():

@@ -1,12 +1,13 @@
 """What every differentiable Tile call shares, above the C layer: torch's
-dtypes as the library's, tensors as its TensorArgs, whether a call is being
-traced (torch.compile), and the main_grad contract (Megatron-LM,
-TransformerEngine) that kernels, the MLP and tile.nn's modules keep.
+dtypes as the library's, tensors as its TensorArgs, and the main_grad
+contract (Megatron-LM, TransformerEngine) that kernels, the MLP and
+tile.nn's modules keep.
 """
 
 import torch
 
 from . import _capi
+from .custom_ops import forward_sets_attributes
 
 # torch dtype -> tile dtype: the GPU's storage types (and float64, the
 # host's exact mode), and the integer data kernels read (labels).
@@ -26,9 +27,6 @@ INTEGER_DTYPES = (_capi.I64, _capi.I32)
 GPU_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16",
                    torch.float32: "f32"}
 
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
-
-
 def tensor_arg(tensor):
     """`tensor` (dense) as the C layer takes it."""
     return _capi.TensorArg(tensor.data_ptr(), tuple(tensor.shape),
@@ -43,19 +41,6 @@ def stream_of(device):
 def workspace_of(tensor):
     """(address, bytes) of a uint8 workspace tensor."""
     return tensor.data_ptr(), tensor.numel()
-
-
-def tracing(tensors):
-    """Whether the call is being traced (torch.compile, fake or functional
-    tensors): then it goes through a custom op."""
-    if torch.compiler.is_compiling():
-        return True
-    for t in tensors:
-        if type(t) not in _PLAIN and (
-                isinstance(t, torch._subclasses.FakeTensor) or
-                torch._is_functional_tensor(t)):
-            return True
-    return False
 
 
 # -- the main_grad contract ------------------------------------------------
@@ -99,7 +84,7 @@ def mark_main_grads(params, in_forward):
     that adds the gradients; under torch.compile, in the forward, since a
     traced backward runs ahead of time on stand-ins and could set nothing
     (the compiled forward replays the assignment)."""
-    if in_forward == tracing(list(params)):
+    if in_forward == forward_sets_attributes(list(params)):
         for p in params:
             p.grad_added_to_main_grad = True
 

@@ -41,6 +41,8 @@ import weakref
 import torch
 import torch.distributed as dist
 
+from .custom_ops import runs_each_call
+
 __all__ = ["main_grad_comm_hook", "refuse_unreduced_main_grad",
            "refuse_ddp_without_hook"]
 
@@ -207,7 +209,7 @@ def refuse_unreduced_main_grad(module):
     and passes. Called from the forward, eagerly; while torch.compile
     traces, attach_main_grads (which a compiled main_grad step needs
     first) has made the FSDP2 check."""
-    if torch.compiler.is_compiling():
+    if not runs_each_call():
         return
     root = _fully_shard_root(module)
     ddp = _active_ddp() if root is None else None

@@ -7,7 +7,8 @@ tile::matmul_into, which mutates d."""
 import torch
 
 from . import _capi, _capi_operators
-from .autograd import stream_of, tensor_arg, tracing, workspace_of
+from .autograd import stream_of, tensor_arg, workspace_of
+from .custom_ops import define_op
 
 
 def matmul_into(d, a, b, *, trans_a=False, trans_b=False, beta=1.0):
@@ -19,14 +20,12 @@ def matmul_into(d, a, b, *, trans_a=False, trans_b=False, beta=1.0):
         if t.dim() != 2 or not t.is_contiguous():
             raise ValueError(f"matmul_into: {name} must be a dense 2-D "
                              f"tensor, got shape {list(t.shape)}")
-    if tracing([d, a, b]):
-        _matmul_into_op(d, a, b, trans_a, trans_b, beta)
-    else:
-        _matmul_into(d, a, b, trans_a, trans_b, beta)
+    _matmul_into_op(d, a, b, trans_a, trans_b, beta)
     return d
 
 
-def _matmul_into(d, a, b, trans_a, trans_b, beta):
+def _matmul_into(d: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                 trans_a: bool, trans_b: bool, beta: float) -> None:
     if d.device.type == "cpu":
         f64 = torch.float64
         op_a = a.to(f64).T if trans_a else a.to(f64)
@@ -45,13 +44,10 @@ def _matmul_into(d, a, b, trans_a, trans_b, beta):
                  tensor_arg(d), beta)
 
 
-@torch.library.custom_op("tile::matmul_into", mutates_args=("d",))
-def _matmul_into_op(d: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
-                    trans_a: bool, trans_b: bool, beta: float) -> None:
-    """matmul_into traced (torch.compile): it writes d, a graph input."""
-    _matmul_into(d, a, b, trans_a, trans_b, beta)
-
-
-@_matmul_into_op.register_fake
 def _matmul_into_fake(d, a, b, trans_a, trans_b, beta):
     return None
+
+
+# Traced (torch.compile), it writes d, a graph input.
+_matmul_into_op = define_op("matmul_into", _matmul_into, _matmul_into_fake,
+                            mutates=("d",))

@@ -36,11 +36,11 @@ from typing import Optional
 import torch
 from torch.autograd.function import once_differentiable
 
-from .autograd import grad_dtype, main_grad_of, mark_main_grads, tracing
+from .autograd import grad_dtype, main_grad_of, mark_main_grads
+from .custom_ops import define_op, reads_values, register, registered
 from .head_chunks import (MIN_MEMORY_BUDGET, Head, RowLoss, default_budget,
                           plan)
 from .kernel import Kernel
-from .kernel_launch import registered
 from .losses import REDUCTIONS, check_labels, check_options, dense_labels
 from .operators import kernel as operator
 
@@ -48,17 +48,42 @@ __all__ = ["linear_cross_entropy", "linear_loss", "plan",
            "default_budget", "MIN_MEMORY_BUDGET"]
 
 
-def _traced_head(kernel_key, scalars, integral, softcap, in_place,
-                 reduction, memory_budget, need, weight_dtype, bias_dtype,
-                 main_grad=None):
-    """The Head of a traced call's op, from the op's arguments (custom ops
-    take no Python objects; the row kernel by its registry key)."""
+# -- Head.compute as two ops (custom_ops) ------------------------------------
+#
+# An op takes no Python objects: a head's fixed parts (its row kernel,
+# whether its gradient is in place, the reduction, the wanted gradients and
+# the parameters' dtypes) go as the key they are registered under, made
+# from their values (the same parts get the same key, so a compiled graph's
+# key stays valid); its numbers go as arguments, since torch.compile may
+# make them symbolic (a label smoothing over a dynamic vocabulary).
+
+def _configuration_key(head):
+    parts = (head.loss.kernel.key, head.loss.in_place, head.reduction,
+             tuple(head.need), head.weight_dtype, head.bias_dtype)
+    return register("head:" + ",".join(map(str, parts)), parts)
+
+
+def _numbers(head):
+    """The head's numbers as an op takes them: (the row loss's scalars as
+    floats, which of them are ints, its softcap, the chunk budget)."""
+    scalars = head.loss.scalars
+    return ([float(v) for v in scalars],
+            [isinstance(v, int) and not isinstance(v, bool) for v in scalars],
+            head.loss.softcap, head.memory_budget)
+
+
+def _configured_head(key, numbers, main_grad):
+    """The Head of an op's call (the reduction's count is none of its
+    parts: the op returns per-row values)."""
+    kernel_key, in_place, reduction, need, weight_dtype, bias_dtype = \
+        registered(key)
+    scalars, integral, softcap, memory_budget = numbers
     loss = RowLoss(registered(kernel_key),
-                    scalars=[int(v) if i else v
-                             for v, i in zip(scalars, integral)],
-                    softcap=softcap, in_place=in_place)
-    return Head(loss, reduction, None, memory_budget, tuple(need),
-                 weight_dtype, bias_dtype, main_grad=main_grad)
+                   scalars=[int(v) if i else v
+                            for v, i in zip(scalars, integral)],
+                   softcap=softcap, in_place=in_place)
+    return Head(loss, reduction, None, memory_budget, need, weight_dtype,
+                bias_dtype, main_grad=main_grad)
 
 
 def _op_outputs(values, grads, like):
@@ -66,17 +91,76 @@ def _op_outputs(values, grads, like):
     return (values, *(like.new_empty(0) if g is None else g for g in grads))
 
 
+def _compute_eager(head, hidden, weight, bias, per_row, rows_grad):
+    values, grads = head.compute(hidden, weight, bias, per_row, rows_grad)
+    return _op_outputs(values, grads, hidden)
+
+
+def _compute_body(key: str, scalars: list[float], integral: list[bool],
+                  softcap: Optional[float], memory_budget: Optional[int],
+                  hidden: torch.Tensor, weight: torch.Tensor,
+                  bias: Optional[torch.Tensor], per_row: list[torch.Tensor],
+                  rows_grad: Optional[torch.Tensor]
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                             torch.Tensor]:
+    """The op's body: the chunks run here, on real tensors."""
+    return _compute_into_body(key, scalars, integral, softcap, memory_budget,
+                              hidden, weight, bias, per_row, rows_grad, None)
+
+
+def _compute_into_body(key: str, scalars: list[float], integral: list[bool],
+                       softcap: Optional[float],
+                       memory_budget: Optional[int], hidden: torch.Tensor,
+                       weight: torch.Tensor, bias: Optional[torch.Tensor],
+                       per_row: list[torch.Tensor],
+                       rows_grad: Optional[torch.Tensor],
+                       main_grad: Optional[torch.Tensor]
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                  torch.Tensor]:
+    """The backward under the main_grad contract: the weight's gradient
+    added to `main_grad` (fp32) in place, its output empty."""
+    head = _configured_head(key, (scalars, integral, softcap, memory_budget),
+                            main_grad)
+    # Its inputs are autocast's already (_run_head); a compiled graph runs
+    # it under the caller's autocast, which would cast the chunks' GEMMs.
+    with torch.autocast(hidden.device.type, enabled=False):
+        return _compute_eager(head, hidden, weight, bias, per_row, rows_grad)
+
+
+def _compute_fake(key, scalars, integral, softcap, memory_budget, hidden,
+                  weight, bias, per_row, rows_grad, main_grad=None):
+    head = _configured_head(key, (scalars, integral, softcap, memory_budget),
+                            main_grad)
+    values = hidden.new_empty(hidden.shape[0], dtype=grad_dtype(hidden.dtype))
+    grads = (None, None, None) if rows_grad is None else \
+        head.buffers(hidden, weight, bias)
+    return _op_outputs(values, grads, hidden)
+
+
+def _pack(head, *tensors):
+    return (_configuration_key(head), *_numbers(head), *tensors)
+
+
+def _pack_into(head, *tensors):
+    return (*_pack(head, *tensors), head.main_grad)
+
+
+# Traced by torch.compile (without main_grad), one op whose chunk loop runs
+# when the rows are known: the graph does not depend on the row count.
+_chunked_head_op = define_op("chunked_head", _compute_eager, _compute_fake,
+                             body=_compute_body, pack=_pack)
+# The backward under main_grad, which declares that it adds to main_grad.
+_chunked_head_into_op = define_op("chunked_head_into", _compute_eager,
+                                  _compute_fake, mutates=("main_grad",),
+                                  body=_compute_into_body, pack=_pack_into)
+
+
 def compute(head, hidden, weight, bias, per_row, rows_grad=None):
-    """head.compute(...) (Head's: per-row values and the gradients where
-    wanted) or, traced by torch.compile (and without main_grad, which the
-    op could not write), one op, tile::chunked_head, whose chunk loop runs
-    when the rows are known: the graph does not depend on the row count.
-    The backward under main_grad is tile::chunked_head_into, which
-    declares that it adds to main_grad."""
-    if not tracing([hidden, weight]):
-        return head.compute(hidden, weight, bias, per_row, rows_grad)
-    values, *grads = _chunked_head_traced(head, hidden, weight, bias,
-                                          per_row, rows_grad)
+    """Head.compute through its op: (per-row values, (d hidden, d weight,
+    d bias)), the gradients for `rows_grad` where wanted, else None."""
+    into = head.main_grad is not None and rows_grad is not None
+    op = _chunked_head_into_op if into else _chunked_head_op
+    values, *grads = op(head, hidden, weight, bias, per_row, rows_grad)
     if rows_grad is None:
         return values, (None, None, None)
     # Under main_grad the weight's gradient went there.
@@ -86,117 +170,12 @@ def compute(head, hidden, weight, bias, per_row, rows_grad=None):
                          for g, want in zip(grads, wanted))
 
 
-def _chunked_head_traced(head, hidden, weight, bias, per_row, rows_grad):
-    """One of the two ops: tile::chunked_head_into where the gradients go
-    into main_grad (a backward under the main_grad contract), else
-    tile::chunked_head."""
-    loss = head.loss
-    args = (loss.kernel.key, [float(v) for v in loss.scalars],
-            [isinstance(v, int) and not isinstance(v, bool)
-             for v in loss.scalars],
-            loss.softcap, loss.in_place, head.reduction, head.memory_budget,
-            list(head.need), head.weight_dtype, head.bias_dtype,
-            hidden, weight, bias, per_row, rows_grad)
-    if head.main_grad is not None and rows_grad is not None:
-        return _chunked_head_into_op(*args, head.main_grad)
-    return _chunked_head_op(*args)
-
-
-def _chunked_head_body(kernel_key, scalars, integral, softcap, in_place,
-                       reduction, memory_budget, need, weight_dtype,
-                       bias_dtype, hidden, weight, bias, per_row, rows_grad,
-                       main_grad=None):
-    """Both ops' body: the chunks run here, on real tensors."""
-    head = _traced_head(kernel_key, scalars, integral, softcap, in_place,
-                        reduction, memory_budget, need, weight_dtype,
-                        bias_dtype, main_grad)
-    # Its inputs are autocast's already (_run_head); a compiled graph runs
-    # it under the caller's autocast, which would cast the chunks' GEMMs.
-    # Its tensors are real: compute runs the chunks here.
-    with torch.autocast(hidden.device.type, enabled=False):
-        values, grads = head.compute(hidden, weight, bias, per_row,
-                                     rows_grad)
-    return _op_outputs(values, grads, hidden)
-
-
-def _chunked_head_fake_body(kernel_key, scalars, integral, softcap, in_place,
-                            reduction, memory_budget, need, weight_dtype,
-                            bias_dtype, hidden, weight, bias, per_row,
-                            rows_grad, main_grad=None):
-    head = _traced_head(kernel_key, scalars, integral, softcap, in_place,
-                        reduction, memory_budget, need, weight_dtype,
-                        bias_dtype, main_grad)
-    values = hidden.new_empty(hidden.shape[0], dtype=grad_dtype(hidden.dtype))
-    grads = (None, None, None) if rows_grad is None else \
-        head.buffers(hidden, weight, bias)
-    return _op_outputs(values, grads, hidden)
-
-
-@torch.library.custom_op("tile::chunked_head", mutates_args=())
-def _chunked_head_op(
-        kernel_key: str, scalars: list[float], integral: list[bool],
-        softcap: Optional[float], in_place: bool, reduction: str,
-        memory_budget: Optional[int], need: list[bool],
-        weight_dtype: torch.dtype, bias_dtype: Optional[torch.dtype],
-        hidden: torch.Tensor, weight: torch.Tensor,
-        bias: Optional[torch.Tensor], per_row: list[torch.Tensor],
-        rows_grad: Optional[torch.Tensor]
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Head.compute for torch.compile: the per-row values and, for
-    `rows_grad`, the gradients wanted (empty where not)."""
-    return _chunked_head_body(
-        kernel_key, scalars, integral, softcap, in_place, reduction,
-        memory_budget, need, weight_dtype, bias_dtype, hidden, weight, bias,
-        per_row, rows_grad)
-
-
-@_chunked_head_op.register_fake
-def _chunked_head_fake(kernel_key, scalars, integral, softcap, in_place,
-                       reduction, memory_budget, need, weight_dtype,
-                       bias_dtype, hidden, weight, bias, per_row, rows_grad):
-    return _chunked_head_fake_body(
-        kernel_key, scalars, integral, softcap, in_place, reduction,
-        memory_budget, need, weight_dtype, bias_dtype, hidden, weight, bias,
-        per_row, rows_grad)
-
-
-@torch.library.custom_op("tile::chunked_head_into", mutates_args=("main_grad",))
-def _chunked_head_into_op(
-        kernel_key: str, scalars: list[float], integral: list[bool],
-        softcap: Optional[float], in_place: bool, reduction: str,
-        memory_budget: Optional[int], need: list[bool],
-        weight_dtype: torch.dtype, bias_dtype: Optional[torch.dtype],
-        hidden: torch.Tensor, weight: torch.Tensor,
-        bias: Optional[torch.Tensor], per_row: list[torch.Tensor],
-        rows_grad: torch.Tensor, main_grad: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """tile::chunked_head's backward under the main_grad contract: the
-    weight's gradient added to `main_grad` (fp32) in place, its output
-    empty."""
-    return _chunked_head_body(
-        kernel_key, scalars, integral, softcap, in_place, reduction,
-        memory_budget, need, weight_dtype, bias_dtype, hidden, weight, bias,
-        per_row, rows_grad, main_grad)
-
-
-@_chunked_head_into_op.register_fake
-def _chunked_head_into_fake(kernel_key, scalars, integral, softcap, in_place,
-                            reduction, memory_budget, need, weight_dtype,
-                            bias_dtype, hidden, weight, bias, per_row,
-                            rows_grad, main_grad):
-    return _chunked_head_fake_body(
-        kernel_key, scalars, integral, softcap, in_place, reduction,
-        memory_budget, need, weight_dtype, bias_dtype, hidden, weight, bias,
-        per_row, rows_grad, main_grad)
-
-
 def _may_be_other_than_one(grad):
     """Whether the loss's gradient may differ from 1: known only by reading
     it, which synchronizes with the GPU — done eagerly (the forward has
     queued everything it could already), never while torch.compile traces
     or a CUDA graph captures (then: may)."""
-    if tracing([grad]) or (grad.is_cuda and
-                           torch.cuda.is_current_stream_capturing()):
+    if not reads_values([grad]):
         return True
     return bool(grad != 1)
 

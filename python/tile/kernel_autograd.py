@@ -9,8 +9,9 @@ import torch
 
 from ._capi import COTANGENT, FORWARD_RESULT, GRADIENT, INPUT, MAIN_GRAD, \
     SAVED
-from .autograd import main_grad_of, mark_main_grads, tracing
-from .kernel_launch import flat_argument, registered, run, run_forward
+from .autograd import main_grad_of, mark_main_grads
+from .custom_ops import registered, writes_in_place
+from .kernel_launch import flat_argument, run, run_forward
 
 
 def _unread(tensor):
@@ -72,10 +73,8 @@ class _KernelFunction(torch.autograd.Function):
                 _stand_in(k) if isinstance(k, tuple) else k
                 for k in ctx.kinds]
         accumulators = dict(zip(kernel.main_grad_arguments, ctx.main_grads))
-        # Traced, the gradients are new tensors: a traced graph may not
-        # mutate its inputs.
         into = None
-        if ctx.overwritten and not tracing([*stored, *grads]):
+        if ctx.overwritten and writes_in_place([*stored, *grads]):
             into = {i: args[i] for i in ctx.overwritten}
         results = dict(zip(kernel.results_read, read))
         gradients = run_backward(kernel, args, grads, saved, into=into,

@@ -1,30 +1,22 @@
 """Running one compiled function of a tile.Kernel: the arguments flattened
 to rows, the library called eagerly (a CUDA launch on the tensors' stream,
 or the float64 evaluator for CPU tensors) or, while torch.compile traces,
-through the custom op tile::launch, whose fake implementation infers the
-result shapes; the results shaped back. Kernels are registered by key so
-that the custom op (strings and tensors only) finds the one a traced call
-belongs to."""
+through the op tile::launch (custom_ops), whose fake body infers the
+result shapes from the function's shape expressions; the results shaped
+back. Kernels are registered by key so that the op (strings and tensors
+only) finds the one a traced call belongs to."""
 
 import torch
 
 from . import _capi, _capi_functions, shape_expressions
 from ._capi import FLOAT, INT, OUTPUT, SAVED, TileError
-from .autograd import INTEGER_DTYPES, TILE_DTYPES, TORCH_DTYPES, stream_of, \
-    tracing
-
-# Kernels by key (kernel.Kernel adds itself).
-_REGISTRY = {}
+from .autograd import INTEGER_DTYPES, TILE_DTYPES, TORCH_DTYPES, stream_of
+from .custom_ops import define_op, register, registered
 
 
-def register(kernel):
+def register_kernel(kernel):
     """Makes `kernel` findable by its key."""
-    _REGISTRY[kernel.key] = kernel
-
-
-def registered(key):
-    """The Kernel whose key is `key` (a custom op's way to name one)."""
-    return _REGISTRY[key]
+    register(kernel.key, kernel)
 
 
 def flat_argument(arg, info, shape):
@@ -224,19 +216,17 @@ def _resolve(kernel, function, args):
     return call, device
 
 
-@torch.library.custom_op("tile::launch", mutates_args=())
-def _launch_op(key: str, function: str, kinds: str,
-               tensors: list[torch.Tensor], floats: list[float],
-               ints: list[int]) -> list[torch.Tensor]:
+def _launch_body(key: str, function: str, kinds: str,
+                 tensors: list[torch.Tensor], floats: list[float],
+                 ints: list[int]) -> list[torch.Tensor]:
     args = _unpack(kinds, tensors, floats, ints)
-    call, device = _resolve(_REGISTRY[key], function, args)
+    call, device = _resolve(registered(key), function, args)
     return launch(call, args, device)
 
 
-@_launch_op.register_fake
 def _launch_fake(key, function, kinds, tensors, floats, ints):
     args = _unpack(kinds, tensors, floats, ints)
-    kernel = _REGISTRY[key]
+    kernel = registered(key)
     device = tensors[0].device
     # The shapes do not depend on the chip: the host module says them.
     call = kernel.call_for(function, torch.device("cpu"),
@@ -246,21 +236,7 @@ def _launch_fake(key, function, kinds, tensors, floats, ints):
             for shape, dtype in results]
 
 
-def run(kernel, function, args, out=None):
-    """Runs `function` of `kernel` on `args`; the results flattened."""
-    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    if tracing(tensors):
-        kinds, tensors, floats, ints = _pack(args)
-        flat = list(_launch_op(kernel.key, function, kinds, tensors, floats,
-                               ints))
-        # Traced, the launch stays functional and the results asked for in
-        # place are copied there: torch.compile records the copy as a
-        # mutation of the graph's input (a main_grad: the kernel read it as
-        # an argument and returned it with the gradient added, a tensor of
-        # the weight's [N] only) and may fuse or elide it.
-        for index, given in (out or {}).items():
-            flat[index] = given.copy_(flat[index].view(given.shape))
-        return flat
+def _launch_eager(kernel, function, args, out=None):
     # Errors name the argument, whether the host module's check before a
     # first compile for a GPU raised them or the launch.
     try:
@@ -268,6 +244,23 @@ def run(kernel, function, args, out=None):
         return launch(call, args, device, out)
     except TileError as error:
         raise TileError(kernel.name_in(str(error))) from None
+
+
+def _launch_pack(kernel, function, args):
+    return (kernel.key, function, *_pack(args))
+
+
+# Traced, the launch stays functional and the results asked for in place
+# (a main_grad: the kernel read it as an argument and returned it with the
+# gradient added) are copied there (Op's `out`).
+_launch_op = define_op("launch", _launch_eager, _launch_fake,
+                       body=_launch_body, pack=_launch_pack)
+
+
+def run(kernel, function, args, out=None):
+    """Runs `function` of `kernel` on `args`; the results flattened. `out`
+    maps a result's index to the tensor it is written into."""
+    return _launch_op(kernel, function, args, out=out)
 
 
 def _leading(args, infos):

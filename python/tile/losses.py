@@ -9,6 +9,7 @@ is PyTorch's own sum, so the gradient each row receives is autograd's.
 
 import torch
 
+from .custom_ops import reads_values
 from .kernel_autograd import apply
 from .operators import kernel
 
@@ -59,7 +60,7 @@ def check_labels(labels, rows_shape, vocab, device, ignore_index):
     if labels.device != device:
         raise ValueError(f"labels are on {labels.device}, the rows on "
                          f"{device}")
-    if device.type == "cpu" and not torch.compiler.is_compiling():
+    if device.type == "cpu" and reads_values([labels]):
         # A label outside [0, vocab) picks no logit: its row's loss would be
         # the logsumexp alone. The CPU checks (PyTorch raises) where it runs
         # eagerly; on the GPU the check would cost a synchronization per

@@ -44,7 +44,8 @@ from . import _capi_operators
 from . import operators
 from .autograd import (GPU_DTYPE_NAMES, TILE_DTYPES, grad_dtype,
                        main_grads_of, mark_main_grads, stream_of, tensor_arg,
-                       tracing, workspace_of)
+                       workspace_of)
+from .custom_ops import define_op
 from .gemm import matmul_into
 from .mlp_checks import check_dense, check_grouped, check_options, \
     check_splits
@@ -127,8 +128,8 @@ def _splits_or_all(splits, x):
     return list(splits) if splits is not None else [x.shape[0]]
 
 
-def _either(splits, device_splits):
-    """One splits argument from a custom op's two (host ints or a tensor)."""
+def step_splits(splits, device_splits):
+    """A step's one splits argument from an op's two (op_splits)."""
     return device_splits if device_splits is not None else splits
 
 
@@ -197,12 +198,12 @@ def _backward(x, gate, up, down, dy, splits, shards, memory_budget, kept,
               grads, overwrite):
     """dx; the weight gradients written to (`overwrite`) or added to
     `grads` (fp32, stacked as the weights). `kept`: the untiled forward's
-    workspace (its g, u and h become dg, du and dh here), or None for the
-    tiled step of `shards` and `memory_budget`."""
+    workspace (its g, u and h become dg, du and dh here), or an empty
+    tensor for the tiled step of `shards` and `memory_budget`."""
     if x.device.type == "cpu":
         return cpu_backward(x, gate, up, down, dy, splits, grads, overwrite)
     dx = torch.empty_like(x)
-    if kept is None:
+    if not kept.numel():
         options = (shards, memory_budget, True)
         kept = torch.empty(workspace_bytes(x, gate, up, splits, options),
                            dtype=torch.uint8, device=x.device)
@@ -234,71 +235,102 @@ def grad_buffers(x, weights, untiled):
             for w in weights if w is not None]
 
 
-# -- torch.compile: the steps as custom ops ----------------------------------
+# -- the steps as ops (custom_ops): torch.compile sees each as one ---------
+#
+# A step's splits are one argument (host ints, a device tensor, or None for
+# one expert); an op's are two, one of them None (an op's argument has one
+# type): host ints are part of the graph's guards, a device tensor is an
+# input like any other.
 
-# The splits are two arguments: host ints (a list, part of the graph's
-# guards) or a device tensor (an input like any other), one of them None.
-
-@torch.library.custom_op("tile::swiglu_mlp", mutates_args=())
-def _forward_op(x: torch.Tensor, gate: torch.Tensor,
-                up: Optional[torch.Tensor], down: torch.Tensor,
-                splits: Optional[list[int]],
-                device_splits: Optional[torch.Tensor], shards: int,
-                memory_budget: int) -> torch.Tensor:
-    return _forward(x, gate, up, down, _either(splits, device_splits),
-                    (shards, memory_budget, True))[0]
-
-
-@_forward_op.register_fake
-def _forward_fake(x, gate, up, down, splits, device_splits, shards,
-                  memory_budget):
-    return torch.empty_like(x)
+def op_splits(splits):
+    """An op's two splits arguments, (host ints, device tensor), from a
+    step's one."""
+    on_device = isinstance(splits, torch.Tensor)
+    return (None if on_device else splits), (splits if on_device else None)
 
 
 def kept_or_empty(x, kept):
-    # A custom op takes and returns tensors: on the CPU, where nothing is
-    # kept, and for the tiled step, an empty one.
+    # An op takes and returns tensors: on the CPU, where nothing is kept,
+    # and for the tiled step, an empty one.
     return kept if kept is not None else x.new_empty(0, dtype=torch.uint8)
 
 
-@torch.library.custom_op("tile::swiglu_mlp_untiled", mutates_args=())
-def _untiled_forward_op(x: torch.Tensor, gate: torch.Tensor,
+def _tiled_forward(x, gate, up, down, splits, shards, memory_budget):
+    return _forward(x, gate, up, down, splits,
+                    (shards, memory_budget, True))[0]
+
+
+def _tiled_forward_body(x: torch.Tensor, gate: torch.Tensor,
                         up: Optional[torch.Tensor], down: torch.Tensor,
                         splits: Optional[list[int]],
-                        device_splits: Optional[torch.Tensor]
-                        ) -> tuple[torch.Tensor, torch.Tensor]:
-    y, kept = _forward(x, gate, up, down, _either(splits, device_splits),
-                       (0, 0, False))
+                        device_splits: Optional[torch.Tensor], shards: int,
+                        memory_budget: int) -> torch.Tensor:
+    return _tiled_forward(x, gate, up, down, step_splits(splits, device_splits),
+                          shards, memory_budget)
+
+
+def _tiled_forward_fake(x, gate, up, down, splits, device_splits, shards,
+                        memory_budget):
+    return torch.empty_like(x)
+
+
+def _untiled_forward(x, gate, up, down, splits):
+    """(y, the workspace its backward reads: an empty tensor on the
+    CPU)."""
+    y, kept = _forward(x, gate, up, down, splits, (0, 0, False))
     return y, kept_or_empty(x, kept)
 
 
-@_untiled_forward_op.register_fake
+def _untiled_forward_body(x: torch.Tensor, gate: torch.Tensor,
+                          up: Optional[torch.Tensor], down: torch.Tensor,
+                          splits: Optional[list[int]],
+                          device_splits: Optional[torch.Tensor]
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    return _untiled_forward(x, gate, up, down, step_splits(splits, device_splits))
+
+
 def _untiled_forward_fake(x, gate, up, down, splits, device_splits):
     size = 0 if x.device.type == "cpu" else workspace_bytes(
         x, gate, up, splits, (0, 0, False))
     return torch.empty_like(x), x.new_empty(size, dtype=torch.uint8)
 
 
-@torch.library.custom_op("tile::swiglu_mlp_backward",
-                         mutates_args=("kept", "grads"))
-def _backward_op(x: torch.Tensor, gate: torch.Tensor,
-                 up: Optional[torch.Tensor], down: torch.Tensor,
-                 dy: torch.Tensor, splits: Optional[list[int]],
-                 device_splits: Optional[torch.Tensor], shards: int,
-                 memory_budget: int, kept: torch.Tensor,
-                 grads: list[torch.Tensor], overwrite: bool) -> torch.Tensor:
+def _backward_body(x: torch.Tensor, gate: torch.Tensor,
+                   up: Optional[torch.Tensor], down: torch.Tensor,
+                   dy: torch.Tensor, splits: Optional[list[int]],
+                   device_splits: Optional[torch.Tensor], shards: int,
+                   memory_budget: int, kept: torch.Tensor,
+                   grads: list[torch.Tensor], overwrite: bool) -> torch.Tensor:
     """dx; the weight gradients written to or added to `grads` in place.
     `kept`: the untiled forward's workspace, whose g, u and h the step
     overwrites, or an empty tensor for the tiled step (or the CPU)."""
-    return _backward(x, gate, up, down, dy, _either(splits, device_splits),
-                     shards, memory_budget, kept if kept.numel() else None,
-                     grads, overwrite)
+    return _backward(x, gate, up, down, dy, step_splits(splits, device_splits),
+                     shards, memory_budget, kept, grads, overwrite)
 
 
-@_backward_op.register_fake
 def _backward_fake(x, gate, up, down, dy, splits, device_splits, shards,
                    memory_budget, kept, grads, overwrite):
     return torch.empty_like(x)
+
+
+def _pack_forward(x, gate, up, down, splits, *rest):
+    return (x, gate, up, down, *op_splits(splits), *rest)
+
+
+def _pack_backward(x, gate, up, down, dy, splits, *rest):
+    return (x, gate, up, down, dy, *op_splits(splits), *rest)
+
+
+_tiled_forward_op = define_op("swiglu_mlp", _tiled_forward,
+                              _tiled_forward_fake, body=_tiled_forward_body,
+                              pack=_pack_forward)
+_untiled_forward_op = define_op("swiglu_mlp_untiled", _untiled_forward,
+                                _untiled_forward_fake,
+                                body=_untiled_forward_body,
+                                pack=_pack_forward)
+_backward_op = define_op("swiglu_mlp_backward", _backward, _backward_fake,
+                         mutates=("kept", "grads"), body=_backward_body,
+                         pack=_pack_backward)
 
 
 # -- autograd ----------------------------------------------------------------
@@ -319,16 +351,13 @@ class _MLPFunction(torch.autograd.Function):
         ctx.options = (host_splits, shards, memory_budget)
         ctx.main_grads = main_grads
         weights = [_stacked(w) for w in (gate, up, down)]
-        if tracing([x, gate, down]):
-            if recompute:
-                y, kept = _forward_op(x, *weights, host_splits, device_splits,
-                                      shards, memory_budget), None
-            else:
-                y, kept = _untiled_forward_op(x, *weights, host_splits,
-                                              device_splits)
-        else:  # kept is None on the CPU, which recomputes in float64
-            y, kept = _forward(x, *weights, splits,
-                               (shards, memory_budget, recompute))
+        if recompute:
+            y, kept = _tiled_forward_op(x, *weights, splits, shards,
+                                        memory_budget), None
+        else:
+            y, kept = _untiled_forward_op(x, *weights, splits)
+            if x.device.type == "cpu":  # which recomputes in float64
+                kept = None
         # The untiled step: the node keeps the forward's g, u and h (a
         # workspace, neither input nor output) until its backward.
         ctx.save_for_backward(x, gate, up, down, kept, device_splits)
@@ -345,13 +374,9 @@ class _MLPFunction(torch.autograd.Function):
             else grad_buffers(x, weights, untiled=kept is not None)
         dy = dy.contiguous()
         overwrite = not main_grads
-        if tracing([x, dy]):
-            dx = _backward_op(x, *weights, dy, splits, device_splits, shards,
-                              memory_budget, kept_or_empty(x, kept), grads,
-                              overwrite)
-        else:
-            dx = _backward(x, *weights, dy, _either(splits, device_splits),
-                           shards, memory_budget, kept, grads, overwrite)
+        dx = _backward_op(x, *weights, dy, step_splits(splits, device_splits),
+                          shards, memory_budget, kept_or_empty(x, kept),
+                          grads, overwrite)
         rest = (None,) * (4 + len(main_grads))
         if main_grads:
             mark_main_grads(params, in_forward=False)
@@ -382,12 +407,8 @@ def _step(x, weights, names, splits, shards, memory_budget, main_grad,
         main_grads = main_grads_of(params, names) if main_grad else []
         return _MLPFunction.apply(x, gate, up, down, splits, shards, budget,
                                   recompute, *main_grads)
-    stacked = [_stacked(w) for w in weights]
-    if tracing([x, *params]):
-        on_device = isinstance(splits, torch.Tensor)
-        return _forward_op(x, *stacked, None if on_device else splits,
-                           splits if on_device else None, shards, budget)
-    return _forward(x, *stacked, splits, (shards, budget, True))[0]
+    return _tiled_forward_op(x, *[_stacked(w) for w in weights], splits,
+                             shards, budget)
 
 
 def swiglu_mlp(x, gate, up, down, *, shards=0, memory_budget=None,

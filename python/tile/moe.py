@@ -5,13 +5,16 @@ summed back into their tokens, in one autograd node that keeps nothing of
 size [T*K, H]. CPU tensors take mlp.py's float64 reference step.
 """
 
+from typing import Optional
+
 import torch
 
 from . import _capi_operators
-from .autograd import main_grads_of, mark_main_grads, stream_of, \
-    tensor_arg, tracing, workspace_of
-from .mlp import (grad_buffers, kept_or_empty, tensor_args,
-                  untiled_workspace_bytes, workspace_bytes)
+from .autograd import grad_dtype, main_grads_of, mark_main_grads, \
+    stream_of, tensor_arg, workspace_of
+from .custom_ops import define_op, sizes_known
+from .mlp import (grad_buffers, kept_or_empty, op_splits, step_splits,
+                  tensor_args, untiled_workspace_bytes, workspace_bytes)
 from .mlp_checks import check_grouped, check_options
 from .mlp_reference import cpu_backward, cpu_forward
 
@@ -103,7 +106,7 @@ def _sum_by_token(rows, place, tokens):
     token count symbolic) all at once."""
     choices = place.numel() // max(tokens, 1)
     width = rows.shape[1]
-    if tracing([rows]) or place.numel() <= _SUM_ROWS:
+    if not sizes_known([rows]) or place.numel() <= _SUM_ROWS:
         return rows.index_select(0, place).view(tokens, choices, width) \
             .sum(1)
     out = rows.new_empty(tokens, width)
@@ -122,7 +125,7 @@ def _sum_by_token(rows, place, tokens):
 def _routing_of(w, x):
     """The routing weights as the step takes them: f32 (float64 in an exact
     CPU step)."""
-    return w.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+    return w.to(grad_dtype(x.dtype))
 
 
 # The routed step's GEMMs run on one stream. Its splits are on the device:
@@ -219,46 +222,83 @@ def _routed_backward(x, token, gate_up, down, splits, routing, dy, options,
     return rows, d_routing
 
 
-@torch.library.custom_op("tile::moe_experts_forward", mutates_args=())
-def _routed_forward_op(rows: torch.Tensor, gate_up: torch.Tensor,
-                       down: torch.Tensor, splits: torch.Tensor,
-                       routing: torch.Tensor, shards: int, memory_budget: int,
-                       recompute: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The routed forward traced (torch.compile): a new y (a traced graph
-    may not write over its input) and the workspace, or an empty one."""
-    y, kept = _routed_forward(rows.clone(), gate_up, down, splits, routing,
+# -- the routed step as ops (custom_ops); splits as mlp's ------------------
+
+def _routed_forward_step(rows, gate_up, down, splits, routing, shards,
+                         memory_budget, recompute):
+    """(y, the untiled step's kept workspace or an empty tensor)."""
+    y, kept = _routed_forward(rows, gate_up, down, splits, routing,
                               (shards, memory_budget, recompute))
     return y, kept_or_empty(rows, kept)
 
 
-@_routed_forward_op.register_fake
-def _routed_forward_fake(rows, gate_up, down, splits, routing, shards,
-                         memory_budget, recompute):
+def _routed_forward_body(rows: torch.Tensor, gate_up: torch.Tensor,
+                         down: torch.Tensor, splits: Optional[list[int]],
+                         device_splits: Optional[torch.Tensor],
+                         routing: torch.Tensor, shards: int,
+                         memory_budget: int, recompute: bool
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Traced: y a new tensor (a traced graph may not write over its
+    input)."""
+    return _routed_forward_step(rows.clone(), gate_up, down,
+                                step_splits(splits, device_splits), routing,
+                                shards, memory_budget, recompute)
+
+
+def _routed_forward_fake(rows, gate_up, down, splits, device_splits, routing,
+                         shards, memory_budget, recompute):
     size = 0 if recompute or rows.device.type == "cpu" else \
         _untiled_bytes(rows, gate_up)[0]
     return torch.empty_like(rows), rows.new_empty(size, dtype=torch.uint8)
 
 
-@torch.library.custom_op("tile::moe_experts_backward",
-                         mutates_args=("kept", "grads"))
-def _routed_backward_op(x: torch.Tensor, token: torch.Tensor,
-                        gate_up: torch.Tensor, down: torch.Tensor,
-                        splits: torch.Tensor, routing: torch.Tensor,
-                        dy: torch.Tensor, shards: int, memory_budget: int,
-                        recompute: bool, kept: torch.Tensor,
-                        grads: list[torch.Tensor],
-                        overwrite: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The routed backward traced: dx a new tensor, not dy's buffer."""
-    return _routed_backward(x, token, gate_up, down, splits, routing,
-                            dy.clone(), (shards, memory_budget, recompute),
+def _routed_backward_step(x, token, gate_up, down, splits, routing, dy,
+                          shards, memory_budget, recompute, kept, grads,
+                          overwrite):
+    return _routed_backward(x, token, gate_up, down, splits, routing, dy,
+                            (shards, memory_budget, recompute),
                             kept if kept.numel() else None, grads, overwrite)
 
 
-@_routed_backward_op.register_fake
-def _routed_backward_fake(x, token, gate_up, down, splits, routing, dy,
-                          shards, memory_budget, recompute, kept, grads,
-                          overwrite):
+def _routed_backward_body(x: torch.Tensor, token: torch.Tensor,
+                          gate_up: torch.Tensor, down: torch.Tensor,
+                          splits: Optional[list[int]],
+                          device_splits: Optional[torch.Tensor],
+                          routing: torch.Tensor, dy: torch.Tensor,
+                          shards: int, memory_budget: int, recompute: bool,
+                          kept: torch.Tensor, grads: list[torch.Tensor],
+                          overwrite: bool
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Traced: dx a new tensor, not dy's buffer."""
+    return _routed_backward_step(x, token, gate_up, down,
+                                 step_splits(splits, device_splits), routing,
+                                 dy.clone(), shards, memory_budget, recompute,
+                                 kept, grads, overwrite)
+
+
+def _routed_backward_fake(x, token, gate_up, down, splits, device_splits,
+                          routing, dy, shards, memory_budget, recompute, kept,
+                          grads, overwrite):
     return torch.empty_like(dy), torch.empty_like(routing)
+
+
+def _pack_forward(rows, gate_up, down, splits, *rest):
+    return (rows, gate_up, down, *op_splits(splits), *rest)
+
+
+def _pack_backward(x, token, gate_up, down, splits, *rest):
+    return (x, token, gate_up, down, *op_splits(splits), *rest)
+
+
+_routed_forward_op = define_op("moe_experts_forward", _routed_forward_step,
+                               _routed_forward_fake,
+                               body=_routed_forward_body,
+                               pack=_pack_forward)
+_routed_backward_op = define_op("moe_experts_backward",
+                                _routed_backward_step, _routed_backward_fake,
+                                mutates=("kept", "grads"),
+                                body=_routed_backward_body,
+                                pack=_pack_backward)
 
 
 class _RoutedExperts(torch.autograd.Function):
@@ -279,13 +319,9 @@ class _RoutedExperts(torch.autograd.Function):
         routing = _routing_of(w, x)
         rows = x.index_select(0, token)
         on_device = isinstance(splits, torch.Tensor)
-        if tracing([x, gate_up, down]) and on_device:
-            y, kept = _routed_forward_op(rows, gate_up, down, splits,
-                                         routing, *options)
-            kept = kept if kept.numel() else None
-        else:
-            y, kept = _routed_forward(rows, gate_up, down, splits, routing,
-                                      options)
+        y, kept = _routed_forward_op(rows, gate_up, down, splits, routing,
+                                     *options)
+        kept = kept if kept.numel() else None
         ctx.options, ctx.main_grads = options, main_grads
         ctx.host_splits = None if on_device else splits
         ctx.weights_dtype = w.dtype  # routing is w in f32: w is not kept
@@ -307,14 +343,9 @@ class _RoutedExperts(torch.autograd.Function):
                                            untiled=kept is not None)
         overwrite = not main_grads
         dy = dout.contiguous().index_select(0, token)
-        if tracing([x, dout]) and device_splits is not None:
-            drows, d_routing = _routed_backward_op(
-                x, token, gate_up, down, splits, routing, dy, *ctx.options,
-                kept_or_empty(x, kept), grads, overwrite)
-        else:
-            drows, d_routing = _routed_backward(
-                x, token, gate_up, down, splits, routing, dy, ctx.options,
-                kept, grads, overwrite)
+        drows, d_routing = _routed_backward_op(
+            x, token, gate_up, down, splits, routing, dy, *ctx.options,
+            kept_or_empty(x, kept), grads, overwrite)
         dx = _sum_by_token(drows, place, x.shape[0]) \
             if ctx.needs_input_grad[0] else None
         dw = d_routing.to(ctx.weights_dtype) if ctx.needs_input_grad[1] \

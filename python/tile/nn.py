@@ -18,7 +18,8 @@ import torch
 from torch import nn
 
 from . import ops
-from .autograd import main_grads_of
+from .autograd import grad_dtype, main_grads_of
+from .custom_ops import runs_each_call
 from .distributed import refuse_ddp_without_hook, refuse_unreduced_main_grad
 from .mlp import gated_mlp_into_main_grads
 from .operators import ACTIVATIONS, gated, kernel
@@ -36,16 +37,15 @@ def _ensure_main_grad(param):
     where the training loop attached none (eagerly: under torch.compile the
     backward adds to it as a graph input, so it must exist before)."""
     if getattr(param, "main_grad", None) is None:
-        if torch.compiler.is_compiling():
+        if not runs_each_call():
             raise RuntimeError(
                 "tile: under torch.compile every main_grad must exist before "
                 "the compiled step (the backward adds to it as an input of "
                 "the graph): call tile.nn.attach_main_grads(model) first, "
                 "attach your own (Megatron's DDP does), or run one step "
                 "eagerly")
-        dtype = torch.float64 if param.dtype == torch.float64 \
-            else torch.float32
-        param.main_grad = torch.zeros(param.shape, dtype=dtype,
+        param.main_grad = torch.zeros(param.shape,
+                                      dtype=grad_dtype(param.dtype),
                                       device=param.device)
     return param.main_grad
 

@@ -7,7 +7,7 @@ and widths on first use.
 """
 
 from . import _capi
-from .autograd import tracing
+from .custom_ops import writes_in_place
 from .kernel import Kernel
 from .kernel_autograd import apply, run_backward
 
@@ -56,7 +56,7 @@ def gated_backward_in_place(name, a, b, dh):
     is overwritten, and the backward allocates no [..., H] tensor. Traced
     (torch.compile), it is the functional custom op and writes new tensors
     (a traced graph may not mutate what it did not create)."""
-    into = None if tracing([a, b, dh]) else {0: a, 1: b}
+    into = {0: a, 1: b} if writes_in_place([a, b, dh]) else None
     return run_backward(kernel(name), [a, b], (dh,), [], into=into)
 
 
