@@ -2,7 +2,7 @@
 //
 // Private to lib/Interp: the evaluation environment and the per-family op
 // evaluators (elementwise in ElementwiseEval.cpp, data movement and
-// reductions in StructuralEval.cpp).
+// reductions in StructuralEval.cpp, contractions in ContractionEval.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +36,14 @@ std::optional<llvm::Error> evalElementwise(mlir::Operation *op, Env &env);
 
 /// Evaluates tile data-movement and reduction ops and tensor.dim.
 std::optional<llvm::Error> evalStructural(mlir::Operation *op, Env &env);
+
+/// Evaluates tile.contract and tile.contract_rows (ContractionEval.cpp).
+std::optional<llvm::Error> evalContraction(mlir::Operation *op, Env &env);
+
+/// The elements of a contraction's result (larger than either operand's,
+/// unlike every other op's), or std::nullopt for any other op.
+std::optional<int64_t> contractionResultElements(mlir::Operation *op,
+                                                 const Env &env);
 
 /// Integers are held in double (exactly below 2^53); a value out of
 /// int64's range saturates instead of converting with undefined behavior.

@@ -11,6 +11,7 @@
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -116,7 +117,8 @@ std::string typeName(Type type) {
 
 llvm::Error detail::checkResultSizes(Operation *op, Env &env) {
   // Static shapes are checked as written; a concatenation's size is the sum
-  // of its inputs'. Every other result is as large as an operand at most.
+  // of its inputs', a contraction's the product of two of their sizes. Every
+  // other result is as large as an operand at most.
   for (Value result : op->getResults()) {
     auto type = dyn_cast<RankedTensorType>(result.getType());
     if (!type)
@@ -129,6 +131,11 @@ llvm::Error detail::checkResultSizes(Operation *op, Env &env) {
                              " exceeds the evaluator's limit of " +
                              llvm::Twine(kMaxElements) + " elements");
   }
+  if (std::optional<int64_t> elements = contractionResultElements(op, env);
+      elements && *elements > kMaxElements)
+    return opError(op, "its result of " + llvm::Twine(*elements) +
+                           " elements exceeds the evaluator's limit of " +
+                           llvm::Twine(kMaxElements));
   if (auto concat = dyn_cast<mlir::tile::ConcatOp>(op)) {
     int64_t total = 0;
     for (Value input : concat.getInputs()) {
@@ -243,6 +250,11 @@ llvm::Expected<std::vector<Buffer>> evaluate(func::FuncOp func,
         return std::move(*error);
       continue;
     }
+    if (std::optional<llvm::Error> error = evalContraction(&op, env)) {
+      if (*error)
+        return std::move(*error);
+      continue;
+    }
     return opError(&op, "the reference evaluator does not support this op");
   }
   return errorAt(func.getLoc(), "function @" + func.getSymName() +
@@ -251,15 +263,22 @@ llvm::Expected<std::vector<Buffer>> evaluate(func::FuncOp func,
 }
 
 int64_t estimateElementOps(func::FuncOp func, const std::vector<Buffer> &args) {
-  int64_t largest = 1, ops = 0;
+  int64_t largest = 1, longest = 1, ops = 0, contractions = 0;
   // Shapes as given (an API caller's may be absurd): bounded, not
   // multiplied out.
-  for (const Buffer &arg : args)
+  for (const Buffer &arg : args) {
     largest = std::max(largest,
                        boundedElements(arg.shape).value_or(kMaxElements + 1));
+    for (int64_t size : arg.shape)
+      longest = std::max(longest, size);
+  }
   for (Block &block : func.getBody())
     for (Operation &op : block) {
       ++ops;
+      // A contraction's elements each sum over a dimension: about the
+      // largest value times the longest dimension.
+      if (isa<mlir::tile::ContractOp, mlir::tile::ContractRowsOp>(op))
+        ++contractions;
       for (Type type : op.getResultTypes())
         if (auto tensor = dyn_cast<RankedTensorType>(type))
           if (tensor.hasStaticShape())
@@ -267,9 +286,13 @@ int64_t estimateElementOps(func::FuncOp func, const std::vector<Buffer> &args) {
                 largest,
                 boundedElements(tensor.getShape()).value_or(kMaxElements));
     }
-  if (ops != 0 && largest > std::numeric_limits<int64_t>::max() / ops)
+  int64_t elementwise, perContraction, contracting, work;
+  if (llvm::MulOverflow(ops, largest, elementwise) ||
+      llvm::MulOverflow(largest, longest, perContraction) ||
+      llvm::MulOverflow(contractions, perContraction, contracting) ||
+      llvm::AddOverflow(elementwise, contracting, work))
     return std::numeric_limits<int64_t>::max();
-  return ops * largest;
+  return work;
 }
 
 } // namespace tile::interp

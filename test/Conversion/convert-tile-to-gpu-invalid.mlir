@@ -40,3 +40,15 @@ func.func @rows_read_a_cross_row_max(%x: tensor<?x?xf32>) -> tensor<?x?xf32>
   %y = arith.subf %x, %mb : tensor<?x?xf32>
   return %y : tensor<?x?xf32>
 }
+
+// -----
+
+// A contraction (issue 62): evaluated and differentiated, not yet lowered;
+// the lowering says so instead of treating the matrix as rows.
+func.func @contraction(%x: tensor<?x?xbf16>, %w: tensor<?x?xbf16>)
+    -> tensor<?x?xf32> attributes {tile.kernel} {
+  // expected-error@+1 {{'tile.contract' op is a contraction, which the GPU lowering does not handle yet (issue 62); tile-run evaluates, differentiates and gradient-checks it}}
+  %y = tile.contract %x, %w over 1
+      : tensor<?x?xbf16>, tensor<?x?xbf16> -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}

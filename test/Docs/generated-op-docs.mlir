@@ -5,6 +5,10 @@
 // CHECK: _Replicates a tensor along new dimensions_
 // CHECK: tile.cast
 // CHECK: tile.concat
+// CHECK: tile.contract
+// CHECK: _Multiplies a row tile by a matrix: a projection_
+// CHECK: tile.contract_rows
+// CHECK: across_rows
 // CHECK: tile.pad
 // CHECK: _Places a tensor into a zero row range of a wider one_
 // CHECK: tile.reduce

@@ -271,6 +271,44 @@ TEST_F(EvaluatorTest, PadAndReduceInto) {
             std::string::npos);
 }
 
+TEST_F(EvaluatorTest, Contractions) {
+  func::FuncOp func = parse(R"mlir(
+    func.func @c(%x: tensor<?x?xf32>, %w: tensor<?x?xf32>, %m: tensor<?x?xf32>,
+                 %acc: tensor<?x?xf32>)
+        -> (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) {
+      %y = tile.contract %x, %w over 1 : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+      %z = tile.contract %x, %m over 0 : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+      %r = tile.contract_rows %x, %y across_rows into %acc : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+      return %y, %z, %r : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+    })mlir",
+                            "c");
+  ASSERT_TRUE(func);
+  Buffer x = Buffer::tensor({2, 3}, StorageType::F32, {1, 2, 3, 4, 5, 6});
+  // W [2, 3] as a Linear's weight; M = Wᵀ [3, 2].
+  Buffer w = Buffer::tensor({2, 3}, StorageType::F32, {1, 0, -1, 2, 1, 0});
+  Buffer m = Buffer::tensor({3, 2}, StorageType::F32, {1, 2, 0, 1, -1, 0});
+  Buffer acc = Buffer::tensor({3, 2}, StorageType::F32, {1, 1, 1, 1, 1, 1});
+  auto results = interp::evaluate(func, {x, w, m, acc});
+  ASSERT_TRUE(static_cast<bool>(results))
+      << llvm::toString(results.takeError());
+  EXPECT_EQ((*results)[0].shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ((*results)[0].values, (std::vector<double>{-2, 4, -2, 13}));
+  EXPECT_EQ((*results)[1].values, (std::vector<double>{-2, 4, -2, 13}));
+  // xᵀ·y over the two rows, plus 1.
+  EXPECT_EQ((*results)[2].shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ((*results)[2].values,
+            (std::vector<double>{-9, 57, -13, 74, -17, 91}));
+
+  // A width the matrix does not have is an error naming both sizes.
+  Buffer narrow = Buffer::tensor({2, 4}, StorageType::F32);
+  auto bad = interp::evaluate(func, {x, narrow, m, acc});
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError())
+                .find("the input's width 3 differs from the matrix's "
+                      "dimension 1 (4)"),
+            std::string::npos);
+}
+
 TEST_F(EvaluatorTest, BroadcastSliceConcat) {
   func::FuncOp func = parse(R"mlir(
     func.func @m(%x: tensor<?x?xf32>, %w: tensor<?xf32>, %r: tensor<?xf32>)

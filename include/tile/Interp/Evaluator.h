@@ -55,7 +55,8 @@ struct EvalOptions {
 
 /// About how many element operations evaluating `func` on `args` takes:
 /// its ops times the largest value they can make (the largest argument or
-/// static result type). Saturates at INT64_MAX.
+/// static result type), and for each contraction that value times the
+/// longest dimension (the sum each element is). Saturates at INT64_MAX.
 int64_t estimateElementOps(mlir::func::FuncOp func,
                            const std::vector<Buffer> &args);
 

@@ -749,3 +749,79 @@ func.func @swap_halves_not_dividing(%x: tensor<?x12xf32>) -> tensor<?x12xf32> {
   %s = tile.swap_halves %x [%c8] : tensor<?x12xf32>
   return %s : tensor<?x12xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// tile.contract and tile.contract_rows
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @contract_over_2(%x: tensor<?x?xbf16>, %w: tensor<?x?xbf16>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{'tile.contract' op contracts over the matrix's dimension 0 or 1, not 2}}
+  %0 = tile.contract %x, %w over 2 : tensor<?x?xbf16>, tensor<?x?xbf16> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @contract_vector(%x: tensor<?x?xbf16>, %w: tensor<?xbf16>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{'tile.contract' op the matrix must be a rank-2 tensor, got 'tensor<?xbf16>'}}
+  %0 = tile.contract %x, %w over 1 : tensor<?x?xbf16>, tensor<?xbf16> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @contract_mixed_types(%x: tensor<?x?xbf16>, %w: tensor<?x?xf16>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{'tile.contract' op the input ('bf16') and the matrix ('f16') must have one element type: cast one first}}
+  %0 = tile.contract %x, %w over 1 : tensor<?x?xbf16>, tensor<?x?xf16> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @contract_bf16_result(%x: tensor<?x?xbf16>, %w: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  // expected-error@+1 {{'tile.contract' op the result must be f32 (the accumulator), got 'bf16'}}
+  %0 = tile.contract %x, %w over 1 : tensor<?x?xbf16>, tensor<?x?xbf16> -> tensor<?x?xbf16>
+  return %0 : tensor<?x?xbf16>
+}
+
+// -----
+
+func.func @contract_widths(%x: tensor<?x64xbf16>, %w: tensor<?x32xbf16>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{'tile.contract' op the input's width 64 differs from the matrix's dimension 1 (32), which `over 1` contracts it with}}
+  %0 = tile.contract %x, %w over 1 : tensor<?x64xbf16>, tensor<?x32xbf16> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @contract_result_shape(%x: tensor<8x?xbf16>, %w: tensor<16x?xbf16>) -> tensor<8x32xf32> {
+  // expected-error@+1 {{'tile.contract' op result shape [8, 32] should be [8, 16]}}
+  %0 = tile.contract %x, %w over 1 : tensor<8x?xbf16>, tensor<16x?xbf16> -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @contract_rows_rows(%a: tensor<8x?xf32>, %b: tensor<9x?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{'tile.contract_rows' op the left's rows (8) differ from the right's (9)}}
+  %0 = tile.contract_rows %a, %b across_rows : tensor<8x?xf32>, tensor<9x?xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @contract_rows_shape(%a: tensor<?x4xf32>, %b: tensor<?x5xf32>) -> tensor<5x4xf32> {
+  // expected-error@+1 {{'tile.contract_rows' op result shape [5, 4] should be [4, 5]}}
+  %0 = tile.contract_rows %a, %b across_rows : tensor<?x4xf32>, tensor<?x5xf32> -> tensor<5x4xf32>
+  return %0 : tensor<5x4xf32>
+}
+
+// -----
+
+func.func @contract_rows_accumulator(%a: tensor<?x4xf32>, %b: tensor<?x5xf32>, %acc: tensor<4x6xf32>) -> tensor<4x5xf32> {
+  // expected-error@+1 {{'tile.contract_rows' op failed to verify that the accumulator has the result type}}
+  %0 = "tile.contract_rows"(%a, %b, %acc) : (tensor<?x4xf32>, tensor<?x5xf32>, tensor<4x6xf32>) -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}

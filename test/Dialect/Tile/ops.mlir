@@ -129,3 +129,25 @@ func.func @repeat_and_swap_halves(%x: tensor<?x?xf32>, %t: tensor<?x?xf32>,
   %s = tile.swap_halves %r [%b] : tensor<?x?xf32>
   return %s : tensor<?x?xf32>
 }
+
+// CHECK-LABEL: func.func @contractions
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?xbf16>, %[[W:.*]]: tensor<?x4096xbf16>, %[[M:.*]]: tensor<4096x?xf32>)
+// CHECK: %[[Y:.*]] = tile.contract %[[X]], %[[W]] over 1 : tensor<?x?xbf16>, tensor<?x4096xbf16> -> tensor<?x?xf32>
+// CHECK: %[[Z:.*]] = tile.contract %[[Y]], %[[M]] over 0 : tensor<?x?xf32>, tensor<4096x?xf32> -> tensor<?x?xf32>
+// CHECK: %[[R:.*]] = tile.contract_rows %[[Y]], %[[Z]] across_rows : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+// CHECK: tile.contract_rows %[[Y]], %[[Z]] across_rows into %[[R]] : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+// GENERIC-LABEL: sym_name = "contractions"
+// GENERIC: "tile.contract"(%{{.*}}, %{{.*}}) <{over = 1 : i64}>
+// GENERIC: "tile.contract_rows"(%{{.*}}, %{{.*}}) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+func.func @contractions(%x: tensor<?x?xbf16>, %w: tensor<?x4096xbf16>,
+                        %m: tensor<4096x?xf32>) -> tensor<?x?xf32> {
+  %y = tile.contract %x, %w over 1
+      : tensor<?x?xbf16>, tensor<?x4096xbf16> -> tensor<?x?xf32>
+  %z = tile.contract %y, %m over 0
+      : tensor<?x?xf32>, tensor<4096x?xf32> -> tensor<?x?xf32>
+  %r = tile.contract_rows %y, %z across_rows
+      : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %s = tile.contract_rows %y, %z across_rows into %r
+      : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}

@@ -56,6 +56,14 @@ Value AdjointBuilder::reduceSum(Value input, ArrayRef<int64_t> dims) {
   return ReduceOp::create(builder, loc, ReductionKind::Sum, input, dims);
 }
 
+Value AdjointBuilder::contract(Value input, Value matrix, int64_t over) {
+  return ContractOp::create(builder, loc, input, matrix, over);
+}
+
+Value AdjointBuilder::contractRows(Value left, Value right, Value init) {
+  return ContractRowsOp::create(builder, loc, left, right, init);
+}
+
 Value AdjointBuilder::dimSize(Value tensor, int64_t dim) {
   return tensor::DimOp::create(builder, loc, tensor, dim);
 }

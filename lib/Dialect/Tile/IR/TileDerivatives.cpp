@@ -6,6 +6,9 @@
 // converts to a storage type only at the function boundary). `like` and index
 // operands contribute only shapes and positions, never a cotangent.
 //
+// A contraction is bilinear: each operand's cotangent is the other
+// contracted with the result's, and a matrix's sums over the rows.
+//
 // The row-shift rules (RowShift.h) follow: data movement within a row keeps
 // a row's change, a row reduction keeps the forms its kind keeps, padding
 // with zeros keeps a factor only, and anything that mixes rows is opaque to
@@ -214,6 +217,45 @@ LogicalResult SigmoidOp::buildAdjoint(AdjointBuilder &builder,
 // Row-shift rules
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// The element type both operands of a contraction share.
+Type operandElementType(Value operand) {
+  return cast<RankedTensorType>(operand.getType()).getElementType();
+}
+} // namespace
+
+LogicalResult ContractOp::buildAdjoint(AdjointBuilder &builder,
+                                       ValueRange results,
+                                       SmallVectorImpl<Value> &operands) {
+  // The backward's GEMMs read the cotangent in the operands' type (the
+  // tensor cores' inputs), as PyTorch's Linear backward does: rounded once
+  // here, visibly.
+  Value g = builder.castTo(results[0], operandElementType(getInput()));
+  Value input = getInput(), matrix = getMatrix();
+  if (getOver() == 1) {
+    // y = x·Wᵀ: dx = g·W, dW = gᵀ·x.
+    operands.push_back(builder.contract(g, matrix, 0));
+    operands.push_back(builder.contractRows(g, input));
+  } else {
+    // y = x·W: dx = g·Wᵀ, dW = xᵀ·g.
+    operands.push_back(builder.contract(g, matrix, 1));
+    operands.push_back(builder.contractRows(input, g));
+  }
+  return success();
+}
+
+LogicalResult ContractRowsOp::buildAdjoint(AdjointBuilder &builder,
+                                           ValueRange results,
+                                           SmallVectorImpl<Value> &operands) {
+  // R = Lᵀ·R' (+ acc), G [p, q]: dL = R'·Gᵀ, dR' = L·G, d acc = G.
+  Value g = builder.castTo(results[0], operandElementType(getLeft()));
+  operands.push_back(builder.contract(getRight(), g, 1));
+  operands.push_back(builder.contract(getLeft(), g, 0));
+  if (getInit())
+    operands.push_back(results[0]);
+  return success();
+}
+
 RowShift CastOp::propagateRowShift(ArrayRef<RowShift> operands) {
   return operands[0];
 }
@@ -283,5 +325,21 @@ RowShift SwapHalvesOp::propagateRowShift(ArrayRef<RowShift> operands) {
 }
 
 RowShift SigmoidOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  return RowShift::opaque(operands);
+}
+
+RowShift ContractOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  // A linear map of each row: a scale of the row (the matrix unchanged)
+  // scales its result; a shift becomes one by the matrix's row sums, no
+  // form.
+  RowShift input = operands[0];
+  if (operands[1].getKind() == RowShift::Kind::None &&
+      input.getKind() != RowShift::Kind::Offset)
+    return input;
+  return RowShift::opaque(operands);
+}
+
+RowShift ContractRowsOp::propagateRowShift(ArrayRef<RowShift> operands) {
+  // It mixes the rows.
   return RowShift::opaque(operands);
 }

@@ -456,5 +456,100 @@ LogicalResult SwapHalvesOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// ContractOp and ContractRowsOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Whether two sizes may be equal: equal, or one not known statically.
+bool sizesAgree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// The checks both contractions make of their operands: rank 2, one
+/// element type, an f32 result of `expected` shape.
+LogicalResult verifyContraction(Operation *op, StringRef first, Value a,
+                                StringRef second, Value b,
+                                RankedTensorType result,
+                                ArrayRef<int64_t> expected) {
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto bType = cast<RankedTensorType>(b.getType());
+  if (aType.getRank() != 2)
+    return op->emitOpError("the ")
+           << first << " must be a rank-2 tensor, got " << aType;
+  if (bType.getRank() != 2)
+    return op->emitOpError("the ")
+           << second << " must be a rank-2 tensor, got " << bType;
+  if (aType.getElementType() != bType.getElementType())
+    return op->emitOpError("the ")
+           << first << " (" << aType.getElementType() << ") and the " << second
+           << " (" << bType.getElementType()
+           << ") must have one element type: cast one first";
+  if (!result.getElementType().isF32())
+    return op->emitOpError("the result must be f32 (the accumulator), got ")
+           << result.getElementType();
+  if (result.getRank() != 2 || !sizesAgree(result.getDimSize(0), expected[0]) ||
+      !sizesAgree(result.getDimSize(1), expected[1]))
+    return op->emitOpError("result shape ")
+           << formatShape(result.getShape()) << " should be "
+           << formatShape(expected);
+  return success();
+}
+} // namespace
+
+void ContractOp::build(OpBuilder &builder, OperationState &state, Value input,
+                       Value matrix, int64_t over) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto matrixType = cast<RankedTensorType>(matrix.getType());
+  auto type = RankedTensorType::get(
+      {inputType.getDimSize(0), matrixType.getDimSize(1 - over)},
+      builder.getF32Type());
+  build(builder, state, type, input, matrix, builder.getI64IntegerAttr(over));
+}
+
+LogicalResult ContractOp::verify() {
+  int64_t over = getOver();
+  if (over != 0 && over != 1)
+    return emitOpError("contracts over the matrix's dimension 0 or 1, not ")
+           << over;
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType matrixType = getMatrix().getType();
+  if (inputType.getRank() != 2 || matrixType.getRank() != 2)
+    return verifyContraction(*this, "input", getInput(), "matrix", getMatrix(),
+                             getType(), {});
+  if (!sizesAgree(inputType.getDimSize(1), matrixType.getDimSize(over)))
+    return emitOpError("the input's width ")
+           << inputType.getDimSize(1) << " differs from the matrix's dimension "
+           << over << " (" << matrixType.getDimSize(over) << "), which `over "
+           << over << "` contracts it with";
+  return verifyContraction(
+      *this, "input", getInput(), "matrix", getMatrix(), getType(),
+      {inputType.getDimSize(0), matrixType.getDimSize(1 - over)});
+}
+
+void ContractRowsOp::build(OpBuilder &builder, OperationState &state,
+                           Value left, Value right, Value init) {
+  auto leftType = cast<RankedTensorType>(left.getType());
+  auto rightType = cast<RankedTensorType>(right.getType());
+  auto type = RankedTensorType::get(
+      {leftType.getDimSize(1), rightType.getDimSize(1)}, builder.getF32Type());
+  build(builder, state, type, left, right, init);
+}
+
+LogicalResult ContractRowsOp::verify() {
+  RankedTensorType leftType = getLeft().getType();
+  RankedTensorType rightType = getRight().getType();
+  if (leftType.getRank() != 2 || rightType.getRank() != 2)
+    return verifyContraction(*this, "left", getLeft(), "right", getRight(),
+                             getType(), {});
+  if (!sizesAgree(leftType.getDimSize(0), rightType.getDimSize(0)))
+    return emitOpError("the left's rows (")
+           << leftType.getDimSize(0) << ") differ from the right's ("
+           << rightType.getDimSize(0) << ")";
+  return verifyContraction(*this, "left", getLeft(), "right", getRight(),
+                           getType(),
+                           {leftType.getDimSize(1), rightType.getDimSize(1)});
+}
+
 #define GET_OP_CLASSES
 #include "tile/Dialect/Tile/IR/TileOps.cpp.inc"

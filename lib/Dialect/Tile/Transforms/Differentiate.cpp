@@ -60,6 +60,42 @@ ReduceOp getAcrossRowsSum(Value value) {
   return {};
 }
 
+/// The same sum added to `accumulator`, or null where `value` is no sum a
+/// main_grad can absorb: a cross-row `tile.reduce` (a broadcast weight's
+/// gradient) without an accumulator yet, or a chain of `tile.contract_rows`
+/// (a contracted matrix's, one link per use of the matrix) whose first
+/// link has none. New ops rather than edits: the same sum may be the
+/// cotangent of another argument too (w1 + w2 broadcast).
+Value addedInto(OpBuilder &builder, Value value, Value accumulator) {
+  if (ReduceOp sum = getAcrossRowsSum(value))
+    return ReduceOp::create(builder, sum.getLoc(), ReductionKind::Sum,
+                            sum.getInput(), sum.getDims(), accumulator);
+  auto rows = value.getDefiningOp<ContractRowsOp>();
+  if (!rows)
+    return {};
+  Value init = accumulator;
+  if (Value link = rows.getInit()) {
+    if (!link.getDefiningOp<ContractRowsOp>())
+      return {};
+    init = addedInto(builder, link, accumulator);
+    if (!init)
+      return {};
+  }
+  return ContractRowsOp::create(builder, rows.getLoc(), rows.getLeft(),
+                                rows.getRight(), init);
+}
+
+/// Whether `value` is a sum addedInto can give a main_grad.
+bool isAbsorbable(Value value) {
+  if (getAcrossRowsSum(value))
+    return true;
+  auto rows = value.getDefiningOp<ContractRowsOp>();
+  if (!rows)
+    return false;
+  Value init = rows.getInit();
+  return !init || (init.getDefiningOp<ContractRowsOp>() && isAbsorbable(init));
+}
+
 class Differentiator {
 public:
   Differentiator(func::FuncOp forward, const DifferentiateOptions &options)
@@ -228,6 +264,14 @@ void Differentiator::accumulate(Value value, Value cotangent, Location loc) {
     slot = adjoint.reduceSum(both, lhs.getDims());
     return;
   }
+  // Likewise two uses of one contracted matrix (a tied weight): one chain
+  // of sums over the rows, which a main_grad absorbs whole.
+  if (slot.getDefiningOp<ContractRowsOp>() &&
+      cotangent.getDefiningOp<ContractRowsOp>() && isAbsorbable(slot) &&
+      isAbsorbable(cotangent) && slot.getType() == cotangent.getType()) {
+    slot = addedInto(builder, cotangent, slot);
+    return;
+  }
   slot = adjoint.add(slot, cotangent);
 }
 
@@ -288,8 +332,7 @@ void Differentiator::buildReturn() {
     Type argType = arg.getType();
     Value cotangent = cotangents.lookup(arg);
     gradientOf.push_back(index);
-    if (ReduceOp sum = cotangent ? getAcrossRowsSum(cotangent) : ReduceOp();
-        sum && options.mainGrad) {
+    if (cotangent && isAbsorbable(cotangent) && options.mainGrad) {
       // The gradient never exists on its own: the finalize adds it to the
       // caller's fp32 buffer, which the result then is.
       Type accType = AdjointBuilder::cotangentType(argType);
@@ -300,12 +343,8 @@ void Differentiator::buildReturn() {
               builder.getNamedAttr(TileDialect::getMainGradAttrName(),
                                    builder.getI64IntegerAttr(index))),
           forward.getLoc());
-      // A new reduction rather than an edit of `sum`: the same sum may be
-      // the cotangent of another argument too (w1 + w2 broadcast).
-      auto into = ReduceOp::create(builder, sum.getLoc(), ReductionKind::Sum,
-                                   sum.getInput(), sum.getDims(),
-                                   body->getArgument(position));
-      gradients.push_back(into);
+      gradients.push_back(
+          addedInto(builder, cotangent, body->getArgument(position)));
       continue;
     }
     if (!cotangent)

@@ -378,4 +378,86 @@ def Tile_StopGradientOp : Tile_Op<"stop_gradient",
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+//===----------------------------------------------------------------------===//
+// ContractOp
+//===----------------------------------------------------------------------===//
+
+def Tile_ContractOp : Tile_Op<"contract", [Pure]> {
+  let summary = "multiplies a row tile by a matrix: a projection";
+  let description = [{
+    With `over 1`, `result[r, n] = Σ_k input[r, k] · matrix[n, k]`: the
+    input times the transpose of a matrix laid out as a PyTorch Linear's
+    weight, `[out, in]`. With `over 0`, `Σ_k input[r, k] · matrix[k, n]`:
+    the input times the matrix, the form the input's gradient takes.
+    `input` is a row tile `[rows, K]`; `matrix` is not one (neither of its
+    dimensions is the rows). Both have one element type, `bf16`, `f16` or
+    `f32`, the tensor cores' inputs; the result is `f32`, their
+    accumulator, and every op may read it: a kernel says "project, then
+    silu_and_mul", or "project to the vocabulary, then cross-entropy
+    against the label".
+
+    Its derivative: `d input = g · matrix` (a contraction over the other
+    dimension) and `d matrix = gᵀ · input`, a sum over the rows
+    (`tile.contract_rows`) that a `main_grad` absorbs as it does a
+    cross-row `tile.reduce`. The cotangent is rounded to the operands'
+    element type first, as the backward's GEMMs read it (PyTorch's, too).
+
+    ```mlir
+    %y = tile.contract %x, %w over 1
+        : tensor<?x?xbf16>, tensor<?x?xbf16> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_FloatTensor:$input, Tile_FloatTensor:$matrix,
+                       I64Attr:$over);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $matrix `over` $over attr-dict `:` type($input) `,`
+    type($matrix) `->` type($result)
+  }];
+  let builders = [
+    // Infers the result type: [the input's rows, the matrix's other
+    // dimension] in f32.
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$matrix,
+                   "int64_t":$over)>
+  ];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ContractRowsOp
+//===----------------------------------------------------------------------===//
+
+def Tile_ContractRowsOp : Tile_Op<"contract_rows", [Pure,
+    OptionalTypesMatchWith<"the accumulator has the result type", "result",
+                           "init", "$_self">]> {
+  let summary = "sums the rows' outer products: a projection's weight gradient";
+  let description = [{
+    `result[p, q] = Σ_r left[r, p] · right[r, q]`, over the rows of two row
+    tiles of one element type (`bf16`, `f16` or `f32`), in `f32`: a
+    `[width(left), width(right)]` matrix, `leftᵀ · right`. It combines
+    every row, so its spelling says `across_rows`, as a cross-row
+    `tile.reduce` does; the differentiator makes it for a contraction's
+    matrix (`d matrix = gᵀ · input`). With `into %acc` the result is
+    `acc + Σ`: the form in which the gradient is added to a `main_grad`.
+
+    ```mlir
+    %dw = tile.contract_rows %g, %x across_rows
+        : tensor<?x?xbf16>, tensor<?x?xbf16> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tile_FloatTensor:$left, Tile_FloatTensor:$right,
+                       Optional<Tile_FloatTensor>:$init);
+  let results = (outs Tile_FloatTensor:$result);
+  let assemblyFormat = [{
+    $left `,` $right `across_rows` (`into` $init^)? attr-dict `:`
+    type($left) `,` type($right) `->` type($result)
+  }];
+  let builders = [
+    // Infers the result type: [width(left), width(right)] in f32.
+    OpBuilder<(ins "::mlir::Value":$left, "::mlir::Value":$right,
+                   CArg<"::mlir::Value", "{}">:$init)>
+  ];
+  let hasVerifier = 1;
+}
+
 #endif // TILE_DIALECT_TILE_IR_TILEOPS_TD
