@@ -9,8 +9,9 @@
 #                                    for SECONDS, two at a time
 #                                    (TILE_FUZZ_JOBS=1: one), on a
 #                                    corpus seeded from examples/, test/Zoo,
-#                                    test/Malformed, test/Robustness and
-#                                    generated kernels, as written, in
+#                                    test/Malformed, test/Robustness, the
+#                                    contraction kernels and generated
+#                                    kernels, as written, in
 #                                    generic form and differentiated (the
 #                                    tile-run harness: command lines over
 #                                    them, fuzz/cli_seeds.py)
@@ -55,7 +56,7 @@ make_seeds() {
   mkdir -p "$seeds.new"
   cp "$root"/examples/*.mlir "$root"/test/Zoo/*.mlir \
     "$root"/test/Malformed/*.mlir "$root"/test/Robustness/*.mlir \
-    "$seeds.new/"
+    "$root"/test/tile-run/gradient-contractions.mlir "$seeds.new/"
   python3 "$root/fuzz/gen_kernels.py" --count 50 --seed 1 --out "$seeds.new"
   # The instrumented tile-opt needs the harnesses' ASan options
   # (fuzz/FuzzTarget.cpp says why).

@@ -11,6 +11,7 @@
 #include "tile/Dialect/Tile/IR/TileOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 namespace t = mlir::tile;
@@ -37,6 +38,22 @@ double dot(const double *a, int64_t aStride, const double *b, int64_t bStride,
   return sum + compensation;
 }
 
+/// Refuses a contraction of `results` elements, each a sum of `terms`,
+/// over the evaluation's limit: estimateElementOps bounds it from the
+/// arguments, but an operand made in the kernel (a concatenation of
+/// concatenations) may be larger than any of them.
+llvm::Error checkWork(Operation *op, int64_t results, int64_t terms,
+                      const Env &env) {
+  int64_t work;
+  if (llvm::MulOverflow(results, terms, work) ||
+      work > env.options.maxElementOps)
+    return opError(
+        op, "takes " + llvm::Twine(results) + " sums of " + llvm::Twine(terms) +
+                " products, over the evaluator's limit of " +
+                llvm::Twine(env.options.maxElementOps) + " element operations");
+  return llvm::Error::success();
+}
+
 /// `init` added to `result` where the op has one.
 llvm::Error addInit(Operation *op, Value init, Buffer &result, Env &env) {
   if (!init)
@@ -60,6 +77,8 @@ llvm::Error evalContract(t::ContractOp op, Env &env) {
                            llvm::Twine(over) + " (" +
                            llvm::Twine(matrix.shape[over]) + ")");
   int64_t columns = matrix.shape[1 - over];
+  if (llvm::Error error = checkWork(op, rows * columns, width, env))
+    return error;
   Buffer result = Buffer::tensor({rows, columns}, storageOf(op.getType()));
   result.values.assign(rows * columns, 0.0);
   // over 1: the matrix's row n is contiguous; over 0: its column n strides
@@ -83,6 +102,8 @@ llvm::Error evalContractRows(t::ContractRowsOp op, Env &env) {
                            ") differ from the right's (" +
                            llvm::Twine(right.shape[0]) + ")");
   int64_t p = left.shape[1], q = right.shape[1];
+  if (llvm::Error error = checkWork(op, p * q, rows, env))
+    return error;
   Buffer result = Buffer::tensor({p, q}, storageOf(op.getType()));
   result.values.assign(p * q, 0.0);
   for (int64_t i = 0; i < p; ++i)

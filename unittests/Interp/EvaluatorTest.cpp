@@ -309,6 +309,35 @@ TEST_F(EvaluatorTest, Contractions) {
             std::string::npos);
 }
 
+TEST_F(EvaluatorTest, ContractionWorkIsBoundedAtRunTime) {
+  // The operands are made in the kernel, four times as wide as the
+  // argument: the estimate from the arguments passes, the contraction's
+  // own count (144 sums of 2 products) does not.
+  func::FuncOp func = parse(R"mlir(
+    func.func @w(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+      %w = tile.concat %x, %x, %x, %x : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+      %r = tile.contract_rows %w, %w across_rows : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+      return %r : tensor<?x?xf32>
+    })mlir",
+                            "w");
+  ASSERT_TRUE(func);
+  Buffer x = Buffer::tensor({2, 3}, StorageType::F32, {1, 2, 3, 4, 5, 6});
+  interp::EvalOptions small;
+  small.maxElementOps = 100;
+  ASSERT_LE(interp::estimateElementOps(func, {x}), small.maxElementOps);
+  auto bad = interp::evaluate(func, {x}, small);
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError())
+                .find("takes 144 sums of 2 products, over the evaluator's "
+                      "limit of 100"),
+            std::string::npos);
+  // Within the limit it runs: 12 x 12, each a sum of two products.
+  auto good = interp::evaluate(func, {x});
+  ASSERT_TRUE(static_cast<bool>(good)) << llvm::toString(good.takeError());
+  EXPECT_EQ((*good)[0].shape, (std::vector<int64_t>{12, 12}));
+  EXPECT_EQ((*good)[0].values[0], 1.0 * 1.0 + 4.0 * 4.0);
+}
+
 TEST_F(EvaluatorTest, BroadcastSliceConcat) {
   func::FuncOp func = parse(R"mlir(
     func.func @m(%x: tensor<?x?xf32>, %w: tensor<?xf32>, %r: tensor<?xf32>)
