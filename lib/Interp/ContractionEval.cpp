@@ -38,20 +38,30 @@ double dot(const double *a, int64_t aStride, const double *b, int64_t bStride,
   return sum + compensation;
 }
 
-/// Refuses a contraction of `results` elements, each a sum of `terms`,
-/// over the evaluation's limit: estimateElementOps bounds it from the
-/// arguments, but an operand made in the kernel (a concatenation of
-/// concatenations) may be larger than any of them.
-llvm::Error checkWork(Operation *op, int64_t results, int64_t terms,
-                      const Env &env) {
+/// The elements of a `rows` x `columns` result, refused over the
+/// evaluator's limits: the result's size (a dimension of size 0 bounds
+/// nothing, so the product is checked, never wrapped), and its work, each
+/// element a sum of `terms` products. estimateElementOps bounds the work
+/// from the arguments, but an operand made in the kernel (a concatenation
+/// of concatenations) may be larger than any of them.
+llvm::Expected<int64_t> checkedElements(Operation *op, int64_t rows,
+                                        int64_t columns, int64_t terms,
+                                        const Env &env) {
+  std::optional<int64_t> elements = boundedElements({rows, columns});
+  if (!elements)
+    return opError(op, "its result of " + llvm::Twine(rows) + " x " +
+                           llvm::Twine(columns) +
+                           " elements exceeds the evaluator's limit of " +
+                           llvm::Twine(kMaxElements));
   int64_t work;
-  if (llvm::MulOverflow(results, terms, work) ||
+  if (llvm::MulOverflow(*elements, terms, work) ||
       work > env.options.maxElementOps)
-    return opError(
-        op, "takes " + llvm::Twine(results) + " sums of " + llvm::Twine(terms) +
-                " products, over the evaluator's limit of " +
-                llvm::Twine(env.options.maxElementOps) + " element operations");
-  return llvm::Error::success();
+    return opError(op, "takes " + llvm::Twine(*elements) + " sums of " +
+                           llvm::Twine(terms) +
+                           " products, over the evaluator's limit of " +
+                           llvm::Twine(env.options.maxElementOps) +
+                           " element operations");
+  return *elements;
 }
 
 /// `init` added to `result` where the op has one.
@@ -77,18 +87,21 @@ llvm::Error evalContract(t::ContractOp op, Env &env) {
                            llvm::Twine(over) + " (" +
                            llvm::Twine(matrix.shape[over]) + ")");
   int64_t columns = matrix.shape[1 - over];
-  if (llvm::Error error = checkWork(op, rows * columns, width, env))
-    return error;
+  llvm::Expected<int64_t> elements =
+      checkedElements(op, rows, columns, width, env);
+  if (!elements)
+    return elements.takeError();
   Buffer result = Buffer::tensor({rows, columns}, storageOf(op.getType()));
-  result.values.assign(rows * columns, 0.0);
+  result.values.assign(*elements, 0.0);
   // over 1: the matrix's row n is contiguous; over 0: its column n strides
-  // by its width.
+  // by its width. Sums of nothing (width 0) stay 0, and an empty operand
+  // is never indexed.
   int64_t step = over == 1 ? 1 : matrix.shape[1];
-  for (int64_t r = 0; r < rows; ++r)
+  for (int64_t r = 0; r < rows && width > 0; ++r)
     for (int64_t n = 0; n < columns; ++n)
       result.values[r * columns + n] =
-          dot(&input.values[r * width], 1,
-              &matrix.values[over == 1 ? n * width : n], step, width);
+          dot(input.values.data() + r * width, 1,
+              matrix.values.data() + (over == 1 ? n * width : n), step, width);
   env.values[op] = std::move(result);
   return llvm::Error::success();
 }
@@ -102,11 +115,12 @@ llvm::Error evalContractRows(t::ContractRowsOp op, Env &env) {
                            ") differ from the right's (" +
                            llvm::Twine(right.shape[0]) + ")");
   int64_t p = left.shape[1], q = right.shape[1];
-  if (llvm::Error error = checkWork(op, p * q, rows, env))
-    return error;
+  llvm::Expected<int64_t> elements = checkedElements(op, p, q, rows, env);
+  if (!elements)
+    return elements.takeError();
   Buffer result = Buffer::tensor({p, q}, storageOf(op.getType()));
-  result.values.assign(p * q, 0.0);
-  for (int64_t i = 0; i < p; ++i)
+  result.values.assign(*elements, 0.0);
+  for (int64_t i = 0; i < p && rows > 0; ++i)
     for (int64_t j = 0; j < q; ++j)
       result.values[i * q + j] =
           dot(left.values.data() + i, p, right.values.data() + j, q, rows);
@@ -126,11 +140,16 @@ std::optional<llvm::Error> detail::evalContraction(Operation *op, Env &env) {
 
 std::optional<int64_t> detail::contractionResultElements(Operation *op,
                                                          const Env &env) {
+  // Over the limit (or past int64) reads as one element more than it.
   if (auto contract = dyn_cast<t::ContractOp>(op))
-    return env.get(contract.getInput()).shape[0] *
-           env.get(contract.getMatrix()).shape[1 - contract.getOver()];
+    return boundedElements(
+               {env.get(contract.getInput()).shape[0],
+                env.get(contract.getMatrix()).shape[1 - contract.getOver()]})
+        .value_or(kMaxElements + 1);
   if (auto rows = dyn_cast<t::ContractRowsOp>(op))
-    return env.get(rows.getLeft()).shape[1] * env.get(rows.getRight()).shape[1];
+    return boundedElements({env.get(rows.getLeft()).shape[1],
+                            env.get(rows.getRight()).shape[1]})
+        .value_or(kMaxElements + 1);
   return std::nullopt;
 }
 

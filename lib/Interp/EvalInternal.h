@@ -41,7 +41,8 @@ std::optional<llvm::Error> evalStructural(mlir::Operation *op, Env &env);
 std::optional<llvm::Error> evalContraction(mlir::Operation *op, Env &env);
 
 /// The elements of a contraction's result (larger than either operand's,
-/// unlike every other op's), or std::nullopt for any other op.
+/// unlike every other op's; kMaxElements + 1 for any count over the
+/// limit), or std::nullopt for any other op.
 std::optional<int64_t> contractionResultElements(mlir::Operation *op,
                                                  const Env &env);
 

@@ -14,6 +14,7 @@
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -133,9 +134,8 @@ llvm::Error detail::checkResultSizes(Operation *op, Env &env) {
   }
   if (std::optional<int64_t> elements = contractionResultElements(op, env);
       elements && *elements > kMaxElements)
-    return opError(op, "its result of " + llvm::Twine(*elements) +
-                           " elements exceeds the evaluator's limit of " +
-                           llvm::Twine(kMaxElements));
+    return opError(op, "its result exceeds the evaluator's limit of " +
+                           llvm::Twine(kMaxElements) + " elements");
   if (auto concat = dyn_cast<mlir::tile::ConcatOp>(op)) {
     int64_t total = 0;
     for (Value input : concat.getInputs()) {
@@ -262,8 +262,45 @@ llvm::Expected<std::vector<Buffer>> evaluate(func::FuncOp func,
                                     "func.return");
 }
 
+namespace {
+/// The products a contraction takes where both operands are arguments of
+/// rank 2 as given (its result's elements times the contracted size), else
+/// `fallback`. Saturates at INT64_MAX.
+int64_t contractionWork(Operation &op, const std::vector<Buffer> &args,
+                        int64_t fallback) {
+  auto shapeOf = [&](Value value) -> const std::vector<int64_t> * {
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (!arg || arg.getArgNumber() >= args.size() ||
+        args[arg.getArgNumber()].shape.size() != 2)
+      return nullptr;
+    return &args[arg.getArgNumber()].shape;
+  };
+  int64_t a = 0, b = 0, c = 0;
+  if (auto contract = dyn_cast<mlir::tile::ContractOp>(op)) {
+    const auto *input = shapeOf(contract.getInput());
+    const auto *matrix = shapeOf(contract.getMatrix());
+    if (!input || !matrix)
+      return fallback;
+    a = (*input)[0], b = (*input)[1];
+    c = (*matrix)[1 - std::clamp<int64_t>(contract.getOver(), 0, 1)];
+  } else if (auto rows = dyn_cast<mlir::tile::ContractRowsOp>(op)) {
+    const auto *left = shapeOf(rows.getLeft());
+    const auto *right = shapeOf(rows.getRight());
+    if (!left || !right)
+      return fallback;
+    a = (*left)[0], b = (*left)[1], c = (*right)[1];
+  } else {
+    return 0;
+  }
+  int64_t ab, work;
+  if (llvm::MulOverflow(a, b, ab) || llvm::MulOverflow(ab, c, work))
+    return std::numeric_limits<int64_t>::max();
+  return work;
+}
+} // namespace
+
 int64_t estimateElementOps(func::FuncOp func, const std::vector<Buffer> &args) {
-  int64_t largest = 1, longest = 1, ops = 0, contractions = 0;
+  int64_t largest = 1, longest = 1, ops = 0;
   // Shapes as given (an API caller's may be absurd): bounded, not
   // multiplied out.
   for (const Buffer &arg : args) {
@@ -275,10 +312,6 @@ int64_t estimateElementOps(func::FuncOp func, const std::vector<Buffer> &args) {
   for (Block &block : func.getBody())
     for (Operation &op : block) {
       ++ops;
-      // A contraction's elements each sum over a dimension: about the
-      // largest value times the longest dimension.
-      if (isa<mlir::tile::ContractOp, mlir::tile::ContractRowsOp>(op))
-        ++contractions;
       for (Type type : op.getResultTypes())
         if (auto tensor = dyn_cast<RankedTensorType>(type))
           if (tensor.hasStaticShape())
@@ -286,12 +319,20 @@ int64_t estimateElementOps(func::FuncOp func, const std::vector<Buffer> &args) {
                 largest,
                 boundedElements(tensor.getShape()).value_or(kMaxElements));
     }
-  int64_t elementwise, perContraction, contracting, work;
-  if (llvm::MulOverflow(ops, largest, elementwise) ||
-      llvm::MulOverflow(largest, longest, perContraction) ||
-      llvm::MulOverflow(contractions, perContraction, contracting) ||
-      llvm::AddOverflow(elementwise, contracting, work))
+  int64_t work;
+  if (llvm::MulOverflow(ops, largest, work))
     return std::numeric_limits<int64_t>::max();
+  // A contraction's elements are each a sum of products: counted exactly
+  // where its operands are arguments; else the largest value times the
+  // longest dimension bounds it (and the evaluation checks the count it
+  // meets, ContractionEval.cpp).
+  int64_t bound;
+  if (llvm::MulOverflow(largest, longest, bound))
+    bound = std::numeric_limits<int64_t>::max();
+  for (Block &block : func.getBody())
+    for (Operation &op : block)
+      if (llvm::AddOverflow(work, contractionWork(op, args, bound), work))
+        return std::numeric_limits<int64_t>::max();
   return work;
 }
 

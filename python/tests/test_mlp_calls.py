@@ -48,10 +48,8 @@ def test_the_c_calls_get_weights_and_grads_as_the_header_says(recorded,
     grads = [torch.empty(w.shape, dtype=torch.float32, device="meta")
              for w in (gate, up, down) if w is not None]
     tile_mlp._forward(x, gate, up, down, splits, (0, 0, True))
-    # The tiled step: its kept workspace is an empty tensor.
-    nothing_kept = torch.empty(0, dtype=torch.uint8, device="meta")
-    tile_mlp._backward(x, gate, up, down, dy, splits, 0, 0, nothing_kept,
-                       grads, True)
+    tile_mlp._backward(x, gate, up, down, dy, splits, 0, 0, None, grads,
+                       True)
     (_, forward), (_, backward) = recorded
     device, options, stream, workspace, weights, x_arg, split_arg, y = forward
     assert shapes(weights) == shapes((gate, up, down))

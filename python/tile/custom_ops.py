@@ -67,6 +67,8 @@ class Op:
             return self._eager(*args, out=out)
         results = self._op(*(self._pack(*args) if self._pack else args))
         if out:
+            assert isinstance(results, (list, tuple)), \
+                f"tile::{self.name}: results asked for in place need a list"
             results = list(results)
             for index, given in out.items():
                 results[index] = given.copy_(results[index].view(given.shape))
@@ -99,16 +101,24 @@ _REGISTRY = {}
 # the key into the graph as the constant it is.
 @torch.compiler.assume_constant_result
 def register(key, value):
-    """`value` under `key` (a str, an op's argument); returns `key`. Made
-    by a traced call, `value` holds constants only (str, bool, dtypes,
-    tuples of them)."""
+    """`value` under `key` (a str, an op's argument); returns `key`. Called
+    while torch.compile traces, `value` must be made of constants only
+    (str, bool, dtypes, tuples of them: a chunked head's parts); eagerly,
+    anything (a Kernel)."""
     _REGISTRY[key] = value
     return key
 
 
 def registered(key):
     """What `key` was registered with."""
-    return _REGISTRY[key]
+    try:
+        return _REGISTRY[key]
+    except KeyError:
+        raise RuntimeError(
+            f"tile: no op configuration {key!r} in this process: an op's "
+            "key is registered when its call is made or traced here, so a "
+            "graph compiled elsewhere (a saved or packaged artifact) cannot "
+            "name it; compile it in this process") from None
 
 
 # -- what a call may do while torch.compile traces it -----------------------

@@ -93,7 +93,7 @@ def _op_outputs(values, grads, like):
 
 def _compute_eager(head, hidden, weight, bias, per_row, rows_grad):
     values, grads = head.compute(hidden, weight, bias, per_row, rows_grad)
-    return _op_outputs(values, grads, hidden)
+    return (values, *grads)
 
 
 def _compute_body(key: str, scalars: list[float], integral: list[bool],
@@ -124,7 +124,9 @@ def _compute_into_body(key: str, scalars: list[float], integral: list[bool],
     # Its inputs are autocast's already (_run_head); a compiled graph runs
     # it under the caller's autocast, which would cast the chunks' GEMMs.
     with torch.autocast(hidden.device.type, enabled=False):
-        return _compute_eager(head, hidden, weight, bias, per_row, rows_grad)
+        values, *grads = _compute_eager(head, hidden, weight, bias, per_row,
+                                        rows_grad)
+    return _op_outputs(values, grads, hidden)
 
 
 def _compute_fake(key, scalars, integral, softcap, memory_budget, hidden,
@@ -157,7 +159,8 @@ _chunked_head_into_op = define_op("chunked_head_into", _compute_eager,
 
 def compute(head, hidden, weight, bias, per_row, rows_grad=None):
     """Head.compute through its op: (per-row values, (d hidden, d weight,
-    d bias)), the gradients for `rows_grad` where wanted, else None."""
+    d bias)), the gradients for `rows_grad` where wanted, else None (the
+    op's empty tensors, traced, become None too)."""
     into = head.main_grad is not None and rows_grad is not None
     op = _chunked_head_into_op if into else _chunked_head_op
     values, *grads = op(head, hidden, weight, bias, per_row, rows_grad)

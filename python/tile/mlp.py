@@ -198,12 +198,12 @@ def _backward(x, gate, up, down, dy, splits, shards, memory_budget, kept,
               grads, overwrite):
     """dx; the weight gradients written to (`overwrite`) or added to
     `grads` (fp32, stacked as the weights). `kept`: the untiled forward's
-    workspace (its g, u and h become dg, du and dh here), or an empty
-    tensor for the tiled step of `shards` and `memory_budget`."""
+    workspace (its g, u and h become dg, du and dh here), or None for the
+    tiled step of `shards` and `memory_budget`."""
     if x.device.type == "cpu":
         return cpu_backward(x, gate, up, down, dy, splits, grads, overwrite)
     dx = torch.empty_like(x)
-    if not kept.numel():
+    if kept is None:
         options = (shards, memory_budget, True)
         kept = torch.empty(workspace_bytes(x, gate, up, splits, options),
                            dtype=torch.uint8, device=x.device)
@@ -275,10 +275,8 @@ def _tiled_forward_fake(x, gate, up, down, splits, device_splits, shards,
 
 
 def _untiled_forward(x, gate, up, down, splits):
-    """(y, the workspace its backward reads: an empty tensor on the
-    CPU)."""
-    y, kept = _forward(x, gate, up, down, splits, (0, 0, False))
-    return y, kept_or_empty(x, kept)
+    """(y, the workspace its backward reads: None on the CPU)."""
+    return _forward(x, gate, up, down, splits, (0, 0, False))
 
 
 def _untiled_forward_body(x: torch.Tensor, gate: torch.Tensor,
@@ -286,7 +284,9 @@ def _untiled_forward_body(x: torch.Tensor, gate: torch.Tensor,
                           splits: Optional[list[int]],
                           device_splits: Optional[torch.Tensor]
                           ) -> tuple[torch.Tensor, torch.Tensor]:
-    return _untiled_forward(x, gate, up, down, step_splits(splits, device_splits))
+    y, kept = _untiled_forward(x, gate, up, down,
+                               step_splits(splits, device_splits))
+    return y, kept_or_empty(x, kept)
 
 
 def _untiled_forward_fake(x, gate, up, down, splits, device_splits):
@@ -305,7 +305,8 @@ def _backward_body(x: torch.Tensor, gate: torch.Tensor,
     `kept`: the untiled forward's workspace, whose g, u and h the step
     overwrites, or an empty tensor for the tiled step (or the CPU)."""
     return _backward(x, gate, up, down, dy, step_splits(splits, device_splits),
-                     shards, memory_budget, kept, grads, overwrite)
+                     shards, memory_budget, kept if kept.numel() else None,
+                     grads, overwrite)
 
 
 def _backward_fake(x, gate, up, down, dy, splits, device_splits, shards,
@@ -317,8 +318,10 @@ def _pack_forward(x, gate, up, down, splits, *rest):
     return (x, gate, up, down, *op_splits(splits), *rest)
 
 
-def _pack_backward(x, gate, up, down, dy, splits, *rest):
-    return (x, gate, up, down, dy, *op_splits(splits), *rest)
+def _pack_backward(x, gate, up, down, dy, splits, shards, memory_budget, kept,
+                   grads, overwrite):
+    return (x, gate, up, down, dy, *op_splits(splits), shards, memory_budget,
+            kept_or_empty(x, kept), grads, overwrite)
 
 
 _tiled_forward_op = define_op("swiglu_mlp", _tiled_forward,
@@ -375,8 +378,7 @@ class _MLPFunction(torch.autograd.Function):
         dy = dy.contiguous()
         overwrite = not main_grads
         dx = _backward_op(x, *weights, dy, step_splits(splits, device_splits),
-                          shards, memory_budget, kept_or_empty(x, kept),
-                          grads, overwrite)
+                          shards, memory_budget, kept, grads, overwrite)
         rest = (None,) * (4 + len(main_grads))
         if main_grads:
             mark_main_grads(params, in_forward=False)

@@ -226,10 +226,16 @@ def _routed_backward(x, token, gate_up, down, splits, routing, dy, options,
 
 def _routed_forward_step(rows, gate_up, down, splits, routing, shards,
                          memory_budget, recompute):
-    """(y, the untiled step's kept workspace or an empty tensor)."""
-    y, kept = _routed_forward(rows, gate_up, down, splits, routing,
-                              (shards, memory_budget, recompute))
-    return y, kept_or_empty(rows, kept)
+    """(y, the untiled step's kept workspace, None where nothing is)."""
+    return _routed_forward(rows, gate_up, down, splits, routing,
+                           (shards, memory_budget, recompute))
+
+
+def _on_gpu_a_copy(tensor):
+    # The GPU step writes its result over this argument: traced, it gets a
+    # copy (a traced graph may not write over its input). The CPU's step
+    # writes new tensors.
+    return tensor.clone() if tensor.is_cuda else tensor
 
 
 def _routed_forward_body(rows: torch.Tensor, gate_up: torch.Tensor,
@@ -238,11 +244,11 @@ def _routed_forward_body(rows: torch.Tensor, gate_up: torch.Tensor,
                          routing: torch.Tensor, shards: int,
                          memory_budget: int, recompute: bool
                          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Traced: y a new tensor (a traced graph may not write over its
-    input)."""
-    return _routed_forward_step(rows.clone(), gate_up, down,
-                                step_splits(splits, device_splits), routing,
-                                shards, memory_budget, recompute)
+    """Traced: y a new tensor; the kept workspace or an empty one."""
+    y, kept = _routed_forward_step(_on_gpu_a_copy(rows), gate_up, down,
+                                   step_splits(splits, device_splits),
+                                   routing, shards, memory_budget, recompute)
+    return y, kept_or_empty(rows, kept)
 
 
 def _routed_forward_fake(rows, gate_up, down, splits, device_splits, routing,
@@ -256,8 +262,8 @@ def _routed_backward_step(x, token, gate_up, down, splits, routing, dy,
                           shards, memory_budget, recompute, kept, grads,
                           overwrite):
     return _routed_backward(x, token, gate_up, down, splits, routing, dy,
-                            (shards, memory_budget, recompute),
-                            kept if kept.numel() else None, grads, overwrite)
+                            (shards, memory_budget, recompute), kept, grads,
+                            overwrite)
 
 
 def _routed_backward_body(x: torch.Tensor, token: torch.Tensor,
@@ -269,11 +275,12 @@ def _routed_backward_body(x: torch.Tensor, token: torch.Tensor,
                           kept: torch.Tensor, grads: list[torch.Tensor],
                           overwrite: bool
                           ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Traced: dx a new tensor, not dy's buffer."""
+    """Traced: dx a new tensor, not dy's buffer; an empty `kept`: none."""
     return _routed_backward_step(x, token, gate_up, down,
                                  step_splits(splits, device_splits), routing,
-                                 dy.clone(), shards, memory_budget, recompute,
-                                 kept, grads, overwrite)
+                                 _on_gpu_a_copy(dy), shards, memory_budget,
+                                 recompute, kept if kept.numel() else None,
+                                 grads, overwrite)
 
 
 def _routed_backward_fake(x, token, gate_up, down, splits, device_splits,
@@ -286,8 +293,11 @@ def _pack_forward(rows, gate_up, down, splits, *rest):
     return (rows, gate_up, down, *op_splits(splits), *rest)
 
 
-def _pack_backward(x, token, gate_up, down, splits, *rest):
-    return (x, token, gate_up, down, *op_splits(splits), *rest)
+def _pack_backward(x, token, gate_up, down, splits, routing, dy, shards,
+                   memory_budget, recompute, kept, grads, overwrite):
+    return (x, token, gate_up, down, *op_splits(splits), routing, dy, shards,
+            memory_budget, recompute, kept_or_empty(x, kept), grads,
+            overwrite)
 
 
 _routed_forward_op = define_op("moe_experts_forward", _routed_forward_step,
@@ -321,7 +331,10 @@ class _RoutedExperts(torch.autograd.Function):
         on_device = isinstance(splits, torch.Tensor)
         y, kept = _routed_forward_op(rows, gate_up, down, splits, routing,
                                      *options)
-        kept = kept if kept.numel() else None
+        # Nothing is kept by the tiled step or on the CPU (traced: the op's
+        # empty tensor).
+        if options[2] or not x.is_cuda:
+            kept = None
         ctx.options, ctx.main_grads = options, main_grads
         ctx.host_splits = None if on_device else splits
         ctx.weights_dtype = w.dtype  # routing is w in f32: w is not kept
@@ -344,8 +357,8 @@ class _RoutedExperts(torch.autograd.Function):
         overwrite = not main_grads
         dy = dout.contiguous().index_select(0, token)
         drows, d_routing = _routed_backward_op(
-            x, token, gate_up, down, splits, routing, dy, *ctx.options,
-            kept_or_empty(x, kept), grads, overwrite)
+            x, token, gate_up, down, splits, routing, dy, *ctx.options, kept,
+            grads, overwrite)
         dx = _sum_by_token(drows, place, x.shape[0]) \
             if ctx.needs_input_grad[0] else None
         dw = d_routing.to(ctx.weights_dtype) if ctx.needs_input_grad[1] \

@@ -55,8 +55,9 @@ struct EvalOptions {
 
 /// About how many element operations evaluating `func` on `args` takes:
 /// its ops times the largest value they can make (the largest argument or
-/// static result type), and for each contraction that value times the
-/// longest dimension (the sum each element is). Saturates at INT64_MAX.
+/// static result type), and each contraction's products (exact where its
+/// operands are arguments; else that value times the longest dimension).
+/// Saturates at INT64_MAX.
 int64_t estimateElementOps(mlir::func::FuncOp func,
                            const std::vector<Buffer> &args);
 

@@ -74,3 +74,32 @@ func.func @outer_products(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>)
       : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
   return %r : tensor<?x?xf32>
 }
+
+// -----
+
+// Sizes known on one side and not the other: each gradient has its
+// argument's type (the input's, the matrix's), and main_grad's sum takes
+// the accumulator's.
+// CANON-LABEL: func.func @mixed_sizes_bwd
+// CANON-SAME: -> (tensor<?x4096xbf16> {tile.gradient = 0 : i64}, tensor<16x4096xbf16> {tile.gradient = 1 : i64})
+// CANON: tile.contract %{{.*}}, %{{.*}} over 0 : tensor<?x?xbf16>, tensor<16x4096xbf16> -> tensor<?x4096xf32>
+// CANON: tile.contract_rows %{{.*}}, %{{.*}} across_rows : tensor<?x?xbf16>, tensor<?x4096xbf16> -> tensor<16x4096xf32>
+// MAIN-LABEL: func.func @mixed_sizes_bwd
+// MAIN: tile.contract_rows %{{.*}}, %{{.*}} across_rows into %{{.*}} : tensor<?x?xbf16>, tensor<?x4096xbf16> -> tensor<16x4096xf32>
+func.func @mixed_sizes(%x: tensor<?x4096xbf16>, %w: tensor<16x4096xbf16>)
+    -> tensor<?x?xf32> attributes {tile.kernel} {
+  %y = tile.contract %x, %w over 1
+      : tensor<?x4096xbf16>, tensor<16x4096xbf16> -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
+// MAIN-LABEL: func.func @dynamic_matrix_bwd
+// MAIN: tile.contract_rows %{{.*}}, %{{.*}} across_rows into %{{.*}} : tensor<?x?xbf16>, tensor<?x4096xbf16> -> tensor<?x?xf32>
+func.func @dynamic_matrix(%x: tensor<?x4096xbf16>, %w: tensor<?x?xbf16>)
+    -> tensor<?x?xf32> attributes {tile.kernel} {
+  %y = tile.contract %x, %w over 1
+      : tensor<?x4096xbf16>, tensor<?x?xbf16> -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}

@@ -56,12 +56,15 @@ Value AdjointBuilder::reduceSum(Value input, ArrayRef<int64_t> dims) {
   return ReduceOp::create(builder, loc, ReductionKind::Sum, input, dims);
 }
 
-Value AdjointBuilder::contract(Value input, Value matrix, int64_t over) {
-  return ContractOp::create(builder, loc, input, matrix, over);
+Value AdjointBuilder::contract(Value input, Value matrix, int64_t over,
+                               Value like) {
+  return ContractOp::create(builder, loc, cotangentType(like.getType()), input,
+                            matrix, builder.getI64IntegerAttr(over));
 }
 
-Value AdjointBuilder::contractRows(Value left, Value right, Value init) {
-  return ContractRowsOp::create(builder, loc, left, right, init);
+Value AdjointBuilder::contractRows(Value left, Value right, Value like) {
+  return ContractRowsOp::create(builder, loc, cotangentType(like.getType()),
+                                left, right, Value());
 }
 
 Value AdjointBuilder::dimSize(Value tensor, int64_t dim) {

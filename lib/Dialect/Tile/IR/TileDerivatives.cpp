@@ -234,12 +234,12 @@ LogicalResult ContractOp::buildAdjoint(AdjointBuilder &builder,
   Value input = getInput(), matrix = getMatrix();
   if (getOver() == 1) {
     // y = x·Wᵀ: dx = g·W, dW = gᵀ·x.
-    operands.push_back(builder.contract(g, matrix, 0));
-    operands.push_back(builder.contractRows(g, input));
+    operands.push_back(builder.contract(g, matrix, 0, input));
+    operands.push_back(builder.contractRows(g, input, matrix));
   } else {
     // y = x·W: dx = g·Wᵀ, dW = xᵀ·g.
-    operands.push_back(builder.contract(g, matrix, 1));
-    operands.push_back(builder.contractRows(input, g));
+    operands.push_back(builder.contract(g, matrix, 1, input));
+    operands.push_back(builder.contractRows(input, g, matrix));
   }
   return success();
 }
@@ -249,8 +249,8 @@ LogicalResult ContractRowsOp::buildAdjoint(AdjointBuilder &builder,
                                            SmallVectorImpl<Value> &operands) {
   // R = Lᵀ·R' (+ acc), G [p, q]: dL = R'·Gᵀ, dR' = L·G, d acc = G.
   Value g = builder.castTo(results[0], operandElementType(getLeft()));
-  operands.push_back(builder.contract(getRight(), g, 1));
-  operands.push_back(builder.contract(getLeft(), g, 0));
+  operands.push_back(builder.contract(getRight(), g, 1, getLeft()));
+  operands.push_back(builder.contract(getLeft(), g, 0, getRight()));
   if (getInit())
     operands.push_back(results[0]);
   return success();

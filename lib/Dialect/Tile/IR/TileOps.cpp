@@ -529,10 +529,16 @@ LogicalResult ContractOp::verify() {
 
 void ContractRowsOp::build(OpBuilder &builder, OperationState &state,
                            Value left, Value right, Value init) {
-  auto leftType = cast<RankedTensorType>(left.getType());
-  auto rightType = cast<RankedTensorType>(right.getType());
-  auto type = RankedTensorType::get(
-      {leftType.getDimSize(1), rightType.getDimSize(1)}, builder.getF32Type());
+  // The accumulator's type where there is one (the op's verifier holds
+  // them equal; it may know sizes the operands leave dynamic).
+  Type type = init ? init.getType() : Type();
+  if (!type) {
+    auto leftType = cast<RankedTensorType>(left.getType());
+    auto rightType = cast<RankedTensorType>(right.getType());
+    type =
+        RankedTensorType::get({leftType.getDimSize(1), rightType.getDimSize(1)},
+                              builder.getF32Type());
+  }
   build(builder, state, type, left, right, init);
 }
 

@@ -53,10 +53,12 @@ public:
   Value broadcast(Value input, ArrayRef<int64_t> dims, Value like);
   /// Sums `input` over `dims`; marks the sum `across_rows` where it must be.
   Value reduceSum(Value input, ArrayRef<int64_t> dims);
-  /// `input · matrixᵀ` (`over` 1) or `input · matrix` (`over` 0), in f32.
-  Value contract(Value input, Value matrix, int64_t over);
-  /// `leftᵀ · right` over the rows, in f32 (`init` + it where given).
-  Value contractRows(Value left, Value right, Value init = {});
+  /// `input · matrixᵀ` (`over` 1) or `input · matrix` (`over` 0): the
+  /// cotangent of `like` (its shape, in f32; the operands may leave sizes
+  /// dynamic that it knows).
+  Value contract(Value input, Value matrix, int64_t over, Value like);
+  /// `leftᵀ · right` over the rows: the cotangent of `like`.
+  Value contractRows(Value left, Value right, Value like);
   /// The number of elements of `tensor` along `dims`, as an f32 scalar.
   Value elementCount(Value tensor, ArrayRef<int64_t> dims);
   /// The size of dimension `dim` of `tensor`, as an index.

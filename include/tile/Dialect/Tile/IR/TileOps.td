@@ -389,8 +389,10 @@ def Tile_ContractOp : Tile_Op<"contract", [Pure]> {
     input times the transpose of a matrix laid out as a PyTorch Linear's
     weight, `[out, in]`. With `over 0`, `Σ_k input[r, k] · matrix[k, n]`:
     the input times the matrix, the form the input's gradient takes.
-    `input` is a row tile `[rows, K]`; `matrix` is not one (neither of its
-    dimensions is the rows). Both have one element type, `bf16`, `f16` or
+    `input` is a row tile `[rows, K]`; `matrix` is meant to be a weight, a
+    kernel argument whose two dimensions are its own (neither is the rows:
+    the GPU lowering will hold it to that; the evaluator takes any value).
+    Both have one element type, `bf16`, `f16` or
     `f32`, the tensor cores' inputs; the result is `f32`, their
     accumulator, and every op may read it: a kernel says "project, then
     silu_and_mul", or "project to the vocabulary, then cross-entropy
