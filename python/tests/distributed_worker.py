@@ -1,7 +1,8 @@
 """One rank of the distributed tests (run by torchrun; test_distributed.py
 starts it): tile.nn modules in a tiny Llama (and a tiny mixture-of-experts
-stack) under FSDP2 and DDP, each case's loss and every gradient against the
-same model run in one process on every rank's micro-batches.
+stack) under FSDP2, DDP and DeepSpeed's ZeRO, each case's loss and every
+gradient against the same model run in one process on every rank's
+micro-batches.
 
     PYTHONPATH=python torchrun --nproc-per-node=2 \
         python/tests/distributed_worker.py --device cpu --out r.json
@@ -294,6 +295,71 @@ def run_ddp_main_grad_without_hook_refused(ctx, attach):
     expect_refusal(run, "DistributedDataParallel", "main_grad_comm_hook")
 
 
+def run_deepspeed(ctx, make, loss_of, stage):
+    """DeepSpeed's ZeRO (`stage` 2 or 3) over the model, MICRO_BATCHES
+    micro-batches accumulated into one step; every parameter's full
+    gradient (safe_get_full_grad) against the reference. DeepSpeed takes
+    fp32 (not float64) on the CPU, and divides each micro-batch's loss by
+    the accumulation steps: its gradients are the reference's over
+    MICRO_BATCHES."""
+    import deepspeed  # noqa: PLC0415 (its accelerator is chosen in main)
+    from deepspeed.utils import safe_get_full_grad  # noqa: PLC0415
+    dtype = torch.float32
+    model = make(dtype, ctx.device)
+    config = {"train_micro_batch_size_per_gpu": 1,
+              "gradient_accumulation_steps": MICRO_BATCHES,
+              "zero_optimization": {"stage": stage},
+              "zero_allow_untested_optimizer": True}
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer,
+                                      config=config)
+    total = 0.0
+    for step in range(MICRO_BATCHES):
+        loss = loss_of(engine, ctx.rank, step, ctx.device)
+        engine.backward(loss)
+        total += global_loss(loss.item(), ctx.device)
+        # The step counts micro-batches; it steps the optimizer at the last
+        # (after the gradients are read below).
+        if step < MICRO_BATCHES - 1:
+            engine.step()
+    ref_loss, ref_grads = reference(make, loss_of, dtype, ctx.device,
+                                    ctx.world, MICRO_BATCHES)
+    tolerance = TOLERANCE[dtype]
+    compare("loss", torch.tensor(total), torch.tensor(ref_loss), tolerance)
+    checked = 0
+    for name, p in engine.module.named_parameters():
+        grad = safe_get_full_grad(p)
+        if grad is None:
+            raise AssertionError(f"{name}: DeepSpeed holds no gradient")
+        compare(name, grad.view(ref_grads[name].shape) * MICRO_BATCHES,
+                ref_grads[name], tolerance)
+        checked += 1
+    if stage == 3 and not all(hasattr(p, "ds_id")
+                              for p in engine.module.parameters()):
+        raise AssertionError("a parameter is not ZeRO-3 partitioned")
+    engine.step()
+    if not checked:
+        raise AssertionError("no parameter checked")
+
+
+def run_deepspeed_main_grad_refused(ctx, stage):
+    """accumulate_into_main_grad=True under DeepSpeed's ZeRO: the forward
+    raises, naming DeepSpeed and what to do, before DeepSpeed's hooks meet
+    a None .grad."""
+    import deepspeed  # noqa: PLC0415
+    model = llama(torch.float32, ctx.device, main_grad=True)
+    config = {"train_micro_batch_size_per_gpu": 1,
+              "zero_optimization": {"stage": stage},
+              "zero_allow_untested_optimizer": True}
+    engine, *_ = deepspeed.initialize(
+        model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+        config=config)
+    expect_refusal(functools.partial(llama_loss, engine, ctx.rank, 0,
+                                     ctx.device),
+                   "DeepSpeed's ZeRO", "(parameter '",
+                   "accumulate_into_main_grad=False")
+
+
 def cases(ctx):
     low = torch.float32 if ctx.device.type == "cpu" else torch.bfloat16
     return {
@@ -316,6 +382,16 @@ def cases(ctx):
             run_ddp_main_grad_without_hook_refused(ctx, attach=False),
         "ddp_attach_main_grads_refused": lambda:
             run_ddp_main_grad_without_hook_refused(ctx, attach=True),
+        "deepspeed_zero2": lambda: run_deepspeed(ctx, llama, llama_loss, 2),
+        "deepspeed_zero3": lambda: run_deepspeed(ctx, llama, llama_loss, 3),
+        "deepspeed_zero3_untiled": lambda: run_deepspeed(
+            ctx, lambda d, dev: llama(d, dev, tiled=False), llama_loss, 3),
+        "deepspeed_zero3_grouped_mlp": lambda: run_deepspeed(
+            ctx, moe, moe_loss, 3),
+        "deepspeed_zero2_main_grad_refused": lambda:
+            run_deepspeed_main_grad_refused(ctx, 2),
+        "deepspeed_zero3_main_grad_refused": lambda:
+            run_deepspeed_main_grad_refused(ctx, 3),
     }
 
 
@@ -337,6 +413,8 @@ def main():
         device = torch.device("cuda", local)
     else:
         device = torch.device("cpu")
+        # DeepSpeed's CPU accelerator, chosen before deepspeed is imported.
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
     # A rank that fails a case between collectives leaves the others
     # waiting: the timeout turns that into an error instead of a hang.
     dist.init_process_group(backend,

@@ -1,6 +1,7 @@
-"""tile.nn modules under PyTorch's FSDP2 and DDP, two ranks started by
-torchrun (distributed_worker.py runs the cases; each is one test here):
-loss and every gradient against the same model in one process.
+"""tile.nn modules under PyTorch's FSDP2 and DDP and DeepSpeed's ZeRO, two
+ranks started by torchrun (distributed_worker.py runs the cases; each is
+one test here): loss and every gradient against the same model in one
+process.
 
 - CPU (CI): gloo, float64 through the reference evaluator. This covers the
   engines' side (sharding, gathering, reduce-scatter and bucket all-reduce,
@@ -34,7 +35,10 @@ CASES = ["fsdp2", "fsdp2_untiled", "fsdp2_mixed_precision",
          "ddp_main_grad", "megatron_main_grad", "fsdp2_main_grad_refused",
          "fsdp2_attach_main_grads_refused",
          "ddp_main_grad_without_hook_refused",
-         "ddp_attach_main_grads_refused"]
+         "ddp_attach_main_grads_refused", "deepspeed_zero2",
+         "deepspeed_zero3", "deepspeed_zero3_untiled",
+         "deepspeed_zero3_grouped_mlp", "deepspeed_zero2_main_grad_refused",
+         "deepspeed_zero3_main_grad_refused"]
 
 
 # torchrun's own failures to meet (its standalone store's port taken, the

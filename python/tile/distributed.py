@@ -193,6 +193,23 @@ def _first_parameter_name(module):
     return next((name for name, _ in module.named_parameters()), "?")
 
 
+def _named(module):
+    return (f"{type(module).__name__} (parameter "
+            f"'{_first_parameter_name(module)}')")
+
+
+def _under_deepspeed_zero(module):
+    """Whether DeepSpeed's ZeRO manages `module`'s parameters: stage 3
+    partitions them (each gets a ds_id), stages 1 and 2 hook them (each
+    gets grad_accum and param_idx_in_group from DeepSpeedZeroOptimizer).
+    Read from the parameters: no import of deepspeed."""
+    for p in module.parameters(recurse=False):
+        if hasattr(p, "ds_id") or (hasattr(p, "grad_accum") and
+                                   hasattr(p, "param_idx_in_group")):
+            return True
+    return False
+
+
 def refuse_unreduced_main_grad(module):
     """Raises where `module`, a tile.nn module with
     accumulate_into_main_grad=True, runs under an engine that would leave
@@ -203,7 +220,9 @@ def refuse_unreduced_main_grad(module):
       micro-batch, and the sharded parameter FSDP2 reduces and steps would
       get none;
     - torch's DDP without main_grad_comm_hook: DDP reduces the zero .grad,
-      and each rank's main_grad keeps its own gradient.
+      and each rank's main_grad keeps its own gradient;
+    - DeepSpeed's ZeRO (any stage): it reduces and partitions .grad, which
+      the contract leaves None.
 
     Megatron-LM's DDP (not torch's) reduces the buffer main_grad lives in,
     and passes. Called from the forward, eagerly; while torch.compile
@@ -211,12 +230,22 @@ def refuse_unreduced_main_grad(module):
     first) has made the FSDP2 check."""
     if not runs_each_call():
         return
+    if _under_deepspeed_zero(module):
+        raise RuntimeError(
+            f"tile: {_named(module)} has accumulate_into_main_grad=True "
+            "under DeepSpeed's ZeRO, which reduces and partitions each "
+            "parameter's .grad (its hooks read .grad, which the main_grad "
+            "contract leaves None): main_grad would be each rank's own, "
+            "unreduced gradient, and DeepSpeed would get none. Build it "
+            "with accumulate_into_main_grad=False (apply_tile(model, "
+            "accumulate_into_main_grad=False)); DeepSpeed keeps fp32 "
+            "gradients itself (\"data_types\": {\"grad_accum_dtype\": "
+            "\"fp32\"} in its config)")
     root = _fully_shard_root(module)
     ddp = _active_ddp() if root is None else None
     if root is None and (ddp is None or _has_main_grad_hook(ddp)):
         return
-    what = (f"{type(module).__name__} (parameter "
-            f"'{_first_parameter_name(module)}')")
+    what = _named(module)
     if root is not None:
         raise RuntimeError(
             f"tile: {what} has accumulate_into_main_grad=True under FSDP2 "
