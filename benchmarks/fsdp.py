@@ -35,8 +35,9 @@ INTER = 12288
 COLUMNS = ["regular", "tile-tiled", "liger-tiled"]
 
 
-def make_model(layers, sequence, column, device):
-    model = llama_layers(INTER, layers, sequence, device)
+def with_mlp(model, column, device):
+    """`model`'s MLPs as `column` has them: as they are ("regular"), Tile's
+    tiled MLP or Liger's (its weights loaded from the regular one's)."""
     config = model.config
     if column == "tile-tiled":
         import tile.transformers
@@ -49,6 +50,12 @@ def make_model(layers, sequence, column, device):
                                                    dtype=torch.bfloat16)
             tiled.load_state_dict(layer.mlp.state_dict())
             layer.mlp = tiled
+    return model
+
+
+def make_model(layers, sequence, column, device):
+    model = with_mlp(llama_layers(INTER, layers, sequence, device), column,
+                     device)
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16,
                                   reduce_dtype=torch.float32)
@@ -64,9 +71,13 @@ def step(model, x, dy):
     model.zero_grad(set_to_none=True)
 
 
-def measure(column, sequence, layers, steps, device):
+def measure(column, sequence, layers, steps, device, make=make_model,
+            step=step):
+    """The column's step at `sequence` tokens: its median time and spread,
+    and its peak memory per GPU (the largest rank's, less what was
+    allocated before `make` made the model)."""
     before = torch.cuda.memory_allocated(device)
-    model = make_model(layers, sequence, column, device)
+    model = make(layers, sequence, column, device)
     gen = torch.Generator(device=device).manual_seed(1 + dist.get_rank())
     x = torch.randn(1, sequence, HIDDEN, device=device, generator=gen,
                     dtype=torch.bfloat16)
@@ -84,6 +95,10 @@ def measure(column, sequence, layers, steps, device):
     peak = torch.tensor([torch.cuda.max_memory_allocated(device) - before],
                         dtype=torch.float64, device=device)
     dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+    # An engine that holds buffers and hooks of its own (DeepSpeed's) lets
+    # them go first.
+    if hasattr(model, "destroy"):
+        model.destroy()
     del model, x, dy
     torch.cuda.empty_cache()
     return {"case": column, "column": column, "sequence": sequence, "ms": ms,
@@ -91,9 +106,12 @@ def measure(column, sequence, layers, steps, device):
             "peak_gib": peak.item() / 2**30}
 
 
-def main():
+def main(all_columns=COLUMNS, engine="FSDP2", benchmark="fsdp",
+         make=make_model, step=step):
+    """Every column at every sequence under `engine` (its name), made by
+    `make` and stepped by `step`; the results as `benchmark`'s."""
     options, columns, sequences = parse_options(
-        COLUMNS, "2048,8192,16384,32768,65536,131072", 3)
+        all_columns, "2048,8192,16384,32768,65536,131072", 3)
     local = int(os.environ.get("LOCAL_RANK", 0))
     torch.cuda.set_device(local)
     device = torch.device("cuda", local)
@@ -101,7 +119,7 @@ def main():
     rank0 = dist.get_rank() == 0
     if rank0:
         print(f"device: {torch.cuda.get_device_name()} × "
-              f"{dist.get_world_size()}, torch {torch.__version__}; FSDP2, "
+              f"{dist.get_world_size()}, torch {torch.__version__}; {engine}, "
               f"{options.layers} layers (hidden {HIDDEN}, intermediate "
               f"{INTER}), bf16, batch 1, median of {options.steps}")
         print(f"{'column':12} {'seq':>7} {'ms':>9} {'vs regular':>10} "
@@ -111,7 +129,7 @@ def main():
         for column in columns:
             try:
                 r = measure(column, sequence, options.layers, options.steps,
-                            device)
+                            device, make, step)
             except torch.cuda.OutOfMemoryError:
                 # Every rank runs out together (the same shapes).
                 torch.cuda.empty_cache()
@@ -132,7 +150,7 @@ def main():
                 print(f"{column:12} {sequence:7d} {r['ms']:9.1f} {ratio}",
                       flush=True)
     if rank0 and options.json:
-        results.write(options.json, "fsdp", rows,
+        results.write(options.json, benchmark, rows,
                       dict(vars(options), ranks=dist.get_world_size(),
                            torch=torch.__version__))
     dist.destroy_process_group()

@@ -598,6 +598,14 @@ KINDS = [
     ("fsdp", "FSDP2: `benchmarks/fsdp.py`",
      "The same layers under FSDP2 with the tiled MLPs: median step ms (peak "
      "GiB per rank).", fsdp_table),
+    ("zero3", "DeepSpeed ZeRO-3: `benchmarks/zero3.py`",
+     "The same layers under DeepSpeed ZeRO-3 (bf16, its fp32 master "
+     "weights, a step of forward, backward and optimizer step) with the MLP "
+     "as it is, Tile's tiled MLP and DeepSpeed's TiledMLP: median step ms "
+     "(peak GiB per rank). Liger's tiled MLP (0.8.5) stops the step under "
+     "ZeRO-3: DeepSpeed's gradient reduction meets a parameter's gradient "
+     "more than once in one bucket (the run's text beside the files).",
+     fsdp_table),
 ]
 
 
