@@ -107,11 +107,13 @@ def measure(column, sequence, layers, steps, device, make=make_model,
 
 
 def main(all_columns=COLUMNS, engine="FSDP2", benchmark="fsdp",
-         make=make_model, step=step):
-    """Every column at every sequence under `engine` (its name), made by
-    `make` and stepped by `step`; the results as `benchmark`'s."""
+         make=make_model, step=step, default_columns=None):
+    """Every column asked for (default `default_columns`, or all) at every
+    sequence under `engine` (its name), made by `make` and stepped by
+    `step`; the results as `benchmark`'s."""
     options, columns, sequences = parse_options(
-        all_columns, "2048,8192,16384,32768,65536,131072", 3)
+        all_columns, "2048,8192,16384,32768,65536,131072", 3,
+        default_columns)
     local = int(os.environ.get("LOCAL_RANK", 0))
     torch.cuda.set_device(local)
     device = torch.device("cuda", local)

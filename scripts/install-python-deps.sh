@@ -10,7 +10,7 @@ ruff_version=0.17.6
 deepspeed_version=0.19.8
 if "$python" -c "import torch, pytest, numpy, transformers" 2>/dev/null &&
   [ "$("$python" -m ruff --version 2>/dev/null)" = "ruff $ruff_version" ] &&
-  [ "$("$python" -c 'import deepspeed; print(deepspeed.__version__)' \
+  [ "$("$python" -c 'import importlib.metadata as m; print(m.version("deepspeed"))' \
     2>/dev/null)" = "$deepspeed_version" ]; then
   echo "install-python-deps: torch, pytest, numpy, transformers, ruff and deepspeed present"
   exit 0

@@ -38,7 +38,8 @@ CASES = ["fsdp2", "fsdp2_untiled", "fsdp2_mixed_precision",
          "ddp_attach_main_grads_refused", "deepspeed_zero2",
          "deepspeed_zero3", "deepspeed_zero3_untiled",
          "deepspeed_zero3_grouped_mlp", "deepspeed_zero2_main_grad_refused",
-         "deepspeed_zero3_main_grad_refused"]
+         "deepspeed_zero3_main_grad_refused",
+         "deepspeed_zero3_mlp_main_grad_refused"]
 
 
 # torchrun's own failures to meet (its standalone store's port taken, the
@@ -144,8 +145,11 @@ def test_gpu(gpu_results, case):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [c for c in CASES
+                                  if not c.startswith("deepspeed")])
 def test_gpu_shared(shared_gpu_results, case):
+    """Not DeepSpeed's cases: its collectives on CUDA tensors need NCCL,
+    which two ranks on one GPU cannot have."""
     _check(shared_gpu_results, case)
 
 

@@ -199,13 +199,17 @@ def _named(module):
 
 
 def _under_deepspeed_zero(module):
-    """Whether DeepSpeed's ZeRO manages `module`'s parameters: stage 3
-    partitions them (each gets a ds_id), stages 1 and 2 hook them (each
-    gets grad_accum and param_idx_in_group from DeepSpeedZeroOptimizer).
-    Read from the parameters: no import of deepspeed."""
-    for p in module.parameters(recurse=False):
-        if hasattr(p, "ds_id") or (hasattr(p, "grad_accum") and
-                                   hasattr(p, "param_idx_in_group")):
+    """Whether DeepSpeed's ZeRO manages `module`'s parameters (its own or
+    its children's: an MLP's weights live in its projections): stage 3
+    partitions them (each gets a ds_id); stages 1 and 2 and the bf16
+    optimizer map them to their fp32 partitions (each gets _hp_mapping),
+    and stages 1 and 2 hook them (grad_accum, param_idx_in_group). Read
+    from the parameters: no import of deepspeed. DeepSpeed without ZeRO
+    (stage 0: the engine reduces .grad itself) is not detected."""
+    for p in module.parameters():
+        if hasattr(p, "ds_id") or hasattr(p, "_hp_mapping") or (
+                hasattr(p, "grad_accum") and
+                hasattr(p, "param_idx_in_group")):
             return True
     return False
 
