@@ -20,15 +20,16 @@ llvm::Expected<Weighted> weightedOutput(mlir::func::FuncOp func,
                                         const std::vector<Buffer> &args,
                                         const std::vector<Buffer> &cotangents,
                                         const std::vector<Buffer> &direction,
-                                        double t) {
+                                        double t, int64_t maxElementOps) {
   std::vector<Buffer> moved = args;
   for (size_t i = 0; i < moved.size(); ++i)
     for (size_t j = 0; j < moved[i].values.size(); ++j)
       moved[i].values[j] += t * direction[i].values[j];
   EvalOptions exact;
   exact.roundStorage = false;
-  // The caller bounds the whole check's work (checkGradients).
-  exact.maxElementOps = std::numeric_limits<int64_t>::max();
+  // The caller bounds the whole check's work (checkGradients) and gives
+  // each evaluation its share, which a contraction checks where it runs.
+  exact.maxElementOps = maxElementOps;
   auto results = evaluate(func, moved, exact);
   if (!results)
     return results.takeError();
@@ -105,7 +106,8 @@ directionalDerivative(mlir::func::FuncOp func, const std::vector<Buffer> &args,
     double g[4], magnitude = 0.0;
     const double steps[4] = {-2 * h, -h, h, 2 * h};
     for (int k = 0; k < 4; ++k) {
-      auto value = weightedOutput(func, args, cotangents, direction, steps[k]);
+      auto value = weightedOutput(func, args, cotangents, direction, steps[k],
+                                  options.maxElementOps);
       if (!value)
         return value.takeError();
       g[k] = value->value;

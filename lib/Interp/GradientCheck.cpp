@@ -39,11 +39,15 @@ Buffer randomLike(const Buffer &shape, Random &random) {
   return buffer;
 }
 
-EvalOptions exactly() {
+/// Exact float64 within `share` element operations. checkGradients bounds
+/// the work of all its evaluations at once from the forward's estimate and
+/// gives each evaluation of the forward its share, which a contraction over
+/// operands the kernel made (larger than any argument) checks where it
+/// runs; the backward's (once) is not bounded apart.
+EvalOptions exactly(int64_t share = std::numeric_limits<int64_t>::max()) {
   EvalOptions options;
   options.roundStorage = false;
-  // checkGradients bounds the work of all its evaluations at once.
-  options.maxElementOps = std::numeric_limits<int64_t>::max();
+  options.maxElementOps = share;
   return options;
 }
 
@@ -121,8 +125,12 @@ checkGradients(func::FuncOp forward, func::FuncOp backward,
                        llvm::Twine(options.maxElementOps) +
                        " in all; check smaller shapes (--rows, --widths) or "
                        "raise tile-run --max-element-ops");
+  int64_t share = std::max<int64_t>(
+      1, static_cast<int64_t>(double(options.maxElementOps) / evaluations));
+  FiniteDifferenceOptions differences = options.finiteDifferences;
+  differences.maxElementOps = share;
   Random random(options.seed ^ 0x9e3779b97f4a7c15ULL);
-  auto outputs = evaluate(forward, args, exactly());
+  auto outputs = evaluate(forward, args, exactly(share));
   if (!outputs)
     return outputs.takeError();
   std::vector<Buffer> cotangents;
@@ -194,8 +202,8 @@ checkGradients(func::FuncOp forward, func::FuncOp backward,
     for (unsigned d = 0; d < options.directions; ++d) {
       direction[arg] = randomLike(args[arg], random);
       direction[arg].isTensor = args[arg].isTensor;
-      auto numerical = directionalDerivative(
-          forward, args, cotangents, direction, options.finiteDifferences);
+      auto numerical = directionalDerivative(forward, args, cotangents,
+                                             direction, differences);
       if (!numerical)
         return numerical.takeError();
       double derived = 0.0, terms = 0.0;

@@ -27,6 +27,9 @@ struct FiniteDifferenceOptions {
   /// Steps tried: relativeStep·4^k for k < steps; the one with the smallest
   /// estimated rounding + truncation error is used (see the .cpp).
   unsigned steps = 7;
+  /// Each evaluation's limit (EvalOptions::maxElementOps): checkGradients
+  /// gives each its share of the whole check's.
+  int64_t maxElementOps = std::numeric_limits<int64_t>::max();
 };
 
 /// ⟨dy, f(x + t·v)⟩ differentiated at t = 0: the directional derivative of
