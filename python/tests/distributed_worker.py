@@ -305,6 +305,20 @@ def _zero(stage):
     return {"stage": stage}
 
 
+def _deepspeed_engine(model, stage, accumulation):
+    """`model` under DeepSpeed's ZeRO `stage`, `accumulation` micro-batches
+    a step, an SGD of learning rate 0 (the steps change nothing)."""
+    import deepspeed  # noqa: PLC0415 (its accelerator is chosen in main)
+    config = {"train_micro_batch_size_per_gpu": 1,
+              "gradient_accumulation_steps": accumulation,
+              "zero_optimization": _zero(stage),
+              "zero_allow_untested_optimizer": True}
+    engine, *_ = deepspeed.initialize(
+        model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+        config=config)
+    return engine
+
+
 def run_deepspeed(ctx, make, loss_of, stage):
     """DeepSpeed's ZeRO (`stage` 2 or 3) over the model, MICRO_BATCHES
     micro-batches accumulated into one step; every parameter's full
@@ -312,17 +326,9 @@ def run_deepspeed(ctx, make, loss_of, stage):
     fp32 (not float64) on the CPU, and divides each micro-batch's loss by
     the accumulation steps: its gradients are the reference's over
     MICRO_BATCHES."""
-    import deepspeed  # noqa: PLC0415 (its accelerator is chosen in main)
     from deepspeed.utils import safe_get_full_grad  # noqa: PLC0415
     dtype = torch.float32
-    model = make(dtype, ctx.device)
-    config = {"train_micro_batch_size_per_gpu": 1,
-              "gradient_accumulation_steps": MICRO_BATCHES,
-              "zero_optimization": _zero(stage),
-              "zero_allow_untested_optimizer": True}
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-    engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer,
-                                      config=config)
+    engine = _deepspeed_engine(make(dtype, ctx.device), stage, MICRO_BATCHES)
     total = 0.0
     for step in range(MICRO_BATCHES):
         loss = loss_of(engine, ctx.rank, step, ctx.device)
@@ -358,15 +364,9 @@ def run_deepspeed_main_grad_refused(ctx, stage, rms_norm=True):
     raises, naming DeepSpeed and what to do, before DeepSpeed's hooks meet
     a None .grad. Without Tile's RMSNorm the first Tile module is an MLP,
     whose weights are its projections'."""
-    import deepspeed  # noqa: PLC0415
-    model = llama(torch.float32, ctx.device, main_grad=True,
-                  rms_norm=rms_norm)
-    config = {"train_micro_batch_size_per_gpu": 1,
-              "zero_optimization": _zero(stage),
-              "zero_allow_untested_optimizer": True}
-    engine, *_ = deepspeed.initialize(
-        model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
-        config=config)
+    engine = _deepspeed_engine(
+        llama(torch.float32, ctx.device, main_grad=True, rms_norm=rms_norm),
+        stage, 1)
     expect_refusal(functools.partial(llama_loss, engine, ctx.rank, 0,
                                      ctx.device),
                    "DeepSpeed's ZeRO", "(parameter '",

@@ -11,12 +11,7 @@ import torch
 from . import _capi, _capi_functions, shape_expressions
 from ._capi import FLOAT, INT, OUTPUT, SAVED, TileError
 from .autograd import INTEGER_DTYPES, TILE_DTYPES, TORCH_DTYPES, stream_of
-from .custom_ops import define_op, register, registered
-
-
-def register_kernel(kernel):
-    """Makes `kernel` findable by its key."""
-    register(kernel.key, kernel)
+from .custom_ops import define_op, registered
 
 
 def flat_argument(arg, info, shape):
